@@ -1,0 +1,235 @@
+"""The miroctl command line: parse, load the config, ask the core, render, exit.
+
+The one error boundary: only here do exceptions become exit codes. Nothing heavy is imported at
+module level, so `miroctl --help` and `--version` stay fast.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+from collections.abc import Awaitable, Callable
+from typing import Annotated, Any, Optional, TypeVar
+
+import typer
+
+from miroctl import __version__
+from miroctl.errors import ExitCode, MiroctlError, UsageError
+
+T = TypeVar("T")
+
+app = typer.Typer(
+    name="miroctl",
+    help="Run, probe, check and serve pools of MCP servers.",
+    no_args_is_help=True,
+    add_completion=True,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+ConfigOpt = Annotated[Optional[str], typer.Option(
+    "--config", "-c", help="Profile yaml, one server yaml, or an mcpServers JSON file. [env: MIROCTL_CONFIG]")]
+StdioOpt = Annotated[Optional[list[str]], typer.Option(
+    "--stdio", help="An ad-hoc stdio server: \"CMD ARGS\" (repeatable; replaces the configured servers).")]
+UrlOpt = Annotated[Optional[list[str]], typer.Option(
+    "--url", help="An ad-hoc HTTP server: streamable HTTP, or SSE when the path ends in /sse (repeatable).")]
+HeaderOpt = Annotated[Optional[list[str]], typer.Option("--header", "-H", help="'Name: value' for --url servers.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
+StartupOpt = Annotated[Optional[float], typer.Option(
+    "--startup-timeout", min=0.001, help="Seconds a server may take to start and list its tools.")]
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"miroctl {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(
+    version: Annotated[bool, typer.Option("--version", "-V", callback=_version, is_eager=True,
+                                          help="Show the version and exit.")] = False,
+) -> None:
+    """Run, probe, check and serve pools of MCP servers."""
+
+
+# ---------------------------------------------------------------------------------------------- boundary
+
+
+def run(out: Any, work: Callable[[], Awaitable[T]]) -> T:
+    """Run the async core once; turn errors, Ctrl-C and SIGTERM into messages and exit codes."""
+    import anyio
+
+    received: list[int] = []
+
+    async def guarded() -> T:
+        results: list[T] = []
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_watch_signals, tg.cancel_scope, received)
+            results.append(await work())
+            tg.cancel_scope.cancel()
+        return results[0] if results else None  # type: ignore[return-value]
+
+    try:
+        result = anyio.run(guarded)
+    except MiroctlError as exc:
+        out.error(exc.message, exc.hint, label=exc.kind)
+        raise typer.Exit(int(exc.exit_code)) from None
+    except KeyboardInterrupt:
+        received.append(signal.SIGINT)
+    if received:
+        out.error(f"interrupted by {signal.Signals(received[0]).name}; every server was stopped", label="interrupted")
+        raise typer.Exit(int(ExitCode.INTERRUPTED) if received[0] == signal.SIGINT else 128 + received[0])
+    return result
+
+
+async def _watch_signals(scope: Any, received: list[int]) -> None:
+    import anyio
+
+    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM, signal.SIGHUP) as signals:
+        async for signum in signals:
+            received.append(signum)
+            scope.cancel()
+            return
+
+
+def _load_config(config: str | None, stdio: list[str] | None, url: list[str] | None,
+                 header: list[str] | None, out: Any, startup_timeout: float | None = None) -> Any:
+    from dataclasses import replace
+
+    from miroctl import config as config_
+
+    try:
+        loaded = config_.load(config, stdio=stdio or (), urls=url or (), headers=header or ())
+    except MiroctlError as exc:
+        out.error(exc.message, exc.hint, label=exc.kind)
+        raise typer.Exit(int(exc.exit_code)) from None
+    out.masker = out.masker.with_secrets(loaded.secrets())
+    if startup_timeout:
+        loaded = replace(loaded, profile=replace(loaded.profile, startup_timeout=startup_timeout))
+    return loaded
+
+
+def _output(json_mode: bool) -> Any:
+    from miroctl.render import Output
+
+    return Output(json_mode=json_mode)
+
+
+def _select(config: Any, names: list[str] | None, out: Any) -> list[Any]:
+    try:
+        return config.select(names or ())
+    except UsageError as exc:
+        out.error(exc.message, exc.hint, label=exc.kind)
+        raise typer.Exit(int(exc.exit_code)) from None
+
+
+# ---------------------------------------------------------------------------------------------- list
+
+
+@app.command("list")
+def list_(
+    servers: Annotated[Optional[list[str]], typer.Argument(help="Servers to list (default: the profile's).")] = None,
+    json_mode: JsonOpt = False,
+    schema: Annotated[bool, typer.Option("--schema", help="Show each tool's full description and input schema.")] = False,
+    config: ConfigOpt = None,
+    stdio: StdioOpt = None,
+    url: UrlOpt = None,
+    header: HeaderOpt = None,
+    startup_timeout: StartupOpt = None,
+) -> None:
+    """List the tools of every selected server; failing servers are reported in place (exit 1)."""
+    from miroctl.manager import Manager
+    from miroctl.render import list_tables
+
+    out = _output(json_mode)
+    loaded = _load_config(config, stdio, url, header, out, startup_timeout)
+    specs = _select(loaded, servers, out)
+
+    async def work() -> list[Any]:
+        async with Manager(loaded) as manager:
+            return await manager.list_tools(specs)
+
+    entries = run(out, work)
+    if json_mode:
+        out.json({"schema": "miroctl.list/1", "config": loaded.source, "servers": [e.to_dict() for e in entries]})
+    else:
+        list_tables(out, entries, schema=schema)
+    raise typer.Exit(0 if all(e.ok for e in entries) else 1)
+
+
+# ---------------------------------------------------------------------------------------------- call
+
+
+def split_target(words: list[str], config: Any) -> tuple[str | None, str, list[str]]:
+    """SERVER TOOL [k=v...], SERVER.TOOL [k=v...], or TOOL [k=v...] (the server found by its tool)."""
+    if not words:
+        raise UsageError("call needs a tool: miroctl call SERVER TOOL [key=value ...]")
+    first, rest = words[0], words[1:]
+    if "." in first and "=" not in first:
+        server, _, tool = first.partition(".")
+        if config.get(server) is not None:
+            return server, tool, rest
+    if rest and "=" not in rest[0]:
+        return first, rest[0], rest[1:]
+    if "=" in first:
+        raise UsageError(f"expected a tool name before the arguments, got {first!r}")
+    only = config.select() if len(config.default_names) == 1 else []
+    return (only[0].name if only else None), first, rest
+
+
+@app.command()
+def call(
+    target: Annotated[list[str], typer.Argument(
+        help="SERVER TOOL, SERVER.TOOL or TOOL, then key=value pairs (key:=json for raw JSON).",
+        show_default=False)],
+    args: Annotated[Optional[str], typer.Option(
+        "--args", "-a", help="Base arguments: a JSON object, @file.json, or - for stdin; pairs override it.")] = None,
+    json_mode: JsonOpt = False,
+    timeout: Annotated[Optional[float], typer.Option(
+        "--timeout", "-t", min=0.001, help="Seconds the call may take (default: server, profile, 900).")] = None,
+    no_autocorrect: Annotated[bool, typer.Option(
+        "--no-autocorrect", help="Never re-route a call to the one server that has the tool.")] = False,
+    save_dir: Annotated[Optional[str], typer.Option(
+        "--save-dir", help="Where images, audio and blobs of the result are saved (default: a new temp dir).")] = None,
+    config: ConfigOpt = None,
+    stdio: StdioOpt = None,
+    url: UrlOpt = None,
+    header: HeaderOpt = None,
+    startup_timeout: StartupOpt = None,
+) -> None:
+    """Call one tool and print its result; the exit code says how it went."""
+    from miroctl import args as args_
+    from miroctl import blobs
+    from miroctl.manager import CallRequest, Manager
+    from miroctl.render import call_result
+
+    out = _output(json_mode)
+    loaded = _load_config(config, stdio, url, header, out, startup_timeout)
+    try:
+        server, tool, pairs = split_target(target, loaded)
+        for pair in pairs:
+            args_.split_pair(pair)
+        base = args_.load_base(args)
+    except UsageError as exc:
+        out.error(exc.message, exc.hint, label=exc.kind)
+        raise typer.Exit(int(exc.exit_code)) from None
+
+    async def work() -> Any:
+        async with Manager(loaded) as manager:
+            with out.progress(f"{tool}") as progress:
+                request = CallRequest(server, tool, base, pairs, timeout=timeout,
+                                      autocorrect=not no_autocorrect, progress=progress)
+                return await manager.call(request)
+
+    outcome = run(out, work)
+    if json_mode:
+        out.json(outcome.to_dict())
+    else:
+        saved = blobs.save(outcome.content, outcome.tool_name, save_dir) if outcome.ok else []
+        call_result(out, outcome, saved)
+    raise typer.Exit(int(outcome.exit_code))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    app()

@@ -1,0 +1,112 @@
+"""Turning whatever went wrong with a server into a Failure: a class, a one-line reason, a hint."""
+
+from __future__ import annotations
+
+import signal
+from typing import Any
+
+from miroctl.models import Failure
+from miroctl.transports import MAX_MESSAGE_BYTES, SpawnError, Wire
+
+CONNECTION_CLOSED = -32000
+REQUEST_TIMEOUT = -32001
+
+
+def leaf(exc: BaseException) -> BaseException:
+    """The first real error inside nested ExceptionGroups (the SDK's task groups wrap them)."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
+
+
+def exit_description(returncode: int | None) -> str:
+    if returncode is None:
+        return "is still running"
+    if returncode < 0:
+        try:
+            return f"was killed by {signal.Signals(-returncode).name}"
+        except ValueError:
+            return f"was killed by signal {-returncode}"
+    return f"exited with code {returncode}"
+
+
+def startup_failure(exc: BaseException, wire: Wire, phase: str = "initialize") -> Failure:
+    """Why a server could not be started, connected or initialized."""
+    exc = leaf(exc)
+    tail = wire.stderr_tail()
+    if isinstance(exc, SpawnError):
+        return Failure(exc.kind, str(exc), hint=exc.hint, phase="spawn", stderr_tail=tail)
+    if wire.noise_lines or wire.oversize:
+        return Failure("protocol", _noise_reason(wire), hint="a stdio server must write only JSON-RPC to stdout; "
+                       "logs belong on stderr", phase=phase, stderr_tail=tail)
+    http = _http_failure(exc, wire, phase, tail)
+    if http is not None:
+        return http
+    if wire.exited_on_its_own:
+        return Failure("exited", f"server {exit_description(wire.returncode)} before {phase} finished",
+                       hint=_stderr_hint(tail), phase=phase, stderr_tail=tail)
+    code = getattr(exc, "code", None)
+    if code == CONNECTION_CLOSED:
+        return Failure("exited", f"server closed the connection during {phase}", hint=_stderr_hint(tail),
+                       phase=phase, stderr_tail=tail)
+    if code is not None:
+        return Failure("protocol", f"{phase} failed: {getattr(exc, 'message', exc)} (error {code})",
+                       phase=phase, stderr_tail=tail)
+    return Failure("crashed", f"{phase} failed: {type(exc).__name__}: {_one_line(exc)}", phase=phase,
+                   stderr_tail=tail)
+
+
+def startup_timeout(wire: Wire, seconds: float, phase: str = "initialize") -> Failure:
+    tail = wire.stderr_tail()
+    if wire.noise_lines:
+        return Failure("protocol", _noise_reason(wire) + f", and no answer to {phase} within {seconds:g}s",
+                       hint="a stdio server must write only JSON-RPC to stdout", phase=phase, stderr_tail=tail)
+    return Failure("timeout", f"no answer to {phase} within {seconds:g}s", phase=phase,
+                   hint="raise startup_timeout if the server is just slow to start", stderr_tail=tail)
+
+
+def died_during(wire: Wire, phase: str) -> Failure:
+    """The server went away while a request was in flight."""
+    tail = wire.stderr_tail()
+    if wire.oversize:
+        return Failure("protocol", _noise_reason(wire), phase=phase, stderr_tail=tail)
+    if wire.returncode is not None:
+        reason = f"server {exit_description(wire.returncode)} during {phase}"
+    else:
+        reason = f"server closed the connection during {phase}"
+    return Failure("crashed", reason, hint=_stderr_hint(tail), phase=phase, stderr_tail=tail)
+
+
+def _http_failure(exc: BaseException, wire: Wire, phase: str, tail: tuple[str, ...]) -> Failure | None:
+    status = wire.http_status
+    if status in (401, 403):
+        return Failure("auth", f"HTTP {status} {'Unauthorized' if status == 401 else 'Forbidden'} from {wire.spec.url}",
+                       hint="check the server's headers (Authorization) and the token it expects", phase=phase)
+    if status is not None:
+        return Failure("http", f"HTTP {status} from {wire.spec.url}", phase=phase)
+    name = type(exc).__name__
+    if name in ("ConnectError", "ConnectTimeout"):
+        return Failure("http", f"cannot connect to {wire.spec.url}: {_one_line(exc) or 'connection refused'}",
+                       hint="is the server running and listening there?", phase="connect")
+    if "Timeout" in name:
+        return Failure("timeout", f"HTTP timeout talking to {wire.spec.url}", phase=phase)
+    if name in ("RemoteProtocolError", "ReadError", "WriteError", "NetworkError"):
+        return Failure("http", f"HTTP connection to {wire.spec.url} failed: {_one_line(exc)}", phase=phase)
+    return None
+
+
+def _noise_reason(wire: Wire) -> str:
+    if wire.oversize:
+        return f"server wrote a line of over {MAX_MESSAGE_BYTES // (1024 * 1024)} MiB to stdout"
+    sample = f" (first: {wire.noise_samples[0]!r})" if wire.noise_samples else ""
+    lines = "line" if wire.noise_lines == 1 else "lines"
+    return f"server wrote {wire.noise_lines} non-JSON {lines} to stdout{sample}"
+
+
+def _stderr_hint(tail: tuple[str, ...]) -> str | None:
+    return f"its stderr ends: {tail[-1]}" if tail else None
+
+
+def _one_line(exc: Any) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else ""

@@ -1,0 +1,64 @@
+"""Keeping secrets out of output: known secret values and values of secret-looking keys become ****."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+MASK = "****"
+MIN_SECRET_LENGTH = 3
+_SECRET_KEY = re.compile(
+    r"(token|secret|passw|pwd|(^|[_-])key($|[_-])|apikey|private[_-]?key|auth|credential|cookie|session[_-]?id)",
+    re.IGNORECASE,
+)
+
+
+def looks_secret(key: str) -> bool:
+    """Whether a key name suggests its value is a secret (API_KEY, Authorization, db_password...)."""
+    return bool(_SECRET_KEY.search(key))
+
+
+class Masker:
+    """Replaces every known secret value in text, in raw and JSON-escaped form."""
+
+    def __init__(self, secrets: Iterable[str] = ()) -> None:
+        forms: set[str] = set()
+        for value in secrets:
+            if value and len(value) >= MIN_SECRET_LENGTH:
+                forms.add(value)
+                forms.add(json.dumps(value)[1:-1])
+        # Longest first, so a secret containing another is replaced whole.
+        self._forms = sorted(forms, key=len, reverse=True)
+        self._pattern = re.compile("|".join(re.escape(f) for f in self._forms)) if self._forms else None
+
+    def __bool__(self) -> bool:
+        return self._pattern is not None
+
+    def with_secrets(self, secrets: Iterable[str]) -> Masker:
+        return Masker([*self._forms, *secrets])
+
+    def text(self, text: str) -> str:
+        if self._pattern is None or not text:
+            return text
+        return self._pattern.sub(MASK, text)
+
+    def data(self, value: Any) -> Any:
+        """Mask secrets inside any JSON-like value; values of secret-looking keys are masked whole."""
+        if isinstance(value, str):
+            return self.text(value)
+        if isinstance(value, Mapping):
+            return {k: (MASK if _is_secret_item(k, v) else self.data(v)) for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [self.data(v) for v in value]
+        return value
+
+
+def _is_secret_item(key: Any, value: Any) -> bool:
+    return isinstance(key, str) and isinstance(value, str) and bool(value) and looks_secret(key)
+
+
+def secret_values(mapping: Mapping[str, str]) -> set[str]:
+    """The values of a mapping whose keys look secret."""
+    return {v for k, v in mapping.items() if isinstance(v, str) and looks_secret(k)}

@@ -1,0 +1,185 @@
+"""One handle per server: its session, owned by one long-lived task, opened lazily, reopened after a loss.
+
+The SDK requires a client to be entered and exited in the same task, so each connection lives in a
+task of the pool's task group; callers share the session object and signal the owner to close.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+from anyio.abc import TaskGroup
+
+from miroctl.failures import startup_failure, startup_timeout
+from miroctl.models import Failure, ServerSpec, ToolInfo
+from miroctl.transports import Connection, Wire, open_connection
+
+MAX_TOOL_PAGES = 100
+RETRY_AFTER = 5.0  # a server that failed to start is not tried again sooner (doubling up to RETRY_MAX)
+RETRY_MAX = 60.0
+
+
+class Unavailable(Exception):
+    """The server cannot be used; `failure` says why."""
+
+    def __init__(self, failure: Failure) -> None:
+        super().__init__(failure.message)
+        self.failure = failure
+
+
+@dataclass
+class _Generation:
+    """One start of a server: its wire, its session once ready, and the events of its life."""
+
+    wire: Wire
+    scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
+    ready: anyio.Event = field(default_factory=anyio.Event)
+    stop: anyio.Event = field(default_factory=anyio.Event)
+    done: anyio.Event = field(default_factory=anyio.Event)
+    connection: Connection | None = None
+    error: BaseException | None = None
+
+
+class ServerHandle:
+    """The lazily opened session to one server, shared by every caller in the process."""
+
+    def __init__(self, spec: ServerSpec, task_group: TaskGroup, startup_timeout: float) -> None:
+        self.spec = spec
+        self.startup_timeout = spec.startup_timeout or startup_timeout
+        self._tg = task_group
+        self._lock = anyio.Lock()
+        self._current: _Generation | None = None
+        self._wires: list[Wire] = []
+        self._tools: tuple[ToolInfo, ...] | None = None
+        self.starts = 0
+        self.last_used = time.monotonic()
+        self.startup_ms = 0.0
+        self.failure: Failure | None = None
+        self._failed_at = 0.0
+        self._retry_after = RETRY_AFTER
+
+    @property
+    def connected(self) -> bool:
+        return self._current is not None and self._current.connection is not None and not self._current.done.is_set()
+
+    @property
+    def wire(self) -> Wire | None:
+        return self._current.wire if self._current else None
+
+    async def connect(self) -> Connection:
+        """The open session, starting the server if needed; Unavailable if it cannot be had."""
+        self.last_used = time.monotonic()
+        if self.connected:
+            return self._current.connection  # type: ignore[union-attr]
+        async with self._lock:
+            if not self.connected:
+                self._raise_recent_failure()
+                try:
+                    await self._start()
+                except Unavailable as exc:
+                    self._remember(exc.failure)
+                    raise
+                self.failure, self._retry_after = None, RETRY_AFTER
+            return self._current.connection  # type: ignore[union-attr]
+
+    def _raise_recent_failure(self) -> None:
+        if self.failure is not None and time.monotonic() - self._failed_at < self._retry_after:
+            raise Unavailable(self.failure)
+
+    def _remember(self, failure: Failure) -> None:
+        if self.failure is not None:
+            self._retry_after = min(self._retry_after * 2, RETRY_MAX)
+        self.failure, self._failed_at = failure, time.monotonic()
+
+    async def _start(self) -> None:
+        if self.spec.error:
+            raise Unavailable(Failure("config", self.spec.error, phase="config"))
+        gen = _Generation(wire=Wire(self.spec))
+        self._current, self._tools = gen, None
+        self._wires.append(gen.wire)
+        self.starts += 1
+        started = time.perf_counter()
+        self._tg.start_soon(self._own, gen)
+        with anyio.move_on_after(self.startup_timeout) as waited:
+            await gen.ready.wait()
+        self.startup_ms = (time.perf_counter() - started) * 1000
+        if waited.cancelled_caught:
+            failure = startup_timeout(gen.wire, self.startup_timeout)
+            gen.wire.hurry = True
+            gen.scope.cancel()
+            raise Unavailable(failure)
+        if gen.connection is None:
+            raise Unavailable(startup_failure(gen.error or RuntimeError("no session"), gen.wire))
+
+    async def _own(self, gen: _Generation) -> None:
+        try:
+            with gen.scope:
+                async with open_connection(self.spec, gen.wire) as connection:
+                    gen.connection = connection
+                    gen.ready.set()
+                    await gen.stop.wait()
+        except Exception as exc:  # reported through the generation, never raised into the pool
+            gen.error = exc
+        finally:
+            gen.connection = None
+            gen.ready.set()
+            gen.done.set()
+
+    async def tools(self) -> tuple[ToolInfo, ...]:
+        """Every tool the server lists, all pages; cached for the life of the session."""
+        connection = await self.connect()
+        if self._tools is not None:
+            return self._tools
+        found: list[ToolInfo] = []
+        cursor = None
+        with anyio.move_on_after(self.startup_timeout) as waited:
+            for _ in range(MAX_TOOL_PAGES):
+                page = await connection.client.list_tools(cursor=cursor)
+                found.extend(tool_info(self.spec.name, tool) for tool in page.tools)
+                cursor = page.next_cursor
+                if not cursor:
+                    break
+        if waited.cancelled_caught:
+            raise Unavailable(startup_timeout(connection.wire, self.startup_timeout, phase="tools/list"))
+        self._tools = tuple(found)
+        return self._tools
+
+    async def lost(self) -> Wire | None:
+        """The session broke: close what is left of it so that the next call starts afresh."""
+        gen = self._current
+        if gen is None:
+            return None
+        gen.stop.set()
+        await gen.done.wait()
+        return gen.wire
+
+    async def close(self) -> None:
+        gen = self._current
+        if gen is not None:
+            gen.stop.set()
+            await gen.done.wait()
+
+    def signal_close(self) -> None:
+        if self._current is not None:
+            self._current.stop.set()
+
+    def discard_logs(self) -> None:
+        for wire in self._wires:
+            wire.discard()
+
+
+def tool_info(server: str, tool: Any) -> ToolInfo:
+    """An SDK Tool as miroctl's ToolInfo (snake_case keys, JSON-ready)."""
+    annotations = tool.annotations.model_dump(mode="json", by_alias=True, exclude_none=True) if tool.annotations else {}
+    return ToolInfo(
+        server=server,
+        name=tool.name,
+        title=tool.title,
+        description=tool.description or "",
+        input_schema=tool.input_schema or {},
+        output_schema=tool.output_schema,
+        annotations=annotations,
+    )

@@ -1,0 +1,145 @@
+"""A configurable MCP server for miroctl's tests: healthy tools plus every way a server misbehaves.
+
+    python tests/servers/fixture.py [--name N] [--http PORT] [--tools a,b] [--mode MODE]
+
+Modes that break before the SDK is even imported (so they start fast): exit, hang, noise, flood.
+"""
+
+import argparse
+import os
+import sys
+import time
+
+
+def misbehave(mode: str) -> None:
+    if mode == "exit":
+        print("fixture: cannot start, FIXTURE_SECRET is " + os.environ.get("FIXTURE_SECRET", "unset"), file=sys.stderr)
+        print("fixture: giving up", file=sys.stderr)
+        sys.exit(3)
+    if mode == "hang":
+        print("fixture: hanging before initialize", file=sys.stderr, flush=True)
+        time.sleep(3600)
+    if mode == "noise":
+        for i in range(5):
+            print(f"hello from a chatty server, line {i}", flush=True)
+        time.sleep(3600)
+    if mode == "ignore-term":
+        import signal
+
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        time.sleep(3600)
+
+
+def build(name: str, only: set[str] | None):
+    from mcp.server.mcpserver import Context, MCPServer
+    from mcp.server.mcpserver.exceptions import ToolError
+    from mcp.types import ImageContent, TextContent, ToolAnnotations
+
+    server = MCPServer(name, version="9.9.9", log_level="WARNING")
+
+    def tool(fn=None, **kwargs):
+        def register(f):
+            if only is None or f.__name__ in only:
+                server.tool(**kwargs)(f)
+            return f
+        return register(fn) if fn else register
+
+    @tool(annotations=ToolAnnotations(read_only_hint=True))
+    def echo(text: str) -> str:
+        """Echo the text back.
+
+        Returns exactly what it was given."""
+        return text
+
+    @tool()
+    def add(a: int, b: int = 0) -> int:
+        """Add two integers."""
+        return a + b
+
+    @tool()
+    def config_echo(options: dict, tags: list[str], flag: bool = False, ratio: float = 1.0) -> dict:
+        """Return the arguments it received, to check coercion."""
+        return {"options": options, "tags": tags, "flag": flag, "ratio": ratio}
+
+    @tool()
+    async def progress(steps: int, ctx: Context) -> str:
+        """Report progress `steps` times, then finish."""
+        for i in range(steps):
+            await ctx.report_progress(i + 1, steps, f"step {i + 1}")
+        return f"did {steps} steps"
+
+    @tool()
+    async def sleep(seconds: float) -> str:
+        """Sleep for a while."""
+        import anyio
+
+        await anyio.sleep(seconds)
+        return "awake"
+
+    @tool()
+    def crash(code: int = 7) -> str:
+        """Exit the server process mid-call."""
+        print("fixture: crashing on purpose", file=sys.stderr, flush=True)
+        os._exit(code)
+
+    @tool()
+    def fail(message: str = "it broke") -> str:
+        """Report a tool error."""
+        raise ToolError(message)
+
+    @tool()
+    def env(name: str) -> str:
+        """Return an environment variable of the server process."""
+        return os.environ.get(name, "<unset>")
+
+    @tool()
+    def spawn_child(seconds: float = 3600) -> str:
+        """Start a grandchild process that sleeps, and return its pid."""
+        import subprocess
+
+        child = subprocess.Popen([sys.executable, "-c", f"import time; time.sleep({seconds})"])
+        return str(child.pid)
+
+    @tool()
+    def image() -> list:
+        """Return a tiny PNG and a caption."""
+        png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+        return [TextContent(type="text", text="a pixel"), ImageContent(type="image", data=png, mimeType="image/png")]
+
+    @tool()
+    def escape() -> str:
+        """Return text full of terminal escapes and Rich markup."""
+        return "\x1b[31mred\x1b[0m [bold]not bold[/bold] \x1b]0;title\x07 done"
+
+    @tool()
+    def big(chars: int) -> str:
+        """Return a string of `chars` characters."""
+        return "x" * chars
+
+    @tool()
+    def ghost() -> str:
+        """Listed, but the server claims not to know it when called."""
+        raise ToolError("Unknown tool: ghost")
+
+    return server
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--name", default="fixture")
+    parser.add_argument("--mode", default="ok")
+    parser.add_argument("--http", type=int, default=0)
+    parser.add_argument("--tools", default="")
+    opts = parser.parse_args()
+    misbehave(opts.mode)
+    only = set(opts.tools.split(",")) if opts.tools else None
+    server = build(opts.name, only)
+    print(f"fixture {opts.name}: ready", file=sys.stderr, flush=True)
+    if opts.http:
+        server.run("streamable-http", host="127.0.0.1", port=opts.http)
+    else:
+        server.run("stdio")
+
+
+if __name__ == "__main__":
+    main()
