@@ -1,0 +1,132 @@
+"""Shared helpers for miroctl's tests: fixture-server specs, config files on disk, leak checks."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+import yaml
+
+from miroctl.models import ServerSpec
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURE = str(ROOT / "tests" / "servers" / "fixture.py")
+HEALTHY_STARTUP = 30.0  # generous: a loaded 2-core machine must never flake a healthy server
+
+
+def fixture_spec(name: str, *args: str, **fields: Any) -> ServerSpec:
+    """A ServerSpec running tests/servers/fixture.py over stdio."""
+    fields.setdefault("startup_timeout", HEALTHY_STARTUP)
+    return ServerSpec(name=name, command=sys.executable, args=(FIXTURE, "--name", name, *args), **fields)
+
+
+def fixture_yaml(name: str, *args: str, **fields: Any) -> dict[str, Any]:
+    """A server-file mapping (the seeds' shape) running the fixture server."""
+    return {"name": name, "tool_command": "python", "args": [FIXTURE, "--name", name, *args], **fields}
+
+
+@pytest.fixture
+def write_config(tmp_path: Path) -> Callable[..., Path]:
+    """Write a profile and its tool/*.yaml files; returns the profile's path."""
+
+    def write(servers: dict[str, dict[str, Any] | str], **profile: Any) -> Path:
+        tool_dir = tmp_path / "tool"
+        tool_dir.mkdir(exist_ok=True)
+        for file_name, body in servers.items():
+            text = body if isinstance(body, str) else yaml.safe_dump(body)
+            (tool_dir / f"{file_name}.yaml").write_text(text)
+        profile.setdefault("startup_timeout", HEALTHY_STARTUP)
+        path = tmp_path / "miroctl.yaml"
+        path.write_text(yaml.safe_dump(profile))
+        return path
+
+    return write
+
+
+@pytest.fixture
+def leak_tag() -> Iterator[str]:
+    """A unique value to put in servers' env as MIROCTL_TEST_TAG; after the test none may be alive."""
+    tag = uuid.uuid4().hex
+    yield tag
+    survivors = wait_for_no_tagged(tag, timeout=10)
+    assert not survivors, f"processes outlived the test: {survivors}"
+
+
+def tagged_processes(tag: str) -> list[int]:
+    found = []
+    for proc in psutil.process_iter():
+        try:
+            if proc.environ().get("MIROCTL_TEST_TAG") == tag and proc.status() != psutil.STATUS_ZOMBIE:
+                found.append(proc.pid)
+        except (psutil.Error, OSError):
+            continue
+    return found
+
+
+def wait_for_no_tagged(tag: str, timeout: float) -> list[int]:
+    deadline = time.monotonic() + timeout
+    while (alive := tagged_processes(tag)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return alive
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_for_port(port: int, timeout: float = HEALTHY_STARTUP) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with socket.socket() as sock:
+            if sock.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.05)
+    raise TimeoutError(f"nothing listening on 127.0.0.1:{port} after {timeout}s")
+
+
+@pytest.fixture
+def http_fixture() -> Iterator[Callable[..., str]]:
+    """Start fixture servers over streamable HTTP on 127.0.0.1; returns their /mcp URLs."""
+    processes: list[subprocess.Popen[bytes]] = []
+
+    def start(name: str = "web", *args: str) -> str:
+        port = free_port()
+        proc = subprocess.Popen([sys.executable, FIXTURE, "--name", name, "--http", str(port), *args],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        processes.append(proc)
+        wait_for_port(port)
+        return f"http://127.0.0.1:{port}/mcp"
+
+    yield start
+    for proc in processes:
+        proc.terminate()
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def run_miroctl(*args: str, env: dict[str, str] | None = None, timeout: float = 120,
+                input: str | None = None, cwd: str | Path | None = None) -> subprocess.CompletedProcess[str]:
+    """miroctl as a real subprocess (for signals, process trees and import costs)."""
+    full_env = {**os.environ, **(env or {})}
+    return subprocess.run([sys.executable, "-m", "miroctl.cli", *args], capture_output=True, text=True,
+                          env=full_env, timeout=timeout, input=input, cwd=cwd or ROOT)
+
+
+def parse_json(text: str) -> Any:
+    """The one JSON document a --json command printed."""
+    return json.loads(text)
