@@ -7,9 +7,8 @@ module level, so `miroctl --help` and `--version` stay fast.
 from __future__ import annotations
 
 import signal
-import sys
 from collections.abc import Awaitable, Callable
-from typing import Annotated, Any, Optional, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import typer
 
@@ -27,15 +26,15 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
-ConfigOpt = Annotated[Optional[str], typer.Option(
+ConfigOpt = Annotated[str | None, typer.Option(
     "--config", "-c", help="Profile yaml, one server yaml, or an mcpServers JSON file. [env: MIROCTL_CONFIG]")]
-StdioOpt = Annotated[Optional[list[str]], typer.Option(
+StdioOpt = Annotated[list[str] | None, typer.Option(
     "--stdio", help="An ad-hoc stdio server: \"CMD ARGS\" (repeatable; replaces the configured servers).")]
-UrlOpt = Annotated[Optional[list[str]], typer.Option(
+UrlOpt = Annotated[list[str] | None, typer.Option(
     "--url", help="An ad-hoc HTTP server: streamable HTTP, or SSE when the path ends in /sse (repeatable).")]
-HeaderOpt = Annotated[Optional[list[str]], typer.Option("--header", "-H", help="'Name: value' for --url servers.")]
+HeaderOpt = Annotated[list[str] | None, typer.Option("--header", "-H", help="'Name: value' for --url servers.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
-StartupOpt = Annotated[Optional[float], typer.Option(
+StartupOpt = Annotated[float | None, typer.Option(
     "--startup-timeout", min=0.001, help="Seconds a server may take to start and list its tools.")]
 
 
@@ -129,7 +128,7 @@ def _select(config: Any, names: list[str] | None, out: Any) -> list[Any]:
 
 @app.command("list")
 def list_(
-    servers: Annotated[Optional[list[str]], typer.Argument(help="Servers to list (default: the profile's).")] = None,
+    servers: Annotated[list[str] | None, typer.Argument(help="Servers to list (default: the profile's).")] = None,
     json_mode: JsonOpt = False,
     schema: Annotated[bool, typer.Option("--schema", help="Show each tool's full description and input schema.")] = False,
     config: ConfigOpt = None,
@@ -183,14 +182,14 @@ def call(
     target: Annotated[list[str], typer.Argument(
         help="SERVER TOOL, SERVER.TOOL or TOOL, then key=value pairs (key:=json for raw JSON).",
         show_default=False)],
-    args: Annotated[Optional[str], typer.Option(
+    args: Annotated[str | None, typer.Option(
         "--args", "-a", help="Base arguments: a JSON object, @file.json, or - for stdin; pairs override it.")] = None,
     json_mode: JsonOpt = False,
-    timeout: Annotated[Optional[float], typer.Option(
+    timeout: Annotated[float | None, typer.Option(
         "--timeout", "-t", min=0.001, help="Seconds the call may take (default: server, profile, 900).")] = None,
     no_autocorrect: Annotated[bool, typer.Option(
         "--no-autocorrect", help="Never re-route a call to the one server that has the tool.")] = False,
-    save_dir: Annotated[Optional[str], typer.Option(
+    save_dir: Annotated[str | None, typer.Option(
         "--save-dir", help="Where images, audio and blobs of the result are saved (default: a new temp dir).")] = None,
     config: ConfigOpt = None,
     stdio: StdioOpt = None,

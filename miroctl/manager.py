@@ -11,7 +11,7 @@ import json
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Self
 
 import anyio
 from anyio.abc import TaskGroup
@@ -56,12 +56,12 @@ class Manager:
         self._on_event = on_event
         self.router = Router(config, self.policy, self.tools_of, self.find_tool)
 
-    async def __aenter__(self) -> Manager:
+    async def __aenter__(self) -> Self:
         self._tg = anyio.create_task_group()
         await self._tg.__aenter__()
         return self
 
-    async def __aexit__(self, *exc_info: Any) -> bool | None:
+    async def __aexit__(self, *exc_info: object) -> bool | None:
         for handle in self._handles.values():
             handle.signal_close()
         try:
@@ -171,13 +171,16 @@ class Manager:
         with anyio.move_on_after(timeout) as waited:
             try:
                 result = await connection.client.call_tool(tool, dict(values), progress_callback=request.progress)
-            except Exception as exc:  # the session's failures, sorted below
+            except Exception as exc:  # noqa: BLE001 - every session failure is sorted into an envelope below
                 return await self._call_failed(route, handle, leaf(exc), timeout)
         if waited.cancelled_caught:
             connection.wire.hurry = True
             return _timed_out(route, timeout)
         outcome = outcome_from_result(spec.name, tool, result)
         outcome.corrected_from = route.corrected_from
+        if spec.persistent and handle.restarted:
+            handle.restarted = False
+            outcome.notes.append(f"{spec.name} was restarted after its session was lost; its state started afresh")
         return outcome
 
     async def _call_failed(self, route: Route, handle: ServerHandle, exc: BaseException,

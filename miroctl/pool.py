@@ -57,6 +57,7 @@ class ServerHandle:
         self.starts = 0
         self.last_used = time.monotonic()
         self.startup_ms = 0.0
+        self.restarted = False  # this session replaces a lost one (a persistent server's state is gone)
         self.failure: Failure | None = None
         self._failed_at = 0.0
         self._retry_after = RETRY_AFTER
@@ -98,6 +99,7 @@ class ServerHandle:
         if self.spec.error:
             raise Unavailable(Failure("config", self.spec.error, phase="config"))
         gen = _Generation(wire=Wire(self.spec))
+        self.restarted = self._current is not None
         self._current, self._tools = gen, None
         self._wires.append(gen.wire)
         self.starts += 1
@@ -121,7 +123,7 @@ class ServerHandle:
                     gen.connection = connection
                     gen.ready.set()
                     await gen.stop.wait()
-        except Exception as exc:  # reported through the generation, never raised into the pool
+        except Exception as exc:  # noqa: BLE001 - reported through the generation, never raised into the pool
             gen.error = exc
         finally:
             gen.connection = None

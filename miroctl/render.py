@@ -43,7 +43,7 @@ class Output:
         self.json_mode = json_mode
         self.masker = masker or Masker()
         self.out = Console(markup=False, highlight=False, emoji=False, soft_wrap=False)
-        self.err = Console(stderr=True, markup=False, highlight=False, emoji=False)
+        self.err = Console(stderr=True, markup=False, highlight=False, emoji=False, soft_wrap=True)
 
     def mask(self, text: str) -> str:
         return self.masker.text(text)

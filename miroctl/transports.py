@@ -122,31 +122,30 @@ async def _transport(spec: ServerSpec, wire: Wire, stack: AsyncExitStack) -> Any
         return spec.target
     if spec.transport == "stdio":
         return stdio_transport(spec, wire)
-    http_client = await stack.enter_async_context(_http_client(spec, wire))
     if spec.transport == "sse":
         from mcp.client.sse import sse_client
 
-        return sse_client(spec.url, headers=dict(spec.headers), httpx_client_factory=lambda **_: http_client)
+        # sse_client enters (and closes) the client it gets from the factory itself.
+        return sse_client(spec.url, headers=dict(spec.headers), httpx_client_factory=lambda **_: _http_client(wire))
     from mcp.client.streamable_http import streamable_http_client
 
+    http_client = await stack.enter_async_context(_http_client(wire))
     return streamable_http_client(spec.url, http_client=http_client)
 
 
-@asynccontextmanager
-async def _http_client(spec: ServerSpec, wire: Wire) -> AsyncIterator[Any]:
+def _http_client(wire: Wire) -> Any:
+    """An HTTP client with the server's headers that records the last error status it saw."""
     import httpx2
 
     async def record(response: Any) -> None:
         if response.status_code >= 400:
             wire.http_status = response.status_code
 
-    client = httpx2.AsyncClient(
-        headers=dict(spec.headers),
+    return httpx2.AsyncClient(
+        headers=dict(wire.spec.headers),
         timeout=httpx2.Timeout(30.0, read=300.0),
         event_hooks={"response": [record]},
     )
-    async with client:
-        yield client
 
 
 def quiet_sdk_loggers() -> None:

@@ -30,6 +30,31 @@ def misbehave(mode: str) -> None:
         time.sleep(3600)
 
 
+def _logged(fn):
+    """Append each call's tool name to $FIXTURE_CALL_LOG, so tests can tell whether a call arrived."""
+    import functools
+    import inspect
+
+    def record():
+        path = os.environ.get("FIXTURE_CALL_LOG")
+        if path:
+            with open(path, "a") as log:
+                log.write(fn.__name__ + "\n")
+
+    if inspect.iscoroutinefunction(fn):
+        @functools.wraps(fn)
+        async def async_wrapper(*args, **kwargs):
+            record()
+            return await fn(*args, **kwargs)
+        return async_wrapper
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        record()
+        return fn(*args, **kwargs)
+    return wrapper
+
+
 def build(name: str, only: set[str] | None):
     from mcp.server.mcpserver import Context, MCPServer
     from mcp.server.mcpserver.exceptions import ToolError
@@ -40,7 +65,7 @@ def build(name: str, only: set[str] | None):
     def tool(fn=None, **kwargs):
         def register(f):
             if only is None or f.__name__ in only:
-                server.tool(**kwargs)(f)
+                server.tool(**kwargs)(_logged(f))
             return f
         return register(fn) if fn else register
 
@@ -93,11 +118,12 @@ def build(name: str, only: set[str] | None):
         return os.environ.get(name, "<unset>")
 
     @tool()
-    def spawn_child(seconds: float = 3600) -> str:
-        """Start a grandchild process that sleeps, and return its pid."""
+    def spawn_child(seconds: float = 3600, detach: bool = False) -> str:
+        """Start a grandchild process that sleeps (in a session of its own if detach), and return its pid."""
         import subprocess
 
-        child = subprocess.Popen([sys.executable, "-c", f"import time; time.sleep({seconds})"])
+        child = subprocess.Popen([sys.executable, "-c", f"import time; time.sleep({seconds})"],
+                                 start_new_session=detach)
         return str(child.pid)
 
     @tool()
@@ -111,6 +137,18 @@ def build(name: str, only: set[str] | None):
         """Return text full of terminal escapes and Rich markup."""
         return "\x1b[31mred\x1b[0m [bold]not bold[/bold] \x1b]0;title\x07 done"
 
+    @tool(description="[red]markup[/red] and \x1b[31mANSI red\x1b[0m in a description")
+    def nasty() -> str:
+        return "[bold]not bold[/bold]"
+
+    calls = {"count": 0}
+
+    @tool()
+    def counter() -> int:
+        """Count the calls this server process has answered (state that lives in the session)."""
+        calls["count"] += 1
+        return calls["count"]
+
     @tool()
     def big(chars: int) -> str:
         """Return a string of `chars` characters."""
@@ -118,7 +156,9 @@ def build(name: str, only: set[str] | None):
 
     @tool()
     def ghost() -> str:
-        """Listed, but the server claims not to know it when called."""
+        """Listed, but the server claims not to know it when called (unless started with --ghost-real)."""
+        if os.environ.get("FIXTURE_GHOST_REAL"):
+            return f"boo from {name}"
         raise ToolError("Unknown tool: ghost")
 
     return server

@@ -1,0 +1,89 @@
+"""Server-name auto-correction as in the seeds: only when exactly one server has the tool."""
+
+import pytest
+from typer.testing import CliRunner
+
+from miroctl.cli import app
+from tests.conftest import fixture_yaml, parse_json
+
+
+@pytest.fixture
+def pool(write_config):
+    return write_config({
+        "alpha": fixture_yaml("alpha", "--tools", "add,echo,ghost"),
+        "beta": fixture_yaml("beta", "--tools", "echo,sleep"),
+        "gamma": fixture_yaml("gamma", "--tools", "ghost,env", env={"FIXTURE_GHOST_REAL": "1"}),
+    })
+
+
+def call(path, *words):
+    return CliRunner().invoke(app, ["call", "--config", str(path), *words])
+
+
+def test_unknown_server_is_corrected_when_exactly_one_server_has_the_tool(pool):
+    result = call(pool, "maths", "add", "a=1", "b=2", "--json")
+    assert result.exit_code == 0
+    envelope = parse_json(result.stdout)
+    assert (envelope["server_name"], envelope["corrected_from"], envelope["result"]) == ("alpha", "maths", "3")
+
+
+def test_human_output_marks_the_correction_as_the_seeds_do(pool):
+    result = call(pool, "maths", "add", "a=1")
+    assert result.exit_code == 0
+    assert "[Auto-corrected: Server 'maths' not found" in result.stderr and "used 'alpha' instead]" in result.stderr
+    assert result.stdout == "1\n"
+
+
+def test_a_tool_on_several_servers_is_never_guessed(pool):
+    result = call(pool, "maths", "echo", "text=x", "--json")
+    assert result.exit_code == 6
+    envelope = parse_json(result.stdout)
+    assert envelope["candidates"] == ["alpha", "beta"]
+    assert "tool 'echo' is on several servers: alpha, beta" in envelope["error"]
+
+
+def test_a_tool_on_no_server_hints_at_a_server_tool_mixup(pool):
+    result = call(pool, "add", "alpha", "--json")
+    assert result.exit_code == 6
+    envelope = parse_json(result.stdout)
+    assert envelope["error"] == "no server named 'add', and no server has a tool named 'alpha'"
+    assert envelope["hint"] == "server and tool swapped? try: miroctl call alpha add"
+
+
+def test_an_existing_server_without_the_tool_reroutes_to_the_one_that_has_it(pool):
+    result = call(pool, "beta", "add", "a=5", "--json")
+    assert result.exit_code == 0
+    envelope = parse_json(result.stdout)
+    assert (envelope["server_name"], envelope["corrected_from"]) == ("alpha", "beta")
+
+
+def test_a_server_answering_unknown_tool_is_rerouted_to_the_one_other_holder(pool):
+    result = call(pool, "alpha", "ghost", "--json")
+    assert result.exit_code == 0
+    envelope = parse_json(result.stdout)
+    assert (envelope["result"], envelope["corrected_from"]) == ("boo from gamma", "alpha")
+
+
+def test_no_autocorrect_keeps_the_servers_unknown_tool_answer(pool):
+    result = call(pool, "alpha", "ghost", "--no-autocorrect", "--json")
+    assert result.exit_code == 1
+    assert "Unknown tool: ghost" in parse_json(result.stdout)["error"]
+
+
+def test_no_autocorrect_refuses_a_server_without_the_tool(pool):
+    result = call(pool, "beta", "add", "a=5", "--no-autocorrect")
+    assert result.exit_code == 6
+    assert "server 'beta' has no tool 'add'" in result.stderr
+
+
+def test_a_tool_alone_is_sent_to_the_one_server_that_has_it_without_a_correction_note(pool):
+    result = call(pool, "sleep", "seconds=0", "--json")
+    assert result.exit_code == 0
+    envelope = parse_json(result.stdout)
+    assert envelope["server_name"] == "beta" and envelope["corrected_from"] is None
+
+
+def test_a_blacklisted_tool_is_not_a_correction_candidate(write_config):
+    path = write_config({"alpha": fixture_yaml("alpha", "--tools", "add")}, tool_blacklist=[["alpha", "add"]])
+    result = call(path, "maths", "add", "a=1")
+    assert result.exit_code == 6

@@ -1,0 +1,118 @@
+"""`miroctl list`: concurrent listing where one broken server never hides the others."""
+
+import time
+
+from typer.testing import CliRunner
+
+from miroctl.cli import app
+from tests.conftest import fixture_yaml, parse_json, wait_for_no_tagged
+
+BROKEN_TIMEOUT = 5.0
+
+
+def _pool(tag: str, url: str) -> dict:
+    env = {"MIROCTL_TEST_TAG": tag}
+    slow = {"env": env, "startup_timeout": BROKEN_TIMEOUT}
+    return {
+        "alpha": fixture_yaml("alpha", env=env),
+        "beta": fixture_yaml("beta", "--tools", "add,echo", env=env),
+        "quitter": fixture_yaml("quitter", "--mode", "exit", env=env),
+        "sleeper": fixture_yaml("sleeper", "--mode", "hang", **slow),
+        "sleeper2": fixture_yaml("sleeper2", "--mode", "hang", **slow),
+        "chatty": fixture_yaml("chatty", "--mode", "noise", **slow),
+        "web": {"name": "web", "url": url},
+    }
+
+
+def test_list_reports_each_failure_in_place_and_takes_the_slowest_timeout_not_the_sum(
+        write_config, leak_tag, http_fixture):
+    path = write_config(_pool(leak_tag, http_fixture("web")))
+    started = time.monotonic()
+    result = CliRunner().invoke(app, ["list", "--json", "--config", str(path)])
+    elapsed = time.monotonic() - started
+    assert result.exit_code == 1
+    servers = {s["name"]: s for s in parse_json(result.stdout)["servers"]}
+    assert {t["name"] for t in servers["beta"]["tools"]} == {"add", "echo"}
+    assert servers["alpha"]["ok"] and servers["web"]["ok"] and len(servers["web"]["tools"]) > 5
+    assert servers["quitter"]["error"]["kind"] == "exited"
+    assert "exited with code 3" in servers["quitter"]["error"]["message"]
+    assert "fixture: giving up" in servers["quitter"]["error"]["stderr_tail"]
+    assert servers["sleeper"]["error"]["kind"] == "timeout"
+    assert servers["chatty"]["error"]["kind"] == "protocol"
+    assert "5 non-JSON lines" in servers["chatty"]["error"]["message"]
+    assert elapsed < 3 * BROKEN_TIMEOUT - 1, f"took {elapsed:.1f}s: the timeouts ran one after another"
+    assert not wait_for_no_tagged(leak_tag, timeout=10)
+
+
+def test_list_json_document_has_the_documented_keys(write_config):
+    path = write_config({"alpha": fixture_yaml("alpha", "--tools", "add")})
+    result = CliRunner().invoke(app, ["list", "--json", "--config", str(path)])
+    assert result.exit_code == 0
+    document = parse_json(result.stdout)
+    assert set(document) == {"schema", "config", "servers"}
+    server = document["servers"][0]
+    assert set(server) == {"name", "ok", "transport", "protocol_version", "server_version", "duration_ms",
+                           "tools", "error"}
+    assert server["server_version"] == "alpha 9.9.9"
+    tool = server["tools"][0]
+    assert set(tool) == {"name", "title", "description", "input_schema", "output_schema", "annotations"}
+    assert tool["input_schema"]["required"] == ["a"]
+
+
+def test_list_human_output_shows_tables_and_failures_and_keeps_server_text_literal(write_config):
+    path = write_config({"alpha": fixture_yaml("alpha", "--tools", "add,nasty"),
+                         "quitter": fixture_yaml("quitter", "--mode", "exit")})
+    result = CliRunner().invoke(app, ["list", "--config", str(path)], env={"COLUMNS": "200"})
+    assert result.exit_code == 1
+    assert "a*: integer" in result.stdout
+    assert "[red]markup[/red]" in result.stdout and "\\x1b[31mANSI" in result.stdout
+    assert "\x1b" not in result.stdout
+    assert "quitter  exited: server exited with code 3" in result.stdout
+
+
+def test_list_names_servers_to_list_and_rejects_unknown_ones(write_config):
+    path = write_config({"alpha": fixture_yaml("alpha", "--tools", "add"), "beta": fixture_yaml("beta")})
+    result = CliRunner().invoke(app, ["list", "alpah", "--config", str(path)])
+    assert result.exit_code == 2
+    assert "no server named 'alpah'" in result.stderr and "did you mean 'alpha'" in result.stderr
+    result = CliRunner().invoke(app, ["list", "alpha", "--json", "--config", str(path)])
+    assert result.exit_code == 0
+    assert [s["name"] for s in parse_json(result.stdout)["servers"]] == ["alpha"]
+
+
+def test_list_hides_blacklisted_tools(write_config):
+    path = write_config({"alpha": fixture_yaml("alpha", "--tools", "add,echo")},
+                        tool_blacklist=[["alpha", "echo"]])
+    result = CliRunner().invoke(app, ["list", "--json", "--config", str(path)])
+    assert result.exit_code == 0
+    assert [t["name"] for t in parse_json(result.stdout)["servers"][0]["tools"]] == ["add"]
+
+
+def test_list_reports_a_missing_env_var_and_a_missing_command_as_config_and_not_found(write_config, monkeypatch):
+    monkeypatch.delenv("MIROCTL_ABSENT", raising=False)
+    path = write_config({
+        "needs-env": fixture_yaml("needs-env", env={"KEY": "${oc.env:MIROCTL_ABSENT}"}),
+        "no-binary": {"name": "no-binary", "tool_command": "miroctl-no-such-binary"},
+    })
+    result = CliRunner().invoke(app, ["list", "--json", "--config", str(path)])
+    assert result.exit_code == 1
+    errors = {s["name"]: s["error"] for s in parse_json(result.stdout)["servers"]}
+    assert errors["needs-env"]["kind"] == "config"
+    assert "missing environment variable MIROCTL_ABSENT" in errors["needs-env"]["message"]
+    assert errors["no-binary"] == {"kind": "not_found", "message": "command not found: miroctl-no-such-binary",
+                                   "hint": "is it installed and on PATH?", "phase": "spawn", "stderr_tail": []}
+
+
+def test_list_over_http_with_an_adhoc_url(http_fixture):
+    url = http_fixture("web", "--tools", "echo")
+    result = CliRunner().invoke(app, ["list", "--url", url, "--json"])
+    assert result.exit_code == 0
+    server = parse_json(result.stdout)["servers"][0]
+    assert server["transport"] == "streamable_http" and [t["name"] for t in server["tools"]] == ["echo"]
+
+
+def test_list_of_an_http_server_that_is_not_there_is_a_connect_failure():
+    result = CliRunner().invoke(app, ["list", "--url", "http://127.0.0.1:9/mcp", "--json"])
+    assert result.exit_code == 1
+    error = parse_json(result.stdout)["servers"][0]["error"]
+    assert error["kind"] == "http" and "cannot connect to http://127.0.0.1:9/mcp" in error["message"]

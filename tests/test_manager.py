@@ -1,0 +1,95 @@
+"""The manager core used directly, as the commands and other programs use it."""
+
+import anyio
+
+from miroctl.config import Config, Profile
+from miroctl.manager import CallRequest, Manager
+from tests.conftest import fixture_spec
+
+
+def run(specs, work, **profile):
+    config = Config(servers=tuple(specs), profile=Profile(**profile), default_names=tuple(s.name for s in specs))
+
+    async def main():
+        async with Manager(config) as manager:
+            return await work(manager)
+
+    return anyio.run(main)
+
+
+def test_progress_notifications_reach_the_callers_callback():
+    seen = []
+
+    async def record(progress, total, message):
+        seen.append((progress, total, message))
+
+    async def work(manager):
+        return await manager.call(CallRequest("p", "progress", pairs=["steps=3"], progress=record))
+
+    outcome = run([fixture_spec("p", "--tools", "progress")], work)
+    assert outcome.result == "did 3 steps"
+    assert seen == [(1, 3, "step 1"), (2, 3, "step 2"), (3, 3, "step 3")]
+
+
+def test_calls_in_one_process_share_one_session_of_a_persistent_server():
+    async def work(manager):
+        return [(await manager.call(CallRequest("p", "counter"))).result for _ in range(3)]
+
+    assert run([fixture_spec("p", "--tools", "counter", persistent=True)], work) == ["1", "2", "3"]
+
+
+def test_after_a_crash_the_next_call_restarts_the_server_and_says_its_state_is_gone():
+    async def work(manager):
+        first = await manager.call(CallRequest("p", "counter"))
+        crashed = await manager.call(CallRequest("p", "crash"))
+        again = await manager.call(CallRequest("p", "counter"))
+        return first, crashed, again
+
+    first, crashed, again = run([fixture_spec("p", "--tools", "counter,crash", persistent=True)], work)
+    assert first.result == "1" and crashed.error_kind == "unavailable"
+    assert again.result == "1"
+    assert again.notes == ["p was restarted after its session was lost; its state started afresh"]
+
+
+def test_listing_fans_out_concurrently_and_keeps_the_callers_order():
+    specs = [fixture_spec(name, "--tools", "add") for name in ("c", "a", "b")]
+
+    async def work(manager):
+        return await manager.list_tools()
+
+    listed = run(specs, work)
+    assert [entry.server for entry in listed] == ["c", "a", "b"]
+    assert all(entry.ok and [t.name for t in entry.tools] == ["add"] for entry in listed)
+
+
+def test_a_server_that_failed_to_start_is_not_started_again_for_every_call():
+    spec = fixture_spec("q", "--mode", "exit")
+
+    async def work(manager):
+        first = await manager.call(CallRequest("q", "add"))
+        second = await manager.call(CallRequest("q", "add"))
+        return first, second, manager.handle(spec).starts
+
+    first, second, starts = run([spec], work)
+    assert first.failure == second.failure and first.failure.kind == "exited"
+    assert starts == 1
+
+
+def test_an_in_process_server_works_like_any_other():
+    from mcp.server.mcpserver import MCPServer
+
+    server = MCPServer("inproc", log_level="WARNING")
+
+    @server.tool()
+    def shout(text: str) -> str:
+        """Upper-case the text."""
+        return text.upper()
+
+    from miroctl.models import ServerSpec
+
+    spec = ServerSpec(name="inproc", transport="memory", target=server)
+
+    async def work(manager):
+        return await manager.call(CallRequest("inproc", "shout", pairs=["text=hi"]))
+
+    assert run([spec], work).result == "HI"

@@ -1,0 +1,121 @@
+"""No server, and nothing a server started, outlives miroctl: crashes, timeouts, Ctrl-C, SIGTERM."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from tests.conftest import ROOT, fixture_yaml, run_miroctl, tagged_processes, wait_for_no_tagged
+
+
+@pytest.fixture
+def pool(write_config, leak_tag, tmp_path):
+    log = tmp_path / "calls.log"
+    env = {"MIROCTL_TEST_TAG": leak_tag, "FIXTURE_CALL_LOG": str(log)}
+    path = write_config({
+        "alpha": fixture_yaml("alpha", env=env),
+        "stubborn": fixture_yaml("stubborn", "--mode", "ignore-term", env=env, startup_timeout=2),
+    })
+    return path, log
+
+
+def wait_for(condition, timeout=30.0):
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "condition not met in time"
+        time.sleep(0.05)
+
+
+def test_a_server_crashing_mid_call_exits_3_with_its_stderr_and_leaves_nothing(pool, leak_tag):
+    path, _ = pool
+    started = time.monotonic()
+    result = run_miroctl("call", "--config", str(path), "alpha", "crash", "--json")
+    assert result.returncode == 3, result.stderr
+    envelope = json.loads(result.stdout)
+    assert envelope["failure"]["kind"] == "crashed"
+    assert "exited with code 7 during the call to crash" in envelope["error"]
+    assert "fixture: crashing on purpose" in envelope["failure"]["stderr_tail"]
+    assert time.monotonic() - started < 30
+    assert not wait_for_no_tagged(leak_tag, timeout=5)
+
+
+def test_a_call_outliving_its_timeout_exits_4_soon_after_and_leaves_nothing(pool, leak_tag):
+    path, _ = pool
+    started = time.monotonic()
+    result = run_miroctl("call", "--config", str(path), "alpha", "sleep", "seconds=600", "--timeout", "1.5", "--json")
+    elapsed = time.monotonic() - started
+    assert result.returncode == 4, result.stderr
+    assert json.loads(result.stdout)["error"] == "sleep did not answer within 1.5s"
+    assert elapsed < 1.5 + 15, f"took {elapsed:.1f}s"
+    assert not wait_for_no_tagged(leak_tag, timeout=5)
+
+
+@pytest.mark.parametrize("detach", ["false", "true"])
+def test_grandchildren_of_a_server_are_killed_when_miroctl_exits_even_in_a_session_of_their_own(
+        pool, leak_tag, detach):
+    path, _ = pool
+    result = run_miroctl("call", "--config", str(path), "alpha", "spawn_child", f"detach={detach}", "--json")
+    assert result.returncode == 0, result.stderr
+    grandchild = int(json.loads(result.stdout)["result"])
+    wait_for(lambda: not psutil.pid_exists(grandchild) or
+             psutil.Process(grandchild).status() == psutil.STATUS_ZOMBIE, timeout=5)
+
+
+def test_a_server_ignoring_sigterm_and_eof_is_killed(pool, leak_tag):
+    path, _ = pool
+    result = run_miroctl("list", "stubborn", "--config", str(path), "--json")
+    assert result.returncode == 1
+    assert json.loads(result.stdout)["servers"][0]["error"]["kind"] == "timeout"
+    assert not wait_for_no_tagged(leak_tag, timeout=5)
+
+
+@pytest.mark.parametrize(("signum", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_signal_during_a_call_stops_every_server_and_exits_with_its_code(pool, leak_tag, signum, code):
+    path, log = pool
+    proc = subprocess.Popen([sys.executable, "-m", "miroctl", "call", "--config", str(path), "alpha", "sleep",
+                             "seconds=600"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for(lambda: log.exists() and "sleep" in log.read_text())
+        assert tagged_processes(leak_tag)
+        proc.send_signal(signum)
+        _, stderr = proc.communicate(timeout=20)
+    finally:
+        proc.kill()
+    assert proc.returncode == code
+    assert f"interrupted by {signal.Signals(signum).name}; every server was stopped" in stderr
+    assert not wait_for_no_tagged(leak_tag, timeout=5)
+
+
+def test_help_and_version_import_neither_mcp_nor_markitdown_nor_omegaconf():
+    probe = ("import sys; from typer.testing import CliRunner; from miroctl.cli import app;"
+             "r1 = CliRunner().invoke(app, ['--help']); r2 = CliRunner().invoke(app, ['--version']);"
+             "r3 = CliRunner().invoke(app, ['call', '--help']);"
+             "assert r1.exit_code == r2.exit_code == r3.exit_code == 0;"
+             "print(sorted(m for m in ('mcp', 'markitdown', 'omegaconf', 'anyio') if m in sys.modules))")
+    result = subprocess.run([sys.executable, "-c", probe], check=False, capture_output=True, text=True, cwd=ROOT,
+                            timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
+
+
+def test_version_prints_the_package_version():
+    from miroctl import __version__
+
+    result = run_miroctl("--version")
+    assert result.returncode == 0
+    assert result.stdout == f"miroctl {__version__}\n"
+
+
+def test_stderr_temp_files_are_removed_after_the_run(pool, tmp_path):
+    path, _ = pool
+    env = {"TMPDIR": str(tmp_path)}
+    result = run_miroctl("call", "--config", str(path), "alpha", "add", "a=1", env=env)
+    assert result.returncode == 0, result.stderr
+    assert not list(Path(tmp_path).glob("miroctl-*.stderr"))
+    assert os.environ.get("TMPDIR") != str(tmp_path)
