@@ -97,10 +97,14 @@ def _http_failure(exc: BaseException, wire: Wire, phase: str, tail: tuple[str, .
 
 def _noise_reason(wire: Wire) -> str:
     if wire.oversize:
-        return f"server wrote a line of over {MAX_MESSAGE_BYTES // (1024 * 1024)} MiB to stdout"
+        return f"server wrote a line of over {_size(MAX_MESSAGE_BYTES)} to stdout without a newline"
     sample = f" (first: {wire.noise_samples[0]!r})" if wire.noise_samples else ""
     lines = "line" if wire.noise_lines == 1 else "lines"
     return f"server wrote {wire.noise_lines} non-JSON {lines} to stdout{sample}"
+
+
+def _size(count: int) -> str:
+    return f"{count / (1024 * 1024):g} MiB" if count >= 1024 * 1024 else f"{count} bytes"
 
 
 def _stderr_hint(tail: tuple[str, ...]) -> str | None:

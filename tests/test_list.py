@@ -116,3 +116,26 @@ def test_list_of_an_http_server_that_is_not_there_is_a_connect_failure():
     assert result.exit_code == 1
     error = parse_json(result.stdout)["servers"][0]["error"]
     assert error["kind"] == "http" and "cannot connect to http://127.0.0.1:9/mcp" in error["message"]
+
+
+def test_a_server_flooding_stdout_without_newlines_is_cut_off_as_a_protocol_failure(write_config, leak_tag,
+                                                                                    monkeypatch):
+    monkeypatch.setattr("miroctl.transports.MAX_MESSAGE_BYTES", 1024 * 1024)
+    monkeypatch.setattr("miroctl.failures.MAX_MESSAGE_BYTES", 1024 * 1024)
+    path = write_config({"flood": fixture_yaml("flood", "--mode", "flood", env={"MIROCTL_TEST_TAG": leak_tag})})
+    result = CliRunner().invoke(app, ["list", "--json", "--config", str(path)])
+    assert result.exit_code == 1
+    error = parse_json(result.stdout)["servers"][0]["error"]
+    assert error["kind"] == "protocol"
+    assert error["message"] == "server wrote a line of over 1 MiB to stdout without a newline"
+
+
+def test_secrets_in_a_failing_servers_stderr_are_masked(write_config, monkeypatch):
+    monkeypatch.setenv("MIROCTL_CANARY", "canary-7f3a9")
+    path = write_config({"quitter": fixture_yaml("quitter", "--mode", "exit",
+                                                 env={"FIXTURE_SECRET": "${oc.env:MIROCTL_CANARY}"})})
+    for args in (["--json"], []):
+        result = CliRunner().invoke(app, ["list", "--config", str(path), *args])
+        assert result.exit_code == 1
+        assert "canary-7f3a9" not in result.stdout + result.stderr
+        assert "FIXTURE_SECRET is ****" in result.stdout

@@ -23,6 +23,10 @@ def misbehave(mode: str) -> None:
         for i in range(5):
             print(f"hello from a chatty server, line {i}", flush=True)
         time.sleep(3600)
+    if mode == "flood":
+        chunk = "x" * 65536
+        while True:
+            sys.stdout.write(chunk)
     if mode == "ignore-term":
         import signal
 
