@@ -196,3 +196,13 @@ def test_one_adhoc_stdio_server_needs_no_server_name(tmp_path):
     result = CliRunner().invoke(app, ["call", "--stdio", f"python {FIXTURE} --tools add", "add", "a=4", "--json"])
     assert result.exit_code == 0
     assert parse_json(result.stdout)["result"] == "4"
+
+
+def test_an_mcp_servers_json_config_works_end_to_end(tmp_path):
+    from tests.conftest import FIXTURE
+
+    path = tmp_path / ".mcp.json"
+    path.write_text(json.dumps({"mcpServers": {"calc": {"command": "python", "args": [FIXTURE, "--tools", "add"]}}}))
+    result = CliRunner().invoke(app, ["call", "--config", str(path), "calc.add", "a=20", "b=22", "--json"])
+    assert result.exit_code == 0, result.stderr
+    assert parse_json(result.stdout)["result"] == "42"

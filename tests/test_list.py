@@ -139,3 +139,11 @@ def test_secrets_in_a_failing_servers_stderr_are_masked(write_config, monkeypatc
         assert result.exit_code == 1
         assert "canary-7f3a9" not in result.stdout + result.stderr
         assert "FIXTURE_SECRET is ****" in result.stdout
+
+
+def test_list_schema_shows_full_descriptions_and_input_schemas(write_config):
+    path = write_config({"alpha": fixture_yaml("alpha", "--tools", "echo")})
+    result = CliRunner().invoke(app, ["list", "--schema", "--config", str(path)], env={"COLUMNS": "200"})
+    assert result.exit_code == 0
+    assert "Returns exactly what it was given." in result.stdout
+    assert '"required": [' in result.stdout and '"text"' in result.stdout
