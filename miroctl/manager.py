@@ -111,11 +111,11 @@ class Manager:
         except Unavailable as exc:
             self.emit("server_failed", server=spec.name, failure=exc.failure.to_dict())
             return ServerTools(spec.name, spec.transport, failure=exc.failure, duration_ms=_ms(started))
-        connection = await handle.connect()
+        connection = handle.connection
         return ServerTools(
             spec.name, spec.transport, tools=tuple(t for t in tools if self.policy.visible(spec, t)),
-            duration_ms=_ms(started), protocol_version=connection.protocol_version,
-            server_version=connection.server_version,
+            duration_ms=_ms(started), protocol_version=connection.protocol_version if connection else None,
+            server_version=connection.server_version if connection else None,
         )
 
     async def tools_of(self, spec: ServerSpec) -> tuple[ToolInfo, ...]:

@@ -67,6 +67,10 @@ class ServerHandle:
         return self._current is not None and self._current.connection is not None and not self._current.done.is_set()
 
     @property
+    def connection(self) -> Connection | None:
+        return self._current.connection if self._current else None
+
+    @property
     def wire(self) -> Wire | None:
         return self._current.wire if self._current else None
 
