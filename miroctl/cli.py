@@ -7,9 +7,9 @@ module level, so `miroctl --help` and `--version` stay fast.
 from __future__ import annotations
 
 import signal
-import sys
 from collections.abc import Awaitable, Callable
-from typing import Annotated, Any, Optional, TypeVar
+from enum import Enum
+from typing import Annotated, Any, TypeVar
 
 import typer
 
@@ -27,16 +27,35 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
-ConfigOpt = Annotated[Optional[str], typer.Option(
+ConfigOpt = Annotated[str | None, typer.Option(
     "--config", "-c", help="Profile yaml, one server yaml, or an mcpServers JSON file. [env: MIROCTL_CONFIG]")]
-StdioOpt = Annotated[Optional[list[str]], typer.Option(
+StdioOpt = Annotated[list[str] | None, typer.Option(
     "--stdio", help="An ad-hoc stdio server: \"CMD ARGS\" (repeatable; replaces the configured servers).")]
-UrlOpt = Annotated[Optional[list[str]], typer.Option(
+UrlOpt = Annotated[list[str] | None, typer.Option(
     "--url", help="An ad-hoc HTTP server: streamable HTTP, or SSE when the path ends in /sse (repeatable).")]
-HeaderOpt = Annotated[Optional[list[str]], typer.Option("--header", "-H", help="'Name: value' for --url servers.")]
+HeaderOpt = Annotated[list[str] | None, typer.Option("--header", "-H", help="'Name: value' for --url servers.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
-StartupOpt = Annotated[Optional[float], typer.Option(
+StartupOpt = Annotated[float | None, typer.Option(
     "--startup-timeout", min=0.001, help="Seconds a server may take to start and list its tools.")]
+
+
+class Mode(str, Enum):
+    """The permission modes of the policy (policy.mode in the profile)."""
+
+    bypass = "bypass"
+    read_only = "read_only"
+    normal = "normal"
+    ask = "ask"
+
+
+ModeOpt = Annotated[Mode | None, typer.Option(
+    "--mode", help="Permission mode (default: the profile's policy.mode, else normal).", show_default=False)]
+YesOpt = Annotated[bool, typer.Option(
+    "--yes", "-y", help="Answer yes to mode ask's questions (destructive and high-risk tools).")]
+TaskIdOpt = Annotated[str | None, typer.Option(
+    "--task-id", help="Passed to every server as TASK_ID, so per-task state stays apart. [env: TASK_ID]")]
+LogOpt = Annotated[str | None, typer.Option(
+    "--log", help="Append one JSON line per step (start, decision, retry, fallback, end) to this file.")]
 
 
 def _version(value: bool) -> None:
@@ -116,6 +135,40 @@ def _output(json_mode: bool) -> Any:
     return Output(json_mode=json_mode)
 
 
+def _manager(loaded: Any, out: Any, mode: Mode | None = None, yes: bool = False, task_id: str | None = None,
+             log: str | None = None) -> Any:
+    """A Manager with the profile's policy and the command line's --mode, --yes, --task-id and --log."""
+    from miroctl.manager import Manager
+    from miroctl.policy import Policy
+
+    policy = Policy.from_profile(loaded.profile).with_overrides(mode=mode.value if mode else None,
+                                                                assume_yes=True if yes else None)
+    return Manager(loaded, policy=policy, confirm=_confirm_on_terminal(out), log_path=log, task_id=task_id)
+
+
+def _confirm_on_terminal(out: Any) -> Any:
+    """Mode ask's prompt, only when someone can answer it (stdin and stderr are terminals)."""
+    import sys
+
+    if not (sys.stdin.isatty() and sys.stderr.isatty()):
+        return None
+
+    async def confirm(question: Any) -> bool:
+        import anyio
+
+        return await anyio.to_thread.run_sync(out.confirm, question, abandon_on_cancel=True)
+
+    return confirm
+
+
+def _check_output(path: str | None, out: Any) -> None:
+    from pathlib import Path
+
+    if path and not Path(path).expanduser().resolve().parent.is_dir():
+        out.error(f"--output {path}: its directory does not exist", label="usage")
+        raise typer.Exit(int(ExitCode.USAGE))
+
+
 def _select(config: Any, names: list[str] | None, out: Any) -> list[Any]:
     try:
         return config.select(names or ())
@@ -129,7 +182,7 @@ def _select(config: Any, names: list[str] | None, out: Any) -> list[Any]:
 
 @app.command("list")
 def list_(
-    servers: Annotated[Optional[list[str]], typer.Argument(help="Servers to list (default: the profile's).")] = None,
+    servers: Annotated[list[str] | None, typer.Argument(help="Servers to list (default: the profile's).")] = None,
     json_mode: JsonOpt = False,
     schema: Annotated[bool, typer.Option("--schema", help="Show each tool's full description and input schema.")] = False,
     config: ConfigOpt = None,
@@ -137,9 +190,11 @@ def list_(
     url: UrlOpt = None,
     header: HeaderOpt = None,
     startup_timeout: StartupOpt = None,
+    mode: ModeOpt = None,
+    task_id: TaskIdOpt = None,
+    log: LogOpt = None,
 ) -> None:
     """List the tools of every selected server; failing servers are reported in place (exit 1)."""
-    from miroctl.manager import Manager
     from miroctl.render import list_tables
 
     out = _output(json_mode)
@@ -147,7 +202,7 @@ def list_(
     specs = _select(loaded, servers, out)
 
     async def work() -> list[Any]:
-        async with Manager(loaded) as manager:
+        async with _manager(loaded, out, mode, task_id=task_id, log=log) as manager:
             return await manager.list_tools(specs)
 
     entries = run(out, work)
@@ -183,28 +238,35 @@ def call(
     target: Annotated[list[str], typer.Argument(
         help="SERVER TOOL, SERVER.TOOL or TOOL, then key=value pairs (key:=json for raw JSON).",
         show_default=False)],
-    args: Annotated[Optional[str], typer.Option(
+    args: Annotated[str | None, typer.Option(
         "--args", "-a", help="Base arguments: a JSON object, @file.json, or - for stdin; pairs override it.")] = None,
     json_mode: JsonOpt = False,
-    timeout: Annotated[Optional[float], typer.Option(
+    timeout: Annotated[float | None, typer.Option(
         "--timeout", "-t", min=0.001, help="Seconds the call may take (default: server, profile, 900).")] = None,
     no_autocorrect: Annotated[bool, typer.Option(
         "--no-autocorrect", help="Never re-route a call to the one server that has the tool.")] = False,
-    save_dir: Annotated[Optional[str], typer.Option(
+    save_dir: Annotated[str | None, typer.Option(
         "--save-dir", help="Where images, audio and blobs of the result are saved (default: a new temp dir).")] = None,
     config: ConfigOpt = None,
     stdio: StdioOpt = None,
     url: UrlOpt = None,
     header: HeaderOpt = None,
     startup_timeout: StartupOpt = None,
+    mode: ModeOpt = None,
+    yes: YesOpt = False,
+    task_id: TaskIdOpt = None,
+    log: LogOpt = None,
+    output: Annotated[str | None, typer.Option(
+        "--output", "-o", help="Write the whole result text to this file (no max_result_chars cut).")] = None,
 ) -> None:
     """Call one tool and print its result; the exit code says how it went."""
     from miroctl import args as args_
     from miroctl import blobs
-    from miroctl.manager import CallRequest, Manager
+    from miroctl.manager import CallRequest
     from miroctl.render import call_result
 
     out = _output(json_mode)
+    _check_output(output, out)
     loaded = _load_config(config, stdio, url, header, out, startup_timeout)
     try:
         server, tool, pairs = split_target(target, loaded)
@@ -216,10 +278,10 @@ def call(
         raise typer.Exit(int(exc.exit_code)) from None
 
     async def work() -> Any:
-        async with Manager(loaded) as manager:
+        async with _manager(loaded, out, mode, yes, task_id, log) as manager:
             with out.progress(f"{tool}") as progress:
                 request = CallRequest(server, tool, base, pairs, timeout=timeout,
-                                      autocorrect=not no_autocorrect, progress=progress)
+                                      autocorrect=not no_autocorrect, progress=progress, output=output)
                 return await manager.call(request)
 
     outcome = run(out, work)
