@@ -161,6 +161,20 @@ def _confirm_on_terminal(out: Any) -> Any:
     return confirm
 
 
+def _check_log(loaded: Any, path: str | None, out: Any) -> None:
+    """Open the call log (--log, else the profile's) once before anything starts: exit 2 if it cannot be."""
+    from miroctl.calllog import CallLog
+    from miroctl.errors import ConfigError
+
+    path = path or loaded.profile.sections.get("log")
+    if path:
+        try:
+            CallLog(path).close()
+        except ConfigError as exc:
+            out.error(exc.message, exc.hint, label=exc.kind)
+            raise typer.Exit(int(exc.exit_code)) from None
+
+
 def _check_output(path: str | None, out: Any) -> None:
     from pathlib import Path
 
@@ -200,6 +214,7 @@ def list_(
     out = _output(json_mode)
     loaded = _load_config(config, stdio, url, header, out, startup_timeout)
     specs = _select(loaded, servers, out)
+    _check_log(loaded, log, out)
 
     async def work() -> list[Any]:
         async with _manager(loaded, out, mode, task_id=task_id, log=log) as manager:
@@ -268,6 +283,7 @@ def call(
     out = _output(json_mode)
     _check_output(output, out)
     loaded = _load_config(config, stdio, url, header, out, startup_timeout)
+    _check_log(loaded, log, out)
     try:
         server, tool, pairs = split_target(target, loaded)
         for pair in pairs:

@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 
 from miroctl import policy_config
 from miroctl.errors import ConfigError
-from miroctl.masking import secret_values
+from miroctl.masking import header_secrets, secret_values
 from miroctl.models import DEFAULT_CALL_TIMEOUT, DEFAULT_STARTUP_TIMEOUT, ServerSpec
 
 SERVER_KEYS = {
@@ -335,7 +335,7 @@ def server_from_mapping(data: Mapping[str, Any], *, where: str, name: str | None
     env = _string_map(data.get("env"), "env", where)
     headers = _string_map(data.get("headers"), "headers", where)
     transport = _transport(data.get("transport"), url, where)
-    secret_set = set(secrets) | set(headers.values()) | secret_values(env)
+    secret_set = set(secrets) | header_secrets(headers) | secret_values(env)
     return ServerSpec(
         name=name,
         transport=transport,
@@ -495,7 +495,7 @@ def adhoc_servers(stdio: Sequence[str], urls: Sequence[str], headers: Sequence[s
         name = _unique(parts.hostname or "remote", taken)
         specs.append(ServerSpec(
             name=name, transport=_transport(None, url, "--url"), url=url,
-            headers=MappingProxyType(header_map), source="--url", secrets=frozenset(header_map.values()),
+            headers=MappingProxyType(header_map), source="--url", secrets=frozenset(header_secrets(header_map)),
         ))
     return specs
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import os
 import posixpath
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
@@ -62,8 +63,7 @@ class MarkItDownFallback:
 
     def _convert(self, url: str, rules: UrlRules) -> str:
         data, content_type, final_url = fetch(url, rules, self.max_bytes, self.timeout)
-        from markitdown import StreamInfo
-
+        converter, StreamInfo = _markitdown(self.docintel_endpoint)
         mimetype, _, params = content_type.partition(";")
         charset = next((p.split("=", 1)[1].strip() for p in params.split(";") if p.strip().startswith("charset=")),
                        None)
@@ -71,7 +71,7 @@ class MarkItDownFallback:
         info = StreamInfo(mimetype=mimetype.strip() or None, charset=charset or None, url=final_url,
                           extension=extension)
         try:
-            result = _markitdown(self.docintel_endpoint).convert_stream(io.BytesIO(data), stream_info=info)
+            result = converter.convert_stream(io.BytesIO(data), stream_info=info)
         except Exception as exc:  # noqa: BLE001 - markitdown raises many kinds; each becomes the reason
             raise FallbackError(f"MarkItDown could not convert {final_url}: {_one_line(exc)}") from None
         return result.text_content or ""
@@ -121,11 +121,14 @@ def _read(response: Any, max_bytes: int) -> bytes:
 
 
 @lru_cache(maxsize=2)
-def _markitdown(endpoint: str | None) -> Any:
-    """One converter per endpoint: building it loads models, so it is kept for the process."""
-    from markitdown import MarkItDown
+def _markitdown(endpoint: str | None) -> tuple[Any, Any]:
+    """One converter per endpoint (building it loads models, so it is kept), and markitdown's StreamInfo."""
+    with warnings.catch_warnings():
+        # Importing markitdown warns on stderr when ffmpeg is missing, which only audio files need.
+        warnings.filterwarnings("ignore", message="Couldn't find ffmpeg", category=RuntimeWarning)
+        from markitdown import MarkItDown, StreamInfo
 
-    return MarkItDown(docintel_endpoint=endpoint) if endpoint else MarkItDown()
+        return (MarkItDown(docintel_endpoint=endpoint) if endpoint else MarkItDown()), StreamInfo
 
 
 def _one_line(exc: BaseException) -> str:

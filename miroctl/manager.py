@@ -211,10 +211,12 @@ class Manager:
         arguments_.validate(route.tool, values)
         decision = await self._decide(route, values)
         if not decision.allowed:
-            outcome = _denied(route.spec.name, route.tool.name, decision)
+            outcome = _denied(route.spec.name, route.tool.name, decision, unanswered=self._confirm is None)
             outcome.corrected_from = route.corrected_from
             return outcome
         outcome = await self._execute(route, values, request)
+        if decision.confirmed_by:  # the envelope says who said yes
+            outcome.decision = decision.to_dict()
         if request.autocorrect and _says_unknown_tool(outcome):
             rerouted = await self.router.reroute(route)
             if rerouted is not None:
@@ -365,9 +367,9 @@ def _text_result(text: str) -> Any:
     return CallToolResult(content=[TextContent(type="text", text=text)])
 
 
-def _denied(server: str | None, tool: str, decision: Decision) -> CallOutcome:
+def _denied(server: str | None, tool: str, decision: Decision, unanswered: bool = False) -> CallOutcome:
     hint = f"reason: {decision.reason}"
-    if decision.reason == "mode_ask":
+    if decision.reason == "mode_ask" and unanswered:
         hint += "; answer the prompt on a terminal, or pass --yes (policy.assume_yes in the profile)"
     return CallOutcome(server, tool, error=decision.message, error_kind="denied", hint=hint,
                        decision=decision.to_dict())
