@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import os
 import posixpath
+import re
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -100,7 +101,7 @@ def fetch(url: str, rules: UrlRules, max_bytes: int, timeout: float) -> tuple[by
             try:
                 response = session.get(url, stream=True, timeout=(min(10.0, timeout), timeout), allow_redirects=False)
             except requests.RequestException as exc:
-                raise FallbackError(f"cannot fetch {url}: {_one_line(exc)}") from None
+                raise FallbackError(f"cannot fetch {url}: {_fetch_reason(exc)}") from None
             with response:
                 if response.is_redirect and "location" in response.headers:
                     url = urljoin(url, response.headers["location"])
@@ -129,6 +130,17 @@ def _markitdown(endpoint: str | None) -> tuple[Any, Any]:
         from markitdown import MarkItDown, StreamInfo
 
         return (MarkItDown(docintel_endpoint=endpoint) if endpoint else MarkItDown()), StreamInfo
+
+
+def _fetch_reason(exc: BaseException) -> str:
+    """The short reason inside requests' nested connection errors ("Connection refused", "timed out")."""
+    text = str(exc)
+    errno = re.search(r"\[Errno -?\d+\] ([^'\")\]]+)", text)
+    if errno:
+        return errno.group(1).strip()
+    if "timed out" in text.lower():
+        return "timed out"
+    return _one_line(exc)
 
 
 def _one_line(exc: BaseException) -> str:

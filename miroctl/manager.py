@@ -310,7 +310,10 @@ class Manager:
                 output = await anyio.to_thread.run_sync(truncation.write_full, request.output, result, self.masker)
             except OSError as exc:
                 raise MiroctlError(f"cannot write {request.output}: {exc.strerror or exc}") from None
-        truncated = truncation.limit_result(result, self.policy.result_limit(route.spec, route.tool.name))
+        limit = self.policy.result_limit(route.spec, route.tool.name)
+        if limit is not None and result.is_error:  # a reason is worth more room than a result
+            limit = max(limit, truncation.ERROR_MIN_CHARS)
+        truncated = truncation.limit_result(result, limit)
         outcome = outcome_from_result(route.spec.name, route.tool.name, result)
         outcome.corrected_from = route.corrected_from
         outcome.truncated, outcome.output = truncated, output

@@ -200,6 +200,8 @@ def call_result(out: Output, outcome: Any, saved: Sequence[str] = ()) -> None:
     else:
         tail = outcome.failure.stderr_tail if outcome.failure else ()
         out.error(outcome.error or "", outcome.hint, tail, label=outcome.error_kind or "error")
+        if outcome.fallback and not outcome.fallback.get("ok"):
+            out.note(f"the MarkItDown fallback failed too: {outcome.fallback['error']}")
     for path in saved:
         out.note(f"saved: {path}", style="green")
 
@@ -210,8 +212,6 @@ def policy_notes(out: Output, outcome: Any) -> None:
     if fallback and fallback.get("ok"):
         out.note(f"{outcome.tool_name} failed ({fallback['original_error']}); "
                  f"this is {fallback['url']} converted locally by MarkItDown")
-    elif fallback:
-        out.note(f"the MarkItDown fallback failed too: {fallback['error']}")
     cut = outcome.truncated
     if cut:
         out.note(f"result cut to {cut['kept_chars']} of {cut['original_chars']} characters (max_result_chars); "

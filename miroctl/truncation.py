@@ -14,6 +14,7 @@ from typing import Any
 from miroctl.masking import Masker
 
 CHUNK = 1 << 20  # characters written at a time, so a huge text is never encoded whole
+ERROR_MIN_CHARS = 2000  # error texts are cut too, but never shorter than this
 
 
 def marker(original: int, kept: int) -> str:

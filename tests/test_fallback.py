@@ -91,3 +91,12 @@ def test_the_fallback_url_is_the_url_argument_or_else_the_first_url_in_any_argum
     assert url_argument({"url": " https://a.org/x "}) == "https://a.org/x"
     assert url_argument({"target": "read https://b.org/y please"}) == "https://b.org/y"
     assert url_argument({"query": "no url"}) is None
+
+
+def test_human_output_of_a_failed_fallback_gives_the_error_then_the_fallbacks_short_reason(write_config):
+    path = write_config({"web": webtools_yaml("web")})
+    result = CliRunner().invoke(app, ["call", "-c", str(path), "web", "scrape", "url=http://127.0.0.1:9/x"])
+    assert result.exit_code == 1
+    lines = " ".join(result.stderr.split())
+    assert lines.index("upstream refused the page") < lines.index("the MarkItDown fallback failed too")
+    assert "cannot fetch http://127.0.0.1:9/x: Connection refused" in lines

@@ -108,3 +108,14 @@ def test_output_into_a_missing_directory_exits_2_before_anything_starts(write_co
     result = CliRunner().invoke(app, ["call", "-c", str(path), "web", "peek", "-o", str(tmp_path / "no" / "f")])
     assert result.exit_code == 2
     assert "directory does not exist" in result.stderr
+
+
+def test_error_texts_keep_at_least_2000_characters_under_a_small_limit():
+    async def main():
+        async with Manager(pool(memory_spec("web", tools={"fail": {"max_result_chars": 10}}))) as manager:
+            return (await manager.call(CallRequest("web", "fail", {"message": "m" * 100})),
+                    await manager.call(CallRequest("web", "fail", {"message": "m" * 3000})))
+
+    short, long = anyio.run(main)
+    assert short.truncated is None and short.error.endswith("m" * 100)
+    assert long.truncated["limit"] == 2000 and "2000 of 3022 characters shown" in long.error
