@@ -118,4 +118,4 @@ def test_error_texts_keep_at_least_2000_characters_under_a_small_limit():
 
     short, long = anyio.run(main)
     assert short.truncated is None and short.error.endswith("m" * 100)
-    assert long.truncated["limit"] == 2000 and "2000 of 3022 characters shown" in long.error
+    assert long.truncated["limit"] == 2000 and "2000 of 3035 characters shown" in long.error
