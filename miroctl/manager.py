@@ -70,9 +70,9 @@ class Manager:
     def __init__(self, config: Config, *, policy: Policy | None = None, concurrency: int | None = None,
                  on_event: EventFn | None = None, confirm: ConfirmFn | None = None,
                  log_path: str | None = None, task_id: str | None = None) -> None:
-        """`confirm` answers mode ask's questions (none: ask means denied unless the policy assumes yes);
-        `log_path` (else the profile's `log`) receives the call log; `task_id` becomes TASK_ID in every
-        stdio server's environment (else the config's, else miroctl's own TASK_ID)."""
+        """`confirm` answers mode ask's questions, `log_path` gets the call log, `task_id` goes to servers."""
+        # Without `confirm`, ask mode means denied unless the policy assumes yes (a gateway with no one to ask).
+        # Without `log_path`, the profile's `log` is used; without `task_id`, the config's or miroctl's TASK_ID.
         self.config = config
         self.policy = policy or Policy.from_profile(config.profile)
         self._limiter = anyio.CapacityLimiter(concurrency or config.profile.concurrency)
