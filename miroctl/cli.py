@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import signal
 from collections.abc import Awaitable, Callable
-from enum import Enum
 from typing import Annotated, Any, TypeVar
 
 import typer
 
 from miroctl import __version__
 from miroctl.errors import ExitCode, MiroctlError, UsageError
+from miroctl.policy import Mode
 
 T = TypeVar("T")
 
@@ -37,15 +37,6 @@ HeaderOpt = Annotated[list[str] | None, typer.Option("--header", "-H", help="'Na
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
 StartupOpt = Annotated[float | None, typer.Option(
     "--startup-timeout", min=0.001, help="Seconds a server may take to start and list its tools.")]
-
-
-class Mode(str, Enum):
-    """The permission modes of the policy (policy.mode in the profile)."""
-
-    bypass = "bypass"
-    read_only = "read_only"
-    normal = "normal"
-    ask = "ask"
 
 
 ModeOpt = Annotated[Mode | None, typer.Option(

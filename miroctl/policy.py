@@ -24,10 +24,12 @@ from typing import Any
 
 from miroctl.config import Profile
 from miroctl.models import ServerSpec, ToolInfo
+from miroctl.policy_config import Mode
 from miroctl.urlrules import UrlRules
 
-MODES = ("bypass", "read_only", "normal", "ask")
-RISKS = ("low", "normal", "high")
+__all__ = ["ALLOW", "Decision", "Mode", "Policy", "ToolMeta", "matches", "merge_meta", "tool_settings"]
+
+
 SCRAPE_TOOLS = ("scrape", "scrape_website")
 DEMO_SCRAPE_CHARS = 20_000  # the seeds' DEMO_MODE cut for scrape results
 # Config keys of per-tool metadata, and the MCP annotation each one can be lowered by.

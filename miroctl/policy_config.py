@@ -7,13 +7,25 @@ mappings with every value normalised, which `Policy.from_profile` and the fallba
 from __future__ import annotations
 
 from collections.abc import Mapping
+from enum import Enum
 from pathlib import Path
 from typing import Any
 
 from miroctl.errors import ConfigError
 
 SECTIONS = ("policy", "fallbacks", "url_rules", "log", "max_result_chars")
-MODES = ("bypass", "read_only", "normal", "ask")
+
+
+class Mode(str, Enum):
+    """The permission modes (`policy.mode` in the profile, `--mode` on the command line)."""
+
+    bypass = "bypass"
+    read_only = "read_only"
+    normal = "normal"
+    ask = "ask"
+
+
+MODES = tuple(mode.value for mode in Mode)
 RISKS = ("low", "normal", "high")
 POLICY_KEYS = {"mode", "allowlist", "allow_high", "assume_yes"}
 MARKITDOWN_KEYS = {"enabled", "tools", "docintel_endpoint", "timeout", "max_bytes"}

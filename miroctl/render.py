@@ -39,12 +39,13 @@ def dumps(document: Any) -> str:
 class Output:
     """Where a command writes: stdout for results, stderr for diagnostics; secrets masked in both."""
 
+    _bar: Any = None  # the live progress bar, paused while a question is asked
+
     def __init__(self, *, json_mode: bool = False, masker: Masker | None = None) -> None:
         self.json_mode = json_mode
         self.masker = masker or Masker()
         self.out = Console(markup=False, highlight=False, emoji=False, soft_wrap=False)
         self.err = Console(stderr=True, markup=False, highlight=False, emoji=False)
-        self._bar: Any = None  # the live progress bar, paused while a question is asked
 
     def mask(self, text: str) -> str:
         return self.masker.text(text)
