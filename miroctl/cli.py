@@ -14,6 +14,7 @@ import typer
 
 from miroctl import __version__
 from miroctl.errors import ExitCode, MiroctlError, UsageError
+from miroctl.policy import Mode
 
 T = TypeVar("T")
 
@@ -36,6 +37,16 @@ HeaderOpt = Annotated[list[str] | None, typer.Option("--header", "-H", help="'Na
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
 StartupOpt = Annotated[float | None, typer.Option(
     "--startup-timeout", min=0.001, help="Seconds a server may take to start and list its tools.")]
+
+
+ModeOpt = Annotated[Mode | None, typer.Option(
+    "--mode", help="Permission mode (default: the profile's policy.mode, else normal).", show_default=False)]
+YesOpt = Annotated[bool, typer.Option(
+    "--yes", "-y", help="Answer yes to mode ask's questions (destructive and high-risk tools).")]
+TaskIdOpt = Annotated[str | None, typer.Option(
+    "--task-id", help="Passed to every server as TASK_ID, so per-task state stays apart. [env: TASK_ID]")]
+LogOpt = Annotated[str | None, typer.Option(
+    "--log", help="Append one JSON line per step (start, decision, retry, fallback, end) to this file.")]
 
 
 def _version(value: bool) -> None:
@@ -63,10 +74,16 @@ def run(out: Any, work: Callable[[], Awaitable[T]]) -> T:
 
     async def guarded() -> T:
         results: list[T] = []
+        errors: list[MiroctlError] = []
         async with anyio.create_task_group() as tg:
             tg.start_soon(_watch_signals, tg.cancel_scope, received)
-            results.append(await work())
+            try:
+                results.append(await work())
+            except MiroctlError as exc:  # raised outside the task group, so it is not wrapped in a group
+                errors.append(exc)
             tg.cancel_scope.cancel()
+        if errors:
+            raise errors[0]
         return results[0] if results else None  # type: ignore[return-value]
 
     try:
@@ -115,6 +132,54 @@ def _output(json_mode: bool) -> Any:
     return Output(json_mode=json_mode)
 
 
+def _manager(loaded: Any, out: Any, mode: Mode | None = None, yes: bool = False, task_id: str | None = None,
+             log: str | None = None) -> Any:
+    """A Manager with the profile's policy and the command line's --mode, --yes, --task-id and --log."""
+    from miroctl.manager import Manager
+    from miroctl.policy import Policy
+
+    policy = Policy.from_profile(loaded.profile).with_overrides(mode=mode.value if mode else None,
+                                                                assume_yes=True if yes else None)
+    return Manager(loaded, policy=policy, confirm=_confirm_on_terminal(out), log_path=log, task_id=task_id)
+
+
+def _confirm_on_terminal(out: Any) -> Any:
+    """Mode ask's prompt, only when someone can answer it (stdin and stderr are terminals)."""
+    import sys
+
+    if not (sys.stdin.isatty() and sys.stderr.isatty()):
+        return None
+
+    async def confirm(question: Any) -> bool:
+        import anyio
+
+        return await anyio.to_thread.run_sync(out.confirm, question, abandon_on_cancel=True)
+
+    return confirm
+
+
+def _check_log(loaded: Any, path: str | None, out: Any) -> None:
+    """Open the call log (--log, else the profile's) once before anything starts: exit 2 if it cannot be."""
+    from miroctl.calllog import CallLog
+    from miroctl.errors import ConfigError
+
+    path = path or loaded.profile.sections.get("log")
+    if path:
+        try:
+            CallLog(path).close()
+        except ConfigError as exc:
+            out.error(exc.message, exc.hint, label=exc.kind)
+            raise typer.Exit(int(exc.exit_code)) from None
+
+
+def _check_output(path: str | None, out: Any) -> None:
+    from pathlib import Path
+
+    if path and not Path(path).expanduser().resolve().parent.is_dir():
+        out.error(f"--output {path}: its directory does not exist", label="usage")
+        raise typer.Exit(int(ExitCode.USAGE))
+
+
 def _select(config: Any, names: list[str] | None, out: Any) -> list[Any]:
     try:
         return config.select(names or ())
@@ -136,17 +201,20 @@ def list_(
     url: UrlOpt = None,
     header: HeaderOpt = None,
     startup_timeout: StartupOpt = None,
+    mode: ModeOpt = None,
+    task_id: TaskIdOpt = None,
+    log: LogOpt = None,
 ) -> None:
     """List the tools of every selected server; failing servers are reported in place (exit 1)."""
-    from miroctl.manager import Manager
     from miroctl.render import list_tables
 
     out = _output(json_mode)
     loaded = _load_config(config, stdio, url, header, out, startup_timeout)
     specs = _select(loaded, servers, out)
+    _check_log(loaded, log, out)
 
     async def work() -> list[Any]:
-        async with Manager(loaded) as manager:
+        async with _manager(loaded, out, mode, task_id=task_id, log=log) as manager:
             return await manager.list_tools(specs)
 
     entries = run(out, work)
@@ -196,15 +264,23 @@ def call(
     url: UrlOpt = None,
     header: HeaderOpt = None,
     startup_timeout: StartupOpt = None,
+    mode: ModeOpt = None,
+    yes: YesOpt = False,
+    task_id: TaskIdOpt = None,
+    log: LogOpt = None,
+    output: Annotated[str | None, typer.Option(
+        "--output", "-o", help="Write the whole result text to this file (no max_result_chars cut).")] = None,
 ) -> None:
     """Call one tool and print its result; the exit code says how it went."""
     from miroctl import args as args_
     from miroctl import blobs
-    from miroctl.manager import CallRequest, Manager
+    from miroctl.manager import CallRequest
     from miroctl.render import call_result
 
     out = _output(json_mode)
+    _check_output(output, out)
     loaded = _load_config(config, stdio, url, header, out, startup_timeout)
+    _check_log(loaded, log, out)
     try:
         server, tool, pairs = split_target(target, loaded)
         for pair in pairs:
@@ -215,10 +291,10 @@ def call(
         raise typer.Exit(int(exc.exit_code)) from None
 
     async def work() -> Any:
-        async with Manager(loaded) as manager:
+        async with _manager(loaded, out, mode, yes, task_id, log) as manager:
             with out.progress(f"{tool}") as progress:
                 request = CallRequest(server, tool, base, pairs, timeout=timeout,
-                                      autocorrect=not no_autocorrect, progress=progress)
+                                      autocorrect=not no_autocorrect, progress=progress, output=output)
                 return await manager.call(request)
 
     outcome = run(out, work)

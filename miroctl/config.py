@@ -19,13 +19,14 @@ from types import MappingProxyType
 from typing import Any
 from urllib.parse import urlsplit
 
+from miroctl import policy_config
 from miroctl.errors import ConfigError
-from miroctl.masking import secret_values
+from miroctl.masking import header_secrets, secret_values
 from miroctl.models import DEFAULT_CALL_TIMEOUT, DEFAULT_STARTUP_TIMEOUT, ServerSpec
 
 SERVER_KEYS = {
     "name", "tool_command", "command", "args", "env", "url", "transport", "headers", "cwd", "timeout",
-    "startup_timeout", "persistent", "enabled", "tools", "smoke", "description",
+    "startup_timeout", "persistent", "enabled", "tools", "smoke", "description", "max_result_chars",
 }
 PROFILE_KEYS = {
     "tool_config", "tool_dir", "tool_blacklist", "timeout", "startup_timeout", "concurrency", "policy",
@@ -277,7 +278,7 @@ def _profile_from(data: Mapping[str, Any], path: Path) -> Profile:
         if not (isinstance(pair, list) and len(pair) == 2 and all(isinstance(p, str) for p in pair)):
             raise ConfigError(f"{path}: tool_blacklist entries must be [server, tool] pairs, got {pair!r}")
         blacklist.add((pair[0], pair[1]))
-    sections = {k: data[k] for k in ("policy", "fallbacks", "url_rules", "log", "max_result_chars") if k in data}
+    sections = policy_config.sections(data, path)
     return Profile(
         tool_config=tuple(names) if names is not None else None,
         blacklist=frozenset(blacklist),
@@ -334,7 +335,7 @@ def server_from_mapping(data: Mapping[str, Any], *, where: str, name: str | None
     env = _string_map(data.get("env"), "env", where)
     headers = _string_map(data.get("headers"), "headers", where)
     transport = _transport(data.get("transport"), url, where)
-    secret_set = set(secrets) | set(headers.values()) | secret_values(env)
+    secret_set = set(secrets) | header_secrets(headers) | secret_values(env)
     return ServerSpec(
         name=name,
         transport=transport,
@@ -351,7 +352,7 @@ def server_from_mapping(data: Mapping[str, Any], *, where: str, name: str | None
         ),
         persistent=bool(data.get("persistent", False)),
         enabled=bool(data.get("enabled", True)),
-        tools=MappingProxyType(_tool_meta(data.get("tools"), where)),
+        tools=MappingProxyType(policy_config.tool_meta(data.get("tools"), where, data.get("max_result_chars"))),
         smoke=data.get("smoke"),
         source=where,
         secrets=frozenset(s for s in secret_set if s),
@@ -402,14 +403,6 @@ def _cwd(value: Any, where: str) -> str | None:
     if not path.is_absolute() and Path(where).exists():
         path = Path(where).parent / path
     return str(path)
-
-
-def _tool_meta(value: Any, where: str) -> dict[str, dict[str, Any]]:
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping) or not all(isinstance(v, Mapping) for v in value.values()):
-        raise ConfigError(f"{where}: tools must map tool names to settings")
-    return {str(k): dict(v) for k, v in value.items()}
 
 
 # ---------------------------------------------------------------------------------------------- ecosystem JSON
@@ -502,7 +495,7 @@ def adhoc_servers(stdio: Sequence[str], urls: Sequence[str], headers: Sequence[s
         name = _unique(parts.hostname or "remote", taken)
         specs.append(ServerSpec(
             name=name, transport=_transport(None, url, "--url"), url=url,
-            headers=MappingProxyType(header_map), source="--url", secrets=frozenset(header_map.values()),
+            headers=MappingProxyType(header_map), source="--url", secrets=frozenset(header_secrets(header_map)),
         ))
     return specs
 

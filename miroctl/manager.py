@@ -8,26 +8,46 @@ closes every session concurrently and kills whatever the servers left running.
 from __future__ import annotations
 
 import json
+import os
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
 from typing import Any, Self
 
 import anyio
 from anyio.abc import TaskGroup
 
 from miroctl import args as arguments_
+from miroctl import truncation, urlrules
+from miroctl.calllog import CallLog
 from miroctl.config import Config
 from miroctl.errors import MiroctlError
 from miroctl.failures import CONNECTION_CLOSED, REQUEST_TIMEOUT, died_during, leaf
+from miroctl.fallbacks import TRIGGER_KINDS, FallbackError, MarkItDownFallback, url_argument
+from miroctl.masking import Masker
 from miroctl.models import CallOutcome, ServerSpec, ServerTools, ToolInfo
-from miroctl.policy import Policy
+from miroctl.policy import Decision, Policy, ToolMeta
 from miroctl.pool import ServerHandle, Unavailable
 from miroctl.routing import Route, Router
 from miroctl.transports import sweep_orphans
 
 ProgressFn = Callable[[float, float | None, str | None], Awaitable[None]]
 EventFn = Callable[[str, Mapping[str, Any]], None]
+
+
+@dataclass(frozen=True)
+class Confirmation:
+    """A question for whoever can say yes: may this tool run with these (masked) arguments?"""
+
+    server: str
+    tool: str
+    arguments: Mapping[str, Any]
+    decision: Decision
+
+
+ConfirmFn = Callable[[Confirmation], Awaitable[bool]]
 
 
 @dataclass
@@ -41,13 +61,18 @@ class CallRequest:
     timeout: float | None = None
     autocorrect: bool = True
     progress: ProgressFn | None = None
+    output: str | None = None  # write the whole result text here (before any max_result_chars cut)
 
 
 class Manager:
     """Sessions to the configured servers, shared by every list and call made through it."""
 
     def __init__(self, config: Config, *, policy: Policy | None = None, concurrency: int | None = None,
-                 on_event: EventFn | None = None) -> None:
+                 on_event: EventFn | None = None, confirm: ConfirmFn | None = None,
+                 log_path: str | None = None, task_id: str | None = None) -> None:
+        """`confirm` answers mode ask's questions, `log_path` gets the call log, `task_id` goes to servers."""
+        # Without `confirm`, ask mode means denied unless the policy assumes yes (a gateway with no one to ask).
+        # Without `log_path`, the profile's `log` is used; without `task_id`, the config's or miroctl's TASK_ID.
         self.config = config
         self.policy = policy or Policy.from_profile(config.profile)
         self._limiter = anyio.CapacityLimiter(concurrency or config.profile.concurrency)
@@ -55,8 +80,17 @@ class Manager:
         self._tg: TaskGroup | None = None
         self._on_event = on_event
         self.router = Router(config, self.policy, self.tools_of, self.find_tool)
+        self.masker = Masker(config.secrets())
+        self.fallback = MarkItDownFallback.from_sections(config.profile.sections)
+        self.task_id = task_id
+        self._confirm = confirm
+        self._log_path = log_path or config.profile.sections.get("log")
+        self._log: CallLog | None = None
+        self._exclusive_locks: dict[str, anyio.Lock] = {}
 
     async def __aenter__(self) -> Self:
+        if self._log_path:
+            self._log = CallLog(self._log_path, self.masker, task_id=self.task_id or os.environ.get("TASK_ID"))
         self._tg = anyio.create_task_group()
         await self._tg.__aenter__()
         return self
@@ -69,6 +103,8 @@ class Manager:
         finally:
             with anyio.CancelScope(shield=True):
                 await self._cleanup()
+            if self._log is not None:
+                self._log.close()
 
     async def _cleanup(self) -> None:
         started_stdio = any(h.starts and h.spec.transport == "stdio" for h in self._handles.values())
@@ -80,10 +116,23 @@ class Manager:
     def handle(self, spec: ServerSpec) -> ServerHandle:
         if spec.name not in self._handles:
             assert self._tg is not None, "use the Manager as an async context manager"
-            self._handles[spec.name] = ServerHandle(spec, self._tg, self.config.profile.startup_timeout)
+            self._handles[spec.name] = ServerHandle(self._child_spec(spec), self._tg,
+                                                    self.config.profile.startup_timeout, on_event=self.emit)
         return self._handles[spec.name]
 
+    def _child_spec(self, spec: ServerSpec) -> ServerSpec:
+        """A stdio server's spec with the task id and the URL rules (for bundled search tools) in its env."""
+        if spec.transport != "stdio":
+            return spec
+        env = dict(spec.env)
+        if self.task_id:
+            env["TASK_ID"] = self.task_id
+        env.setdefault(urlrules.ENV_VAR, urlrules.to_env(self.policy.url_rules))
+        return replace(spec, env=MappingProxyType(env))
+
     def emit(self, event: str, **fields: Any) -> None:
+        if self._log is not None:
+            self._log.write(event, fields)
         if self._on_event is not None:
             self._on_event(event, fields)
 
@@ -132,41 +181,116 @@ class Manager:
     async def call(self, request: CallRequest) -> CallOutcome:
         """Route, validate, decide, execute: always an envelope, never an exception."""
         started = time.perf_counter()
-        self.emit("call_start", server=request.server, tool=request.tool)
+        self.emit("call_start", server=request.server, tool=request.tool, arguments=_raw_arguments(request))
         try:
             outcome = await self._call(request)
         except MiroctlError as exc:
             outcome = CallOutcome(request.server, request.tool, error=exc.message, error_kind=exc.kind,
                                   hint=exc.hint, candidates=list(getattr(exc, "candidates", [])))
+            decision = getattr(exc, "decision", None)
+            if decision is not None:  # denied before the server was asked for its tools
+                outcome.decision = decision.to_dict()
+                self.emit("decision", server=request.server, tool=request.tool, **outcome.decision)
         except Unavailable as exc:
             outcome = _unavailable(request.server, request.tool, exc)
         outcome.duration_ms = _ms(started)
+        event, fields = _summary(outcome)
+        self.emit(event, **fields)
         self.emit("call_end", outcome=outcome.to_dict())
         return outcome
 
     async def _call(self, request: CallRequest) -> CallOutcome:
+        early = self.policy.check_urls(_raw_arguments(request))
+        if early is not None:  # before any server is started or asked
+            self.emit("decision", server=request.server, tool=request.tool, **early.to_dict())
+            return _denied(request.server, request.tool, early)
         route = await self.router.resolve(request.server, request.tool, request.autocorrect)
         if route.corrected_from is not None or request.server is None:
             self.emit("autocorrect", given=request.server, server=route.spec.name, tool=route.tool.name)
         values = arguments_.build(route.tool.input_schema, request.arguments, request.pairs)
         arguments_.validate(route.tool, values)
-        decision = self.policy.decide(route.spec, route.tool.name, route.tool, values)
-        self.emit("decision", server=route.spec.name, tool=route.tool.name, decision=decision.to_dict())
+        decision = await self._decide(route, values)
         if not decision.allowed:
-            return CallOutcome(route.spec.name, route.tool.name, error=decision.message, error_kind="denied",
-                               hint=f"reason: {decision.reason}", decision=decision.to_dict())
-        outcome = await self.invoke(route, values, request)
+            outcome = _denied(route.spec.name, route.tool.name, decision, unanswered=self._confirm is None)
+            outcome.corrected_from = route.corrected_from
+            return outcome
+        outcome = await self._execute(route, values, request)
+        if decision.confirmed_by:  # the envelope says who said yes
+            outcome.decision = decision.to_dict()
         if request.autocorrect and _says_unknown_tool(outcome):
             rerouted = await self.router.reroute(route)
             if rerouted is not None:
+                route = rerouted
                 outcome = await self.invoke(rerouted, values, request)
+        return await self._fall_back(route, values, request, outcome)
+
+    async def _decide(self, route: Route, values: Mapping[str, Any]) -> Decision:
+        """The policy's decision, with mode ask's question put to the confirm callback."""
+        decision = self.policy.decide(route.spec, route.tool.name, route.tool, values)
+        if decision.needs_confirmation:
+            decision = await self._confirmation(route, values, decision)
+        self.emit("decision", server=route.spec.name, tool=route.tool.name, arguments=dict(values),
+                  **decision.to_dict())
+        return decision
+
+    async def _confirmation(self, route: Route, values: Mapping[str, Any], decision: Decision) -> Decision:
+        if self.policy.assume_yes:
+            return decision.confirmed("yes")
+        if self._confirm is None:
+            return decision.refused(f"{decision.message}, and none was given")
+        question = Confirmation(route.spec.name, route.tool.name, self.masker.data(dict(values)), decision)
+        if await self._confirm(question):
+            return decision.confirmed("prompt")
+        return decision.refused(f"{decision.message}, and the answer was no")
+
+    async def _execute(self, route: Route, values: Mapping[str, Any], request: CallRequest) -> CallOutcome:
+        """Invoke; after a lost connection, once more only if repeating cannot do harm."""
+        meta = self.policy.meta(route.spec, route.tool.name, route.tool)
+        async with self._exclusive(route.spec, meta):
+            outcome = await self.invoke(route, values, request)
+            if outcome.error_kind == "unavailable" and meta.retry_safe:
+                self.emit("call_retry", server=route.spec.name, tool=route.tool.name, reason=outcome.error)
+                outcome = await self.invoke(route, values, request)
         return outcome
+
+    @asynccontextmanager
+    async def _exclusive(self, spec: ServerSpec, meta: ToolMeta) -> AsyncIterator[None]:
+        """Tools marked concurrency_safe: false run one at a time per server."""
+        if meta.concurrency_safe:
+            yield
+            return
+        async with self._exclusive_locks.setdefault(spec.name, anyio.Lock()):
+            yield
+
+    async def _fall_back(self, route: Route, values: Mapping[str, Any], request: CallRequest,
+                         outcome: CallOutcome) -> CallOutcome:
+        """A failed scrape-type call answered by converting its URL locally with MarkItDown."""
+        if outcome.ok or outcome.error_kind not in TRIGGER_KINDS or not self.fallback.enabled:
+            return outcome
+        url = url_argument(values) if self.policy.is_scrape(route.tool.name) else None
+        if url is None:
+            return outcome
+        record: dict[str, Any] = {"kind": "markitdown", "url": url, "original_error": outcome.error,
+                                  "original_error_kind": outcome.error_kind}
+        try:
+            text = await self.fallback.convert(url, self.policy.url_rules)
+        except FallbackError as exc:
+            outcome.fallback = {**record, "ok": False, "error": str(exc)}
+            self.emit("fallback", server=route.spec.name, tool=route.tool.name, **outcome.fallback)
+            return outcome
+        self.emit("fallback", server=route.spec.name, tool=route.tool.name, ok=True, **record)
+        converted = await self._outcome(route, _text_result(text), request)
+        converted.fallback = {**record, "ok": True}
+        return converted
 
     async def invoke(self, route: Route, values: Mapping[str, Any], request: CallRequest) -> CallOutcome:
         """Send one call on the route's session under its timeout and turn the answer into an envelope."""
         spec, tool = route.spec, route.tool.name
         handle = self.handle(spec)
         connection = await handle.connect()
+        if connection.wire.stdout_eof:  # the server went away since the last call: nothing was sent yet
+            await handle.lost()
+            connection = await handle.connect()
         timeout = request.timeout or spec.timeout or self.config.profile.timeout
         with anyio.move_on_after(timeout) as waited:
             try:
@@ -176,11 +300,27 @@ class Manager:
         if waited.cancelled_caught:
             connection.wire.hurry = True
             return _timed_out(route, timeout)
-        outcome = outcome_from_result(spec.name, tool, result)
+        return await self._outcome(route, result, request)
+
+    async def _outcome(self, route: Route, result: Any, request: CallRequest) -> CallOutcome:
+        """The envelope of an SDK result: the whole text to --output first, then the max_result_chars cut."""
+        output = None
+        if request.output and not result.is_error:
+            try:
+                output = await anyio.to_thread.run_sync(truncation.write_full, request.output, result, self.masker)
+            except OSError as exc:
+                raise MiroctlError(f"cannot write {request.output}: {exc.strerror or exc}") from None
+        limit = self.policy.result_limit(route.spec, route.tool.name)
+        if limit is not None and result.is_error:  # a reason is worth more room than a result
+            limit = max(limit, truncation.ERROR_MIN_CHARS)
+        truncated = truncation.limit_result(result, limit)
+        outcome = outcome_from_result(route.spec.name, route.tool.name, result)
         outcome.corrected_from = route.corrected_from
-        if spec.persistent and handle.restarted:
+        outcome.truncated, outcome.output = truncated, output
+        handle = self.handle(route.spec)
+        if route.spec.persistent and handle.restarted:
             handle.restarted = False
-            outcome.notes.append(f"{spec.name} was restarted after its session was lost; its state started afresh")
+            outcome.notes.append(f"{route.spec.name} was restarted after its session was lost; its state started afresh")
         return outcome
 
     async def _call_failed(self, route: Route, handle: ServerHandle, exc: BaseException,
@@ -200,7 +340,6 @@ class Manager:
         outcome.corrected_from = route.corrected_from
         return outcome
 
-
 def outcome_from_result(server: str, tool: str, result: Any) -> CallOutcome:
     """An SDK CallToolResult as the envelope: text joined, blocks and structured content kept."""
     blocks = [block.model_dump(mode="json", by_alias=True, exclude_none=True) for block in result.content or []]
@@ -217,6 +356,44 @@ def outcome_from_result(server: str, tool: str, result: Any) -> CallOutcome:
     else:
         outcome.result = text
     return outcome
+
+
+def _raw_arguments(request: CallRequest) -> dict[str, Any]:
+    """The arguments as given (pairs as text), for the log and the URL rules before any routing."""
+    values = dict(request.arguments)
+    for pair in request.pairs:
+        key, _, text = pair.partition("=")
+        values[key.removesuffix(":")] = text
+    return values
+
+
+def _text_result(text: str) -> Any:
+    """A plain text answer (the fallback's) as an SDK result, so --output and limits treat it alike."""
+    from mcp.types import CallToolResult, TextContent
+
+    return CallToolResult(content=[TextContent(type="text", text=text)])
+
+
+def _denied(server: str | None, tool: str, decision: Decision, unanswered: bool = False) -> CallOutcome:
+    hint = f"reason: {decision.reason}"
+    if decision.reason == "mode_ask" and unanswered:
+        hint += "; answer the prompt on a terminal, or pass --yes (policy.assume_yes in the profile)"
+    return CallOutcome(server, tool, error=decision.message, error_kind="denied", hint=hint,
+                       decision=decision.to_dict())
+
+
+def _summary(outcome: CallOutcome) -> tuple[str, dict[str, Any]]:
+    """The call log's last line of a call: call_success or call_error, without the result itself."""
+    fields: dict[str, Any] = {"server": outcome.server_name, "tool": outcome.tool_name,
+                              "duration_ms": round(outcome.duration_ms, 1), "exit_code": int(outcome.exit_code)}
+    if outcome.corrected_from is not None:
+        fields["corrected_from"] = outcome.corrected_from
+    for key in ("truncated", "fallback", "output"):
+        if getattr(outcome, key):
+            fields[key] = getattr(outcome, key)
+    if outcome.ok:
+        return "call_success", {**fields, "result_chars": len(outcome.result or "")}
+    return "call_error", {**fields, "error_kind": outcome.error_kind, "error": outcome.error}
 
 
 def _says_unknown_tool(outcome: CallOutcome) -> bool:

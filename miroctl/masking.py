@@ -59,6 +59,17 @@ def _is_secret_item(key: Any, value: Any) -> bool:
     return isinstance(key, str) and isinstance(value, str) and bool(value) and looks_secret(key)
 
 
+def header_secrets(headers: Mapping[str, str]) -> set[str]:
+    """Header values, and the credential alone of `Scheme credential` values (Bearer, Basic, Token...)."""
+    found = set()
+    for value in headers.values():
+        found.add(value)
+        scheme, _, credential = value.strip().partition(" ")
+        if credential.strip() and scheme.isalpha():
+            found.add(credential.strip())
+    return found
+
+
 def secret_values(mapping: Mapping[str, str]) -> set[str]:
     """The values of a mapping whose keys look secret."""
     return {v for k, v in mapping.items() if isinstance(v, str) and looks_secret(k)}

@@ -153,6 +153,7 @@ class CallOutcome:
     candidates: list[str] = field(default_factory=list)
     decision: dict[str, Any] | None = None
     notes: list[str] = field(default_factory=list)
+    output: dict[str, Any] | None = None  # {"path", "chars"}: the whole result text went to this file
 
     @property
     def ok(self) -> bool:
@@ -194,4 +195,6 @@ class CallOutcome:
             body["decision"] = self.decision
         if self.notes:
             body["notes"] = self.notes
+        if self.output is not None:
+            body["output"] = self.output
         return body

@@ -7,6 +7,7 @@ task of the pool's task group; callers share the session object and signal the o
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,6 +21,10 @@ from miroctl.transports import Connection, Wire, open_connection
 MAX_TOOL_PAGES = 100
 RETRY_AFTER = 5.0  # a server that failed to start is not tried again sooner (doubling up to RETRY_MAX)
 RETRY_MAX = 60.0
+START_RETRY_DELAY = 0.5  # as in the seeds: a failed start or connect is tried once more after this
+# Failures that a second try may cure (a server still coming up, a flaky start); a missing command,
+# a config error, a timeout (which would double the wait), bad auth or a noisy stdout will not be.
+RETRYABLE_KINDS = frozenset({"exited", "crashed", "http"})
 
 
 class Unavailable(Exception):
@@ -46,8 +51,10 @@ class _Generation:
 class ServerHandle:
     """The lazily opened session to one server, shared by every caller in the process."""
 
-    def __init__(self, spec: ServerSpec, task_group: TaskGroup, startup_timeout: float) -> None:
+    def __init__(self, spec: ServerSpec, task_group: TaskGroup, startup_timeout: float,
+                 on_event: Callable[..., None] | None = None) -> None:
         self.spec = spec
+        self._on_event = on_event
         self.startup_timeout = spec.startup_timeout or startup_timeout
         self._tg = task_group
         self._lock = anyio.Lock()
@@ -83,7 +90,7 @@ class ServerHandle:
             if not self.connected:
                 self._raise_recent_failure()
                 try:
-                    await self._start()
+                    await self._start_with_retry()
                 except Unavailable as exc:
                     self._remember(exc.failure)
                     raise
@@ -98,6 +105,18 @@ class ServerHandle:
         if self.failure is not None:
             self._retry_after = min(self._retry_after * 2, RETRY_MAX)
         self.failure, self._failed_at = failure, time.monotonic()
+
+    async def _start_with_retry(self) -> None:
+        try:
+            await self._start()
+        except Unavailable as exc:
+            if exc.failure.kind not in RETRYABLE_KINDS:
+                raise
+            if self._on_event is not None:
+                self._on_event("server_retry", server=self.spec.name, failure=exc.failure.to_dict(),
+                               delay_s=START_RETRY_DELAY)
+            await anyio.sleep(START_RETRY_DELAY)
+            await self._start()
 
     async def _start(self) -> None:
         if self.spec.error:

@@ -39,6 +39,8 @@ def dumps(document: Any) -> str:
 class Output:
     """Where a command writes: stdout for results, stderr for diagnostics; secrets masked in both."""
 
+    _bar: Any = None  # the live progress bar, paused while a question is asked
+
     def __init__(self, *, json_mode: bool = False, masker: Masker | None = None) -> None:
         self.json_mode = json_mode
         self.masker = masker or Masker()
@@ -94,8 +96,30 @@ class Output:
         async def update(progress: float, total: float | None, message: str | None) -> None:
             bar.update(task, completed=progress, total=total, message=self.safe(message or ""))
 
-        with bar:
-            yield update
+        self._bar = bar
+        try:
+            with bar:
+                yield update
+        finally:
+            self._bar = None
+
+    def confirm(self, question: Any) -> bool:
+        """Ask mode ask's question on the terminal (stderr); anything but yes is no."""
+        from rich.prompt import Confirm
+
+        prompt = Text("miroctl: ", style="bold yellow")
+        prompt.append(self.safe(f"{question.decision.message}. Run {question.server}.{question.tool}"))
+        arguments = self.mask(dumps(self.masker.data(dict(question.arguments))))
+        prompt.append(self.safe(f" with {arguments[:300]}?" if question.arguments else "?"))
+        if self._bar is not None:
+            self._bar.stop()
+        try:
+            return Confirm.ask(prompt, console=self.err, default=False)
+        except (EOFError, KeyboardInterrupt):
+            return False
+        finally:
+            if self._bar is not None:
+                self._bar.start()
 
 
 async def _silent_progress(progress: float, total: float | None, message: str | None) -> None:
@@ -169,15 +193,33 @@ def call_result(out: Output, outcome: Any, saved: Sequence[str] = ()) -> None:
         out.note(f"[Auto-corrected: {given}; used '{outcome.server_name}' instead]")
     for note in outcome.notes:
         out.note(note)
-    if outcome.ok:
+    policy_notes(out, outcome)
+    if outcome.ok and outcome.output is None:
         body = _pretty(outcome)
         if body:
             out.text(body)
     else:
         tail = outcome.failure.stderr_tail if outcome.failure else ()
         out.error(outcome.error or "", outcome.hint, tail, label=outcome.error_kind or "error")
+        if outcome.fallback and not outcome.fallback.get("ok"):
+            out.note(f"the MarkItDown fallback failed too: {outcome.fallback['error']}")
     for path in saved:
         out.note(f"saved: {path}", style="green")
+
+
+def policy_notes(out: Output, outcome: Any) -> None:
+    """What the policy layer did to a call: fallback, cut, whole result written to a file."""
+    fallback = outcome.fallback
+    if fallback and fallback.get("ok"):
+        out.note(f"{outcome.tool_name} failed ({fallback['original_error']}); "
+                 f"this is {fallback['url']} converted locally by MarkItDown")
+    cut = outcome.truncated
+    if cut:
+        out.note(f"result cut to {cut['kept_chars']} of {cut['original_chars']} characters (max_result_chars); "
+                 "--output FILE writes all of it")
+    if outcome.output:
+        out.note(f"wrote the whole result ({outcome.output['chars']} characters) to {outcome.output['path']}",
+                 style="green")
 
 
 def _pretty(outcome: Any) -> str:

@@ -75,8 +75,10 @@ class Router:
 
     def _check_blacklist(self, spec: ServerSpec, tool: str) -> None:
         decision = self.policy.decide(spec, tool)
-        if not decision.allowed:
-            raise PolicyDenied(decision.message, hint=f"reason: {decision.reason}")
+        if decision.state == "deny":  # "ask" is settled once the tool's annotations are known
+            error = PolicyDenied(decision.message, hint=f"reason: {decision.reason}")
+            error.decision = decision  # type: ignore[attr-defined]
+            raise error
 
     def _nowhere(self, server: str | None, tool: str) -> str:
         if server:

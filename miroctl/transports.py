@@ -163,6 +163,8 @@ def child_environment(spec: ServerSpec) -> dict[str, str]:
     """A small inherited environment, the config's env over it, and the run marker."""
     env = {k: os.environ[k] for k in INHERITED_ENV if k in os.environ and not os.environ[k].startswith("()")}
     env.update(spec.env)
+    if "TASK_ID" not in env and os.environ.get("TASK_ID"):  # the seeds: per-task state stays apart
+        env["TASK_ID"] = os.environ["TASK_ID"]
     env[RUN_MARKER] = RUN_ID
     return env
 

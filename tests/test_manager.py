@@ -72,7 +72,7 @@ def test_a_server_that_failed_to_start_is_not_started_again_for_every_call():
 
     first, second, starts = run([spec], work)
     assert first.failure == second.failure and first.failure.kind == "exited"
-    assert starts == 1
+    assert starts == 2  # the first start and its one retry, as in the seeds; none for the second call
 
 
 def test_an_in_process_server_works_like_any_other():

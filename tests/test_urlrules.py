@@ -1,0 +1,101 @@
+"""URL rules: benchmark answer pages are refused before the call, wherever the URL hides in the arguments."""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+from typer.testing import CliRunner
+
+from miroctl.cli import app
+from miroctl.manager import CallRequest, Manager
+from miroctl.urlrules import UrlRules, from_env, to_env
+from tests.conftest import parse_json
+from tests.policy_support import calls, memory_spec, pool, webtools_yaml
+
+BLOCKED = [
+    "https://huggingface.co/datasets/gaia-benchmark/GAIA",
+    "https://huggingface.co/spaces/gaia-benchmark/leaderboard",
+    "http://WWW.HuggingFace.co./%64atasets/x",
+    "huggingface.co//datasets/x",
+    "https://user:pw@huggingface.co:443/datasets/a?b=1",
+    "https://hf.co/datasets/x",
+    "https://gaia-benchmark-leaderboard.hf.space/",
+    "https://huggingface.co/api/datasets/x/parquet",
+]
+ALLOWED = [
+    "https://huggingface.co/models",
+    "https://huggingface.co/datasetsfoo",
+    "https://example.com/?u=huggingface.co/datasets",
+    "https://nothuggingface.co/datasets/x",
+]
+
+
+@pytest.mark.parametrize("url", BLOCKED)
+def test_default_rules_block_hugging_face_dataset_and_space_urls_in_any_spelling(url):
+    assert UrlRules().blocked_by(url) is not None
+
+
+@pytest.mark.parametrize("url", ALLOWED)
+def test_default_rules_leave_other_urls_alone(url):
+    assert UrlRules().blocked_by(url) is None
+
+
+def test_urls_are_found_in_url_keys_nested_values_and_inside_any_text():
+    rules = UrlRules()
+    assert rules.first_blocked({"link": "hf.co/spaces/x"}) == ("hf.co/spaces/x", "hf.co/spaces")
+    assert rules.first_blocked({"pages": ["https://a.org", "https://hf.co/datasets/y"]})[1] == "hf.co/datasets"
+    code = 'requests.get("https://huggingface.co/datasets/x/resolve/main/a.csv")'
+    assert rules.first_blocked({"code": code})[1] == "huggingface.co/datasets"
+    assert rules.first_blocked({"query": "huggingface datasets gaia"}) is None
+
+
+def test_glob_patterns_and_custom_rules_replace_the_defaults():
+    rules = UrlRules(("*.internal.example/*", "intranet.example/admin"))
+    assert rules.blocked_by("https://wiki.internal.example/page")
+    assert rules.blocked_by("https://intranet.example/admin/users")
+    assert not rules.blocked_by("https://intranet.example/public")
+    assert not rules.blocked_by("https://huggingface.co/datasets/x")
+
+
+def test_search_results_drop_blocked_links_and_servers_read_the_rules_from_their_env():
+    rules = from_env({"MIROCTL_URL_BLOCK": to_env(UrlRules())})
+    results = [{"link": "https://huggingface.co/datasets/x"}, {"link": "https://example.org"}, "https://hf.co/spaces/y"]
+    assert rules.drop_blocked(results) == [{"link": "https://example.org"}]
+    assert from_env({}) == UrlRules()
+
+
+def test_a_blocked_url_is_refused_in_process_before_the_tool_is_called(tmp_path):
+    record = tmp_path / "calls.txt"
+
+    async def main():
+        async with Manager(pool(memory_spec("web", record))) as manager:
+            return await manager.call(CallRequest("web", "visit", {"pages": ["https://hf.co/datasets/a"]}))
+
+    outcome = anyio.run(main)
+    assert outcome.exit_code == 5
+    assert outcome.decision["reason"] == "url_blocked"
+    assert calls(record) == []
+
+
+def test_call_with_a_hugging_face_dataset_url_exits_5_and_the_server_records_no_call(write_config, tmp_path):
+    record = tmp_path / "calls.txt"
+    path = write_config({"web": webtools_yaml("web", "--record", str(record))})
+    runner = CliRunner()
+    warm = runner.invoke(app, ["call", "-c", str(path), "web", "fetch", "url=https://example.org/", "--json"])
+    assert warm.exit_code == 0, warm.stderr
+    result = runner.invoke(app, ["call", "-c", str(path), "web", "scrape",
+                                 "url=https://huggingface.co/datasets/gaia-benchmark/GAIA", "--json"])
+    assert result.exit_code == 5, result.stderr
+    envelope = parse_json(result.stdout)
+    assert envelope["error_kind"] == "denied"
+    assert envelope["decision"]["reason"] == "url_blocked"
+    assert envelope["fallback"] is None
+    assert calls(record) == ['call fetch {"url": "https://example.org/"}']
+
+
+def test_a_profile_can_replace_the_url_rules(write_config, tmp_path):
+    path = write_config({"web": webtools_yaml("web")}, url_rules={"block": ["example.org/private"]})
+    result = CliRunner().invoke(app, ["call", "-c", str(path), "web", "fetch",
+                                      "url=https://example.org/private/x", "--json"])
+    assert result.exit_code == 5, result.stderr
+    assert "example.org/private" in parse_json(result.stdout)["error"]
