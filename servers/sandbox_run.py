@@ -173,7 +173,8 @@ def _spawn(argv: list[str], cwd: Path, limits: Limits, env: Mapping[str, str]) -
 def _launcher(limits: Limits) -> list[str]:
     """The command that sets the limits in the child and then execs the program."""
     cpu = int(limits.timeout) + 2
-    return [sys.executable, "-I", "-S", str(LAUNCHER), str(limits.memory_bytes), str(cpu), str(limits.file_bytes), "--"]
+    numbers = (os.getpid(), limits.memory_bytes, cpu, limits.file_bytes)
+    return [sys.executable, "-I", "-S", str(LAUNCHER), *(str(n) for n in numbers), "--"]
 
 
 def _pump(stream: object, capture: Capture) -> threading.Thread:
