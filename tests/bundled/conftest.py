@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from miroctl import config as config_
 from miroctl.cli import app
 from miroctl.manager import CallRequest, Manager
-from miroctl.models import CallOutcome, ServerSpec
+from miroctl.models import CallOutcome, ServerSpec, ServerTools
 from tests.conftest import HEALTHY_STARTUP, ROOT
 
 CONFIG = ROOT / "config" / "miroctl.yaml"
@@ -57,6 +57,17 @@ async def call_all(spec: ServerSpec, calls: list[tuple[str, dict[str, Any]]], ti
 def session(spec: ServerSpec, *calls: tuple[str, dict[str, Any]], timeout: float = 60) -> Session:
     """call_all, from synchronous test code."""
     return anyio.run(call_all, spec, list(calls), timeout)
+
+
+def listed_tools(specs: list[ServerSpec]) -> list[ServerTools]:
+    """What each server answers to tools/list, through the Manager."""
+
+    async def listing() -> list[ServerTools]:
+        config = config_.Config(servers=tuple(specs), default_names=tuple(s.name for s in specs))
+        async with Manager(config) as manager:
+            return await manager.list_tools(specs)
+
+    return anyio.run(listing)
 
 
 def cli_call(*words: str, env: Mapping[str, str] | None = None) -> tuple[int, dict[str, Any]]:
