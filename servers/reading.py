@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import re
+import warnings
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -145,19 +146,26 @@ def _reason(exc: BaseException) -> str:
 
 @functools.cache
 def _markitdown() -> Any:
-    from markitdown import MarkItDown
+    """The markitdown module, imported once (~1 s), quietly."""
+    with warnings.catch_warnings():
+        # pydub warns at import when ffmpeg is missing; it matters only for audio files.
+        warnings.filterwarnings("ignore", message="Couldn't find ffmpeg", category=RuntimeWarning)
+        import markitdown
+    return markitdown
 
-    return MarkItDown()
+
+@functools.cache
+def _converter() -> Any:
+    return _markitdown().MarkItDown()
 
 
 def _convert(source: str, convert: Any) -> str:
-    from markitdown import FileConversionException, UnsupportedFormatException
-
+    md = _markitdown()
     try:
-        return convert(_markitdown()).text_content
-    except UnsupportedFormatException:
+        return convert(_converter()).text_content
+    except md.UnsupportedFormatException:
         raise ToolError(f"cannot convert {source}: MarkItDown has no converter for this kind of file") from None
-    except FileConversionException as exc:
+    except md.FileConversionException as exc:
         raise ToolError(conversion_failure(source, exc)) from None
     except OSError as exc:
         raise ToolError(f"cannot read {source}: {exc.strerror or exc}") from None
@@ -165,11 +173,9 @@ def _convert(source: str, convert: Any) -> str:
 
 def conversion_failure(source: str, exc: Any) -> str:
     """One line on why MarkItDown failed, naming the optional extra when one is missing."""
-    from markitdown import MissingDependencyException
-
     causes = [a.exc_info[1] for a in exc.attempts or [] if a.exc_info is not None]
     for cause in causes:
-        if isinstance(cause, MissingDependencyException):
+        if isinstance(cause, _markitdown().MissingDependencyException):
             found = _EXTRA.search(str(cause))
             extra = found.group(1) if found else "all"
             return (f"cannot convert {source}: MarkItDown's optional '{extra}' extra is not installed "

@@ -245,7 +245,7 @@ def _scope(ip: str) -> str:
 
 def _owner(sock: dict[str, Any]) -> str:
     if sock["pid"] is None:
-        return "pid unknown (another user's process?)"
+        return "pid unknown (another user's process, or one outside this container)"
     return f"pid {sock['pid']} {sock['process']}"
 
 

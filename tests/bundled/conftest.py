@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
@@ -32,6 +33,13 @@ def bundled_spec(name: str, env: Mapping[str, str] | None = None, *, rename: str
     spec = bundled_config().get(name)
     assert spec is not None and spec.error is None, f"{name}: {spec and spec.error}"
     return replace(spec, name=rename or spec.name, env={**spec.env, **(env or {})}, startup_timeout=HEALTHY_STARTUP)
+
+
+def memory_spec(name: str) -> ServerSpec:
+    """The shipped spec of a bundled server, run in this process (its settings come from os.environ)."""
+    spec = bundled_spec(name)
+    module = importlib.import_module(f"servers.{spec.name.removeprefix('tool-')}")
+    return replace(spec, transport="memory", target=module.mcp, command=None, args=())
 
 
 @dataclass

@@ -1,11 +1,12 @@
-"""The network server, started over stdio from config/tool/tool-network.yaml; every target is on 127.0.0.1."""
+"""The network server from config/tool/tool-network.yaml, over stdio (and the CLI) and in-process; every target is
+on 127.0.0.1 or a name that cannot resolve."""
 
 from __future__ import annotations
 
 import socket
 from pathlib import Path
 
-from tests.bundled.conftest import bundled_spec, cli_call, session
+from tests.bundled.conftest import bundled_spec, cli_call, memory_spec, session
 from tests.bundled.web import serve
 from tests.conftest import free_port
 
@@ -28,7 +29,7 @@ def test_tcp_port_check_tells_an_open_port_from_a_closed_one_and_an_unreachable_
         listener.bind(("127.0.0.1", 0))
         listener.listen()
         open_port, closed_port = listener.getsockname()[1], free_port()
-        got = session(bundled_spec("network"), ("tcp_port_check", {"host": "127.0.0.1", "port": open_port}),
+        got = session(memory_spec("network"), ("tcp_port_check", {"host": "127.0.0.1", "port": open_port}),
                       ("tcp_port_check", {"host": "127.0.0.1", "port": closed_port}),
                       ("tcp_port_check", {"host": UNRESOLVABLE, "port": 80, "timeout_seconds": 2}))
     assert got[0].structured_content["state"] == "open"
@@ -42,7 +43,7 @@ def test_tcp_port_check_tells_an_open_port_from_a_closed_one_and_an_unreachable_
 def test_http_check_reports_status_latency_redirects_and_refusals():
     closed = free_port()
     with serve() as base:
-        got = session(bundled_spec("network"), ("http_check", {"url": f"{base}/"}),
+        got = session(memory_spec("network"), ("http_check", {"url": f"{base}/"}),
                       ("http_check", {"url": f"{base}/redirect", "method": "HEAD"}),
                       ("http_check", {"url": f"{base}/missing"}),
                       ("http_check", {"url": f"http://127.0.0.1:{closed}/"}),
@@ -61,7 +62,7 @@ def test_http_check_reports_status_latency_redirects_and_refusals():
 
 def test_http_check_reports_the_expiry_and_trust_of_a_self_signed_certificate(tmp_path: Path):
     with serve(tmp_path, days=30) as fresh, serve(tmp_path, days=-3) as stale:
-        got = session(bundled_spec("network"), ("http_check", {"url": f"{fresh}/"}),
+        got = session(memory_spec("network"), ("http_check", {"url": f"{fresh}/"}),
                       ("http_check", {"url": f"{fresh}/", "verify_tls": False}),
                       ("http_check", {"url": f"{stale}/", "verify_tls": False}))
     untrusted = got[0].structured_content
@@ -73,8 +74,9 @@ def test_http_check_reports_the_expiry_and_trust_of_a_self_signed_certificate(tm
     assert got[2].structured_content["tls"]["expired"] is True and "(EXPIRED 3 days ago)" in got[2].result
 
 
-def test_ping_falls_back_to_tcp_when_the_system_ping_is_missing_and_says_so():
-    spec = bundled_spec("network", {"NETWORK_PING": "/nonexistent/ping"})
+def test_ping_falls_back_to_tcp_when_the_system_ping_is_missing_and_says_so(monkeypatch):
+    monkeypatch.setenv("NETWORK_PING", "/nonexistent/ping")
+    spec = memory_spec("network")
     closed = free_port()
     got = session(spec, ("ping", {"host": "127.0.0.1", "count": 2, "tcp_port": closed}),
                   ("ping", {"host": "127.0.0.1", "method": "icmp"}),

@@ -1,4 +1,5 @@
-"""The planner server (task_planner), started over stdio from config/tool/tool-planner.yaml."""
+"""The planner server (task_planner) from config/tool/tool-planner.yaml: over stdio where processes matter
+(restarts, concurrent servers, the CLI), in-process for the rest."""
 
 from __future__ import annotations
 
@@ -7,15 +8,23 @@ import anyio
 from miroctl import config as config_
 from miroctl.manager import CallRequest, Manager
 from miroctl.models import ServerSpec
-from tests.bundled.conftest import bundled_spec, cli_call, session
+from tests.bundled.conftest import bundled_spec, cli_call, memory_spec, session
 
 
 def planner(dirs: dict[str, str], task: str, **rename: str) -> ServerSpec:
+    """The planner over stdio, on the test's state directory and a task."""
     return bundled_spec("planner", {"PLANNER_STATE_DIR": dirs["PLANNER_STATE_DIR"], "TASK_ID": task}, **rename)
 
 
-def test_todos_are_added_listed_and_completed_by_8_character_prefixes(state_dirs):
-    spec = planner(state_dirs, "task-1")
+def in_process(monkeypatch, dirs: dict[str, str], task: str) -> ServerSpec:
+    """The planner in this process, on the test's state directory and a task."""
+    monkeypatch.setenv("PLANNER_STATE_DIR", dirs["PLANNER_STATE_DIR"])
+    monkeypatch.setenv("TASK_ID", task)
+    return memory_spec("planner")
+
+
+def test_todos_are_added_listed_and_completed_by_8_character_prefixes(state_dirs, monkeypatch):
+    spec = in_process(monkeypatch, state_dirs, "task-1")
     added = session(spec, ("add_todo", {"titles": ["Collect sources", "Draft summary", "Review"]}))
     ids = [t["id"] for t in added[0].structured_content["todos"]]
     got = session(spec, ("complete_todo", {"todo_ids": [ids[0][:8], ids[2]]}), ("list_todos", {}))
@@ -36,16 +45,16 @@ def test_lists_survive_a_restart_and_are_kept_apart_per_task(state_dirs):
     assert beta[0].structured_content["total"] == 0 and "Nothing planned yet" in beta[0].result
 
 
-def test_a_missing_task_id_is_a_clear_tool_error_and_the_server_keeps_running(state_dirs):
-    got = session(planner(state_dirs, ""), ("add_todo", {"titles": ["x"]}), ("list_todos", {}))
+def test_a_missing_task_id_is_a_clear_tool_error_and_the_server_keeps_running(state_dirs, monkeypatch):
+    got = session(in_process(monkeypatch, state_dirs, ""), ("add_todo", {"titles": ["x"]}), ("list_todos", {}))
     for outcome in got.outcomes:
         assert outcome.error_kind == "tool_error" and outcome.exit_code == 1
         assert "TASK_ID is not set" in outcome.error
     assert got.starts == 1
 
 
-def test_unknown_short_or_empty_inputs_change_nothing(state_dirs):
-    spec = planner(state_dirs, "task-2")
+def test_unknown_short_or_empty_inputs_change_nothing(state_dirs, monkeypatch):
+    spec = in_process(monkeypatch, state_dirs, "task-2")
     got = session(
         spec,
         ("add_todo", {"titles": ["First", "Second"]}),

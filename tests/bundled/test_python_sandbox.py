@@ -1,4 +1,5 @@
-"""The python sandbox server (local backend), started over stdio from config/tool/tool-python.yaml."""
+"""The python sandbox server (local backend) from config/tool/tool-python.yaml: over stdio where the server
+process matters (restarts, shutdown, signals, the CLI), in-process for the behaviour of runs."""
 
 from __future__ import annotations
 
@@ -13,15 +14,23 @@ from miroctl import config as config_
 from miroctl.manager import CallRequest, Manager
 from miroctl.models import ServerSpec
 from servers.sandbox_run import Limits, run_limited
-from tests.bundled.conftest import bundled_spec, cli_call, session, text_of
+from tests.bundled.conftest import bundled_spec, cli_call, memory_spec, session, text_of
 from tests.conftest import tagged_processes, wait_for_no_tagged
 
 
 def sandbox_spec(dirs: dict[str, str], tag: str | None = None, **settings: str) -> ServerSpec:
+    """The server over stdio with the test's directories and settings."""
     env = {**dirs, **settings}
     if tag:
         env["MIROCTL_TEST_TAG"] = tag
     return bundled_spec("python", env)
+
+
+def in_process(monkeypatch, dirs: dict[str, str], tag: str | None = None, **settings: str) -> ServerSpec:
+    """The server in this process, its settings set in this process's environment."""
+    for key, value in {**dirs, **settings, **({"MIROCTL_TEST_TAG": tag} if tag else {})}.items():
+        monkeypatch.setenv(key, value)
+    return memory_spec("python")
 
 
 def test_files_persist_between_calls_and_server_restarts_with_the_same_sandbox_id(state_dirs):
@@ -38,8 +47,8 @@ def test_files_persist_between_calls_and_server_restarts_with_the_same_sandbox_i
     assert again[0].structured_content["stdout"].strip() == "kept value"
 
 
-def test_made_up_empty_and_unknown_ids_run_python_in_a_one_shot_sandbox(state_dirs):
-    spec = sandbox_spec(state_dirs)
+def test_made_up_empty_and_unknown_ids_run_python_in_a_one_shot_sandbox(state_dirs, monkeypatch):
+    spec = in_process(monkeypatch, state_dirs)
     code = "import os; open('x.txt', 'w').write('x'); print(len(os.listdir('.')))"
     ids = ["default", "sandbox", "0", "", "sbx-0000000000000000", "../../etc"]
     got = session(spec, *[("run_python_code", {"sandbox_id": i, "code_block": code}) for i in ids])
@@ -51,8 +60,8 @@ def test_made_up_empty_and_unknown_ids_run_python_in_a_one_shot_sandbox(state_di
     assert not any(Path(state_dirs["SANDBOX_DIR"]).iterdir()), "a one-shot run left a sandbox behind"
 
 
-def test_made_up_and_unknown_ids_are_clear_errors_for_commands_and_files(state_dirs, tmp_path: Path):
-    spec = sandbox_spec(state_dirs)
+def test_made_up_and_unknown_ids_are_clear_errors_for_commands_and_files(state_dirs, tmp_path: Path, monkeypatch):
+    spec = in_process(monkeypatch, state_dirs)
     local = tmp_path / "input.txt"
     local.write_text("data")
     got = session(
@@ -84,8 +93,8 @@ def test_code_that_loops_forever_is_stopped_at_its_time_limit_with_its_children(
     assert got[1].error_kind == "tool_error" and got[2].ok and got.starts == 1
 
 
-def test_code_that_allocates_too_much_memory_fails_with_a_memory_error(state_dirs, leak_tag):
-    spec = sandbox_spec(state_dirs, leak_tag, SANDBOX_MEMORY_MB="256")
+def test_code_that_allocates_too_much_memory_fails_with_a_memory_error(state_dirs, leak_tag, monkeypatch):
+    spec = in_process(monkeypatch, state_dirs, leak_tag, SANDBOX_MEMORY_MB="256")
     got = session(spec, ("run_python_code", {"code_block": "block = bytearray(1024 ** 3)\nprint('allocated')"}),
                   ("run_python_code", {"code_block": "print(sum(range(10)))"}))
     assert got[0].error_kind == "tool_error"
@@ -94,8 +103,8 @@ def test_code_that_allocates_too_much_memory_fails_with_a_memory_error(state_dir
     assert got[1].structured_content["stdout"].strip() == "45" and got.starts == 1
 
 
-def test_an_output_flood_is_cut_in_the_middle_with_a_marker(state_dirs):
-    spec = sandbox_spec(state_dirs, SANDBOX_MAX_OUTPUT="3000")
+def test_an_output_flood_is_cut_in_the_middle_with_a_marker(state_dirs, monkeypatch):
+    spec = in_process(monkeypatch, state_dirs, SANDBOX_MAX_OUTPUT="3000")
     flood = "import sys\nprint('START')\nsys.stdout.write('x' * 5_000_000)\nprint()\nprint('END')"
     got = session(spec, ("run_python_code", {"code_block": flood}))
     stdout = got[0].structured_content["stdout"]
@@ -105,26 +114,24 @@ def test_an_output_flood_is_cut_in_the_middle_with_a_marker(state_dirs):
     assert got[0].structured_content["cut_bytes"] > 4_990_000
 
 
-def test_a_file_over_the_size_limit_cannot_be_written(state_dirs):
-    spec = sandbox_spec(state_dirs, SANDBOX_FILE_MB="1")
+def test_a_file_over_the_size_limit_cannot_be_written(state_dirs, monkeypatch):
+    spec = in_process(monkeypatch, state_dirs, SANDBOX_FILE_MB="1")
     got = session(spec, ("run_python_code", {"code_block": "open('big.bin', 'wb').write(b'0' * 3_000_000)"}))
     assert got[0].error_kind == "tool_error"
     assert "File too large" in got[0].error and "the file-size limit is 1 MB" in got[0].error
 
 
-def test_runs_see_a_scrubbed_environment_with_home_in_the_sandbox(state_dirs):
-    spec = sandbox_spec(state_dirs, SERVICE_TOKEN="tok-do-not-leak")
+def test_runs_see_a_scrubbed_environment_with_home_in_the_sandbox(state_dirs, monkeypatch):
+    spec = in_process(monkeypatch, state_dirs, SERVICE_TOKEN="tok-do-not-leak")
     code = "import os; print(sorted(os.environ)); print(os.environ['HOME'] == os.getcwd())"
-    got = session(spec, ("create_sandbox", {}))
-    sandbox = got[0].structured_content["sandbox_id"]
-    ran = session(spec, ("run_python_code", {"sandbox_id": sandbox, "code_block": code}))
+    ran = session(spec, ("run_python_code", {"code_block": code}))
     stdout = ran[0].structured_content["stdout"]
     assert "SERVICE_TOKEN" not in stdout and "tok-do-not-leak" not in stdout
     assert "'PATH'" in stdout and stdout.strip().endswith("True")
 
 
-def test_files_move_in_and_out_of_a_sandbox(state_dirs, tmp_path: Path):
-    spec = sandbox_spec(state_dirs)
+def test_files_move_in_and_out_of_a_sandbox(state_dirs, tmp_path: Path, monkeypatch):
+    spec = in_process(monkeypatch, state_dirs)
     local = tmp_path / "numbers.txt"
     local.write_text("1\n2\n3\n")
     sandbox = session(spec, ("create_sandbox", {}))[0].structured_content["sandbox_id"]
@@ -164,8 +171,8 @@ def test_a_run_abandoned_by_the_caller_is_killed_when_the_server_stops(state_dir
     assert anyio.run(abandon) == "timeout"  # leak_tag then checks that no sleep survived
 
 
-def test_an_e2b_key_without_the_e2b_client_is_a_clear_error(state_dirs):
-    spec = sandbox_spec(state_dirs, E2B_API_KEY="e2b_test_key_not_real")
+def test_an_e2b_key_without_the_e2b_client_is_a_clear_error(state_dirs, monkeypatch):
+    spec = in_process(monkeypatch, state_dirs, E2B_API_KEY="e2b_test_key_not_real")
     got = session(spec, ("create_sandbox", {}), ("run_python_code", {"code_block": "print(1)"}))
     for outcome in got.outcomes:
         assert outcome.error_kind == "tool_error"
@@ -187,8 +194,8 @@ def test_miroctl_call_python_with_a_made_up_sandbox_id_exits_1(state_dirs):
     assert "'default' is not a sandbox id" in envelope["error"]
 
 
-def test_a_non_zero_exit_is_a_tool_error_that_starts_with_the_exit_code(state_dirs):
-    got = session(sandbox_spec(state_dirs), ("run_python_code", {"code_block": "raise SystemExit(3)"}))
+def test_a_non_zero_exit_is_a_tool_error_that_starts_with_the_exit_code(state_dirs, monkeypatch):
+    got = session(in_process(monkeypatch, state_dirs), ("run_python_code", {"code_block": "raise SystemExit(3)"}))
     assert got[0].exit_code == 1 and text_of(got[0]).startswith("exit code 3")
 
 

@@ -1,4 +1,5 @@
-"""The reading server, started over stdio from config/tool/tool-reading.yaml."""
+"""The reading server from config/tool/tool-reading.yaml: over stdio, and in-process where the process is not
+the point (settings then come from this process's environment)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.bundled.conftest import bundled_spec, cli_call, session, text_of
+from tests.bundled.conftest import bundled_spec, cli_call, memory_spec, session
 from tests.bundled.files import hide_module, minimal_pdf
 from tests.bundled.web import serve
 from tests.conftest import free_port
@@ -38,8 +39,9 @@ def test_read_file_converts_text_csv_json_and_html_to_markdown(root: Path):
     assert "# Title here" in got[3].result and "* one" in got[3].result
 
 
-def test_paths_outside_the_root_are_refused_including_symlinks_and_dotdot(root: Path):
-    spec = bundled_spec("reading", {"READING_ROOT": str(root)})
+def test_paths_outside_the_root_are_refused_including_symlinks_and_dotdot(root: Path, monkeypatch):
+    monkeypatch.setenv("READING_ROOT", str(root))
+    spec = memory_spec("reading")
     refused = ["../secret.txt", "link.txt", str(root.parent / "secret.txt"), "/etc/passwd", "sub/../../secret.txt"]
     got = session(spec, *[("read_file", {"uri": uri}) for uri in refused], ("read_file", {"uri": "notes.txt"}))
     for outcome in got.outcomes[:-1]:
@@ -49,8 +51,9 @@ def test_paths_outside_the_root_are_refused_including_symlinks_and_dotdot(root: 
     assert got[-1].result.strip() == "plain notes" and got.starts == 1
 
 
-def test_missing_files_directories_and_odd_uris_are_clear_tool_errors(root: Path):
-    spec = bundled_spec("reading", {"READING_ROOT": str(root)})
+def test_missing_files_directories_and_odd_uris_are_clear_tool_errors(root: Path, monkeypatch):
+    monkeypatch.setenv("READING_ROOT", str(root))
+    spec = memory_spec("reading")
     got = session(spec, ("read_file", {"uri": "missing.txt"}), ("read_file", {"uri": "sub"}),
                   ("read_file", {"uri": "ftp://example.org/file"}), ("read_file", {"uri": "  "}),
                   ("read_file", {"uri": "notes.txt"}))
@@ -62,8 +65,9 @@ def test_missing_files_directories_and_odd_uris_are_clear_tool_errors(root: Path
     assert got[4].ok and got.starts == 1
 
 
-def test_urls_are_fetched_and_http_failures_are_reported(root: Path):
-    spec = bundled_spec("reading", {"READING_HTTP_TIMEOUT": "10"})
+def test_urls_are_fetched_and_http_failures_are_reported(monkeypatch):
+    monkeypatch.setenv("READING_HTTP_TIMEOUT", "10")
+    spec = memory_spec("reading")
     with serve() as base:
         got = session(spec, ("read_file", {"uri": f"{base}/"}), ("read_file", {"uri": f"{base}/data.csv"}),
                       ("read_file", {"uri": f"{base}/missing"}),
@@ -88,10 +92,11 @@ def test_a_pdf_converts_and_a_missing_extra_is_named_in_the_error(root: Path, tm
     assert got[1].ok and got.starts == 1
 
 
-def test_a_file_over_the_size_limit_is_refused(root: Path):
+def test_a_file_over_the_size_limit_is_refused(root: Path, monkeypatch):
     (root / "big.txt").write_text("x" * 5000)
-    got = session(bundled_spec("reading", {"READING_ROOT": str(root), "READING_MAX_BYTES": "1000"}),
-                  ("read_file", {"uri": "big.txt"}))
+    monkeypatch.setenv("READING_ROOT", str(root))
+    monkeypatch.setenv("READING_MAX_BYTES", "1000")
+    got = session(memory_spec("reading"), ("read_file", {"uri": "big.txt"}))
     assert got[0].error_kind == "tool_error" and "over the" in got[0].error and "limit" in got[0].error
 
 

@@ -1,4 +1,4 @@
-"""The system server, started over stdio from config/tool/tool-system.yaml."""
+"""The system server from config/tool/tool-system.yaml: over stdio (and the CLI), and in-process for details."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import psutil
 
-from tests.bundled.conftest import bundled_spec, cli_call, session
+from tests.bundled.conftest import bundled_spec, cli_call, memory_spec, session
 from tests.conftest import free_port
 
 
@@ -28,7 +28,7 @@ def test_cpu_memory_and_disk_numbers_come_with_their_context(tmp_path: Path):
 
 
 def test_top_processes_ranks_by_memory_with_each_share_of_ram():
-    got = session(bundled_spec("system"), ("top_processes", {"sort_by": "memory", "limit": 5}),
+    got = session(memory_spec("system"), ("top_processes", {"sort_by": "memory", "limit": 5}),
                   ("top_processes", {"limit": 3, "sample_seconds": 0.2}))
     processes = got[0].structured_content["processes"]
     assert len(processes) == 5
@@ -42,7 +42,7 @@ def test_listening_ports_finds_a_socket_the_test_opened():
         listener.bind(("127.0.0.1", 0))
         listener.listen()
         port = listener.getsockname()[1]
-        got = session(bundled_spec("system"), ("listening_ports", {"port": port}), ("listening_ports", {}),
+        got = session(memory_spec("system"), ("listening_ports", {"port": port}), ("listening_ports", {}),
                       ("listening_ports", {"port": free_port()}))
     assert f"tcp 127.0.0.1:{port} (this machine only) pid {os.getpid()}" in got[0].result
     assert any(s["port"] == port for s in got[1].structured_content["listening"])
@@ -50,7 +50,7 @@ def test_listening_ports_finds_a_socket_the_test_opened():
 
 
 def test_a_missing_path_is_a_tool_error_and_the_server_keeps_running(tmp_path: Path):
-    got = session(bundled_spec("system"), ("disk_usage", {"path": str(tmp_path / "missing")}), ("memory_usage", {}))
+    got = session(memory_spec("system"), ("disk_usage", {"path": str(tmp_path / "missing")}), ("memory_usage", {}))
     assert got[0].error_kind == "tool_error" and "no such file or directory" in got[0].error
     assert got[1].ok and got.starts == 1
 

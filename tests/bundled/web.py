@@ -11,9 +11,9 @@ from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+HOME_PAGE = b"<html><head><title>Fixture</title></head><body><h1>Hello page</h1><p>A <a href='/next'>link</a>.</p>"
 PAGES = {
-    "/": ("text/html", b"<html><head><title>Fixture</title></head><body><h1>Hello page</h1>"
-                       b"<p>A <a href='/next'>link</a>.</p></body></html>"),
+    "/": ("text/html", HOME_PAGE + b"</body></html>"),
     "/data.csv": ("text/csv", b"name,count\nalpha,1\nbeta,2\n"),
 }
 
@@ -21,7 +21,7 @@ PAGES = {
 class Handler(BaseHTTPRequestHandler):
     """Serves PAGES; /redirect goes to /; anything else is 404."""
 
-    def do_GET(self) -> None:  # noqa: N802 - the name http.server calls
+    def do_GET(self) -> None:  # the name http.server calls
         if self.path == "/redirect":
             self.send_response(302)
             self.send_header("Location", "/")
@@ -35,7 +35,7 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
-    def do_HEAD(self) -> None:  # noqa: N802 - the name http.server calls
+    def do_HEAD(self) -> None:  # the name http.server calls
         self.do_GET()
 
     def log_message(self, *args: object) -> None:
