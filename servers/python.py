@@ -72,7 +72,7 @@ def run_python_code(code_block: str, sandbox_id: str = "", timeout_seconds: floa
     """Run a block of Python 3 code in the sandbox and return what it printed.
 
     The code runs as a script in a fresh interpreter in the sandbox's working directory: use print()
-    to see values; files it writes stay for later calls with the same sandbox_id. Without a valid
+    to see values (stdin is empty); files it writes stay for later calls with the same sandbox_id. Without a valid
     sandbox_id (empty, made up like "default", or unknown) the code runs in a one-shot sandbox that
     is deleted afterwards, and the answer says so. Limits as for run_command. Returns the exit code,
     the duration, stdout and stderr (a traceback on failure); an exception or a stopped run is
