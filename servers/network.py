@@ -258,7 +258,8 @@ def _system_ping(command: str | None, address: str, count: int, timeout: float) 
         return "the system ping did not finish in time"
     summary = re.search(r"(\d+) packets transmitted, (\d+) (?:packets )?received", done.stdout)
     if summary is None:
-        return f"the system ping failed: {(done.stderr or done.stdout).strip().splitlines()[-1:] or ['no output']}"
+        said = (done.stderr or done.stdout).strip().splitlines()
+        return f"the system ping failed ({said[-1] if said else f'exit code {done.returncode}'})"
     sent, got = int(summary.group(1)), int(summary.group(2))
     rtt = re.search(r"= ([\d.]+)/([\d.]+)/([\d.]+)", done.stdout)
     times = [float(v) for v in rtt.groups()] if rtt else []

@@ -101,3 +101,41 @@ def test_miroctl_call_network_with_a_non_http_url_exits_1():
     code, envelope = cli_call("network", "http_check", "url=ftp://127.0.0.1/")
     assert code == 1
     assert envelope["error_kind"] == "tool_error" and "must be an http:// or https:// URL" in envelope["error"]
+
+
+IPUTILS_OUTPUT = """PING 127.0.0.1 (127.0.0.1) 56(84) bytes of data.
+64 bytes from 127.0.0.1: icmp_seq=1 ttl=64 time=0.040 ms
+64 bytes from 127.0.0.1: icmp_seq=2 ttl=64 time=0.051 ms
+
+--- 127.0.0.1 ping statistics ---
+2 packets transmitted, 2 received, 0% packet loss, time 1001ms
+rtt min/avg/max/mdev = 0.040/0.045/0.051/0.004 ms
+"""
+
+
+def fake_ping(directory: Path, stdout: str, stderr: str = "", code: int = 0) -> Path:
+    """A stand-in for the system's ping: records its arguments and prints what iputils would."""
+    (directory / "out.txt").write_text(stdout)
+    (directory / "err.txt").write_text(stderr)
+    script = directory / "ping"
+    script.write_text(f'#!/bin/sh\nprintf "%s " "$@" > "{directory}/args.txt"\ncat "{directory}/out.txt"\n'
+                      f'cat "{directory}/err.txt" >&2\nexit {code}\n')
+    script.chmod(0o755)
+    return script
+
+
+def test_ping_uses_the_system_ping_and_reads_its_summary(tmp_path: Path, monkeypatch):
+    monkeypatch.setenv("NETWORK_PING", str(fake_ping(tmp_path, IPUTILS_OUTPUT)))
+    got = session(memory_spec("network"), ("ping", {"host": "localhost", "count": 2, "timeout_seconds": 3}))
+    data = got[0].structured_content
+    assert data["method"] == "ICMP (system ping)" and data["received"] == 2 and data["loss_percent"] == 0
+    assert data["rtt_ms"] == {"min": 0.04, "avg": 0.045, "max": 0.051}
+    assert (tmp_path / "args.txt").read_text().split() == ["-n", "-c", "2", "-W", "3", "127.0.0.1"]
+
+
+def test_ping_falls_back_to_tcp_when_the_system_ping_is_not_permitted(tmp_path: Path, monkeypatch):
+    denied = fake_ping(tmp_path, "", "ping: socket: Operation not permitted", code=2)
+    monkeypatch.setenv("NETWORK_PING", str(denied))
+    got = session(memory_spec("network"), ("ping", {"host": "127.0.0.1", "count": 1, "tcp_port": free_port()}))
+    assert got[0].structured_content["method"].startswith("TCP connect")
+    assert "the system ping failed (ping: socket: Operation not permitted); timed TCP connects" in got[0].result
