@@ -1,8 +1,9 @@
 """One limited run of a program: resource limits, a scrubbed environment, a timeout that kills the group.
 
 The limits (address space, CPU time, file size) are set with `resource` by sandbox_launch.py, which
-then execs the program; the run gets its own process group, killed as a whole at the timeout and when the run ends, so
-nothing it started in the background outlives it. Output is kept to a bounded head and tail.
+then execs the program. The run gets its own process group, killed as a whole at the timeout and
+when the run ends, so nothing it started in the background outlives it. Output is kept to a bounded
+head and tail.
 """
 
 from __future__ import annotations
