@@ -1,17 +1,6 @@
-"""reading: read a local file or a URL and return it as Markdown (MarkItDown).
+"""reading: read a local file or a URL and return it as Markdown (MarkItDown)."""
 
-Settings (environment): READING_ROOT confines local reads to one directory tree (symlinks and `..`
-resolved first); READING_MAX_BYTES caps a file's size (default 50 MB); READING_HTTP_TIMEOUT is the
-seconds a URL may take to answer (default 30).
-"""
-
-from __future__ import annotations
-
-import functools
-import re
-import warnings
 from pathlib import Path
-from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from mcp.server.mcpserver import MCPServer
@@ -19,13 +8,13 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 
 from servers._common import human_bytes, number_setting, setting
+from servers.markdown_convert import DEFAULT_MAX_BYTES, convert, read_url
 
 mcp = MCPServer("reading", version="0.2.0", log_level="WARNING")
 
-DEFAULT_MAX_BYTES = 50 * 1024 * 1024
-USER_AGENT = "miroctl-reading/0.2 (+MarkItDown)"
-_EXTRA = re.compile(r"optional dependency \[([A-Za-z0-9_-]+)\]")
-_ERRNO = re.compile(r"\[Errno -?\d+\] ([^'\")\]]+)")
+# Settings (environment): READING_ROOT confines local reads to one directory tree (symlinks and `..`
+# resolved first); READING_MAX_BYTES caps a file's size (default 50 MB); READING_HTTP_TIMEOUT is the
+# seconds a URL may take to answer (default 30).
 
 
 @mcp.tool(
@@ -49,11 +38,11 @@ def read_file(uri: str) -> str:
         raise ToolError("uri is empty: give a local path, a file:// URI or an http(s) URL")
     scheme = urlsplit(uri).scheme.lower()
     if scheme in ("http", "https"):
-        return _read_url(uri)
-    if scheme not in ("", "file") and not re.match(r"^[A-Za-z]:[\\/]", uri):
+        return read_url(uri)
+    if scheme not in ("", "file"):
         raise ToolError(f"unsupported URI scheme {scheme!r}: use a local path, a file:// URI or an http(s) URL")
     path = local_path(uri)
-    return _convert(uri, lambda md: md.convert_local(str(path)))
+    return convert(uri, lambda md: md.convert_local(str(path)))
 
 
 # ---------------------------------------------------------------------------------------------- local files
@@ -97,91 +86,6 @@ def _path_part(uri: str) -> str:
     if parts.netloc not in ("", "localhost"):
         raise ToolError(f"{uri} names a file on another host ({parts.netloc}); only local files can be read")
     return unquote(parts.path)
-
-
-# ---------------------------------------------------------------------------------------------- URLs
-
-
-def _read_url(url: str) -> str:
-    import requests
-
-    timeout = number_setting("READING_HTTP_TIMEOUT", 30.0, minimum=0.1)
-    try:
-        response = requests.get(url, timeout=(min(timeout, 10.0), timeout), stream=True,
-                                headers={"User-Agent": USER_AGENT})
-    except requests.Timeout:
-        raise ToolError(f"{url} did not answer within {timeout:g}s") from None
-    except requests.exceptions.SSLError as exc:
-        raise ToolError(f"TLS failure reaching {url}: {_reason(exc)}") from None
-    except requests.RequestException as exc:
-        raise ToolError(f"cannot reach {url}: {_reason(exc)}") from None
-    with response:
-        _check_response(url, response)
-        return _convert(url, lambda md: md.convert_response(response))
-
-
-def _check_response(url: str, response: Any) -> None:
-    if response.status_code >= 400:
-        raise ToolError(f"{url} answered HTTP {response.status_code} {response.reason or ''}".rstrip())
-    limit = int(number_setting("READING_MAX_BYTES", DEFAULT_MAX_BYTES, minimum=1))
-    length = response.headers.get("content-length", "")
-    if length.isdigit() and int(length) > limit:
-        raise ToolError(f"{url} is {human_bytes(int(length))}, over the {human_bytes(limit)} limit "
-                        "(READING_MAX_BYTES)")
-
-
-def _reason(exc: BaseException) -> str:
-    """The useful part of a requests error: '[Errno 111] Connection refused' -> 'Connection refused'."""
-    text = str(exc)
-    found = _ERRNO.search(text)
-    if found:
-        return found.group(1).strip()
-    if "Name or service not known" in text or "nodename nor servname" in text:
-        return "the host name does not resolve"
-    return text.splitlines()[0][:200] if text else type(exc).__name__
-
-
-# ---------------------------------------------------------------------------------------------- conversion
-
-
-@functools.cache
-def _markitdown() -> Any:
-    """The markitdown module, imported once (~1 s), quietly."""
-    with warnings.catch_warnings():
-        # pydub warns at import when ffmpeg is missing; it matters only for audio files.
-        warnings.filterwarnings("ignore", message="Couldn't find ffmpeg", category=RuntimeWarning)
-        import markitdown
-    return markitdown
-
-
-@functools.cache
-def _converter() -> Any:
-    return _markitdown().MarkItDown()
-
-
-def _convert(source: str, convert: Any) -> str:
-    md = _markitdown()
-    try:
-        return convert(_converter()).text_content
-    except md.UnsupportedFormatException:
-        raise ToolError(f"cannot convert {source}: MarkItDown has no converter for this kind of file") from None
-    except md.FileConversionException as exc:
-        raise ToolError(conversion_failure(source, exc)) from None
-    except OSError as exc:
-        raise ToolError(f"cannot read {source}: {exc.strerror or exc}") from None
-
-
-def conversion_failure(source: str, exc: Any) -> str:
-    """One line on why MarkItDown failed, naming the optional extra when one is missing."""
-    causes = [a.exc_info[1] for a in exc.attempts or [] if a.exc_info is not None]
-    for cause in causes:
-        if isinstance(cause, _markitdown().MissingDependencyException):
-            found = _EXTRA.search(str(cause))
-            extra = found.group(1) if found else "all"
-            return (f"cannot convert {source}: MarkItDown's optional '{extra}' extra is not installed "
-                    f"(pip install 'markitdown[{extra}]')")
-    detail = str(causes[0]).strip().splitlines()[0] if causes and str(causes[0]).strip() else "unknown error"
-    return f"cannot convert {source}: {detail}"
 
 
 if __name__ == "__main__":
