@@ -1,0 +1,110 @@
+"""The planner server (task_planner) from config/tool/tool-planner.yaml: over stdio where processes matter
+(restarts, concurrent servers, the CLI), in-process for the rest."""
+
+from __future__ import annotations
+
+import anyio
+
+from miroctl import config as config_
+from miroctl.manager import CallRequest, Manager
+from miroctl.models import ServerSpec
+from tests.bundled.conftest import bundled_spec, cli_call, memory_spec, session
+
+
+def planner(dirs: dict[str, str], task: str, **rename: str) -> ServerSpec:
+    """The planner over stdio, on the test's state directory and a task."""
+    return bundled_spec("planner", {"PLANNER_STATE_DIR": dirs["PLANNER_STATE_DIR"], "TASK_ID": task}, **rename)
+
+
+def in_process(monkeypatch, dirs: dict[str, str], task: str) -> ServerSpec:
+    """The planner in this process, on the test's state directory and a task."""
+    monkeypatch.setenv("PLANNER_STATE_DIR", dirs["PLANNER_STATE_DIR"])
+    monkeypatch.setenv("TASK_ID", task)
+    return memory_spec("planner")
+
+
+def test_todos_are_added_listed_and_completed_by_8_character_prefixes(state_dirs, monkeypatch):
+    spec = in_process(monkeypatch, state_dirs, "task-1")
+    added = session(spec, ("add_todo", {"titles": ["Collect sources", "Draft summary", "Review"]}))
+    ids = [t["id"] for t in added[0].structured_content["todos"]]
+    got = session(spec, ("complete_todo", {"todo_ids": [ids[0][:8], ids[2]]}), ("list_todos", {}))
+    assert added[0].result.startswith("Added 3 items.")
+    assert f"- [ ] Collect sources (id: {ids[0][:8]})" in added[0].result
+    assert got[0].ok, got[0].error
+    assert "## Todo list (2 of 3 done)" in got[1].result
+    assert f"- [x] Collect sources (id: {ids[0][:8]})" in got[1].result
+    assert f"- [ ] Draft summary (id: {ids[1][:8]})" in got[1].result
+    assert [t["done"] for t in got[1].structured_content["todos"]] == [True, False, True]
+
+
+def test_lists_survive_a_restart_and_are_kept_apart_per_task(state_dirs):
+    session(planner(state_dirs, "alpha"), ("add_todo", {"titles": "Only in alpha"}))
+    alpha = session(planner(state_dirs, "alpha"), ("list_todos", {}))
+    beta = session(planner(state_dirs, "beta"), ("list_todos", {}))
+    assert "Only in alpha" in alpha[0].result and alpha[0].structured_content["total"] == 1
+    assert beta[0].structured_content["total"] == 0 and "Nothing planned yet" in beta[0].result
+
+
+def test_a_missing_task_id_is_a_clear_tool_error_and_the_server_keeps_running(state_dirs, monkeypatch):
+    got = session(in_process(monkeypatch, state_dirs, ""), ("add_todo", {"titles": ["x"]}), ("list_todos", {}))
+    for outcome in got.outcomes:
+        assert outcome.error_kind == "tool_error" and outcome.exit_code == 1
+        assert "TASK_ID is not set" in outcome.error
+    assert got.starts == 1
+
+
+def test_unknown_short_or_empty_inputs_change_nothing(state_dirs, monkeypatch):
+    spec = in_process(monkeypatch, state_dirs, "task-2")
+    got = session(
+        spec,
+        ("add_todo", {"titles": ["First", "Second"]}),
+        ("complete_todo", {"todo_ids": ["ffffffff"]}),
+        ("complete_todo", {"todo_ids": ["ab"]}),
+        ("add_todo", {"titles": ["ok", "   "]}),
+        ("add_todo", {"titles": []}),
+        ("list_todos", {}),
+    )
+    first = got[0].structured_content["todos"][0]["id"][:8]
+    assert "no todo item has id 'ffffffff'; nothing was changed" in got[1].error and first in got[1].error
+    assert "too short" in got[2].error
+    assert "non-empty" in got[3].error and "non-empty" in got[4].error
+    assert got[5].structured_content == {"total": 2, "done": 0, "todos": got[0].structured_content["todos"]}
+    assert got.starts == 1
+
+
+def test_two_concurrent_planners_on_one_task_lose_no_update(state_dirs):
+    specs = [planner(state_dirs, "shared"), planner(state_dirs, "shared", rename="tool-planner-2")]
+    calls = 30
+
+    async def add_many(manager: Manager, spec: ServerSpec, tag: str) -> None:
+        for i in range(calls):
+            outcome = await manager.call(CallRequest(spec.name, "add_todo", {"titles": [f"{tag}{i}"]}))
+            assert outcome.ok, outcome.error
+
+    async def both() -> None:
+        config = config_.Config(servers=tuple(specs), default_names=tuple(s.name for s in specs))
+        async with Manager(config) as manager:
+            await manager.list_tools(specs)  # both servers up before the race starts
+            async with anyio.create_task_group() as tg:
+                for spec, tag in zip(specs, "ab"):
+                    tg.start_soon(add_many, manager, spec, tag)
+
+    anyio.run(both)
+    final = session(specs[0], ("list_todos", {}))[0].structured_content
+    assert final["total"] == 2 * calls
+    assert sorted(t["title"] for t in final["todos"]) == sorted(f"{tag}{i}" for tag in "ab" for i in range(calls))
+
+
+def test_miroctl_call_planner_adds_a_todo(state_dirs):
+    env = {"PLANNER_STATE_DIR": state_dirs["PLANNER_STATE_DIR"], "TASK_ID": "cli-task"}
+    code, envelope = cli_call("planner", "add_todo", "titles=Write the report", env=env)
+    assert code == 0, envelope
+    assert envelope["structured_content"]["todos"][0]["title"] == "Write the report"
+    assert "- [ ] Write the report (id: " in envelope["result"]
+
+
+def test_miroctl_call_planner_without_task_id_exits_1(state_dirs):
+    code, envelope = cli_call("planner", "list_todos", env={"PLANNER_STATE_DIR": state_dirs["PLANNER_STATE_DIR"],
+                                                            "TASK_ID": ""})
+    assert code == 1
+    assert envelope["error_kind"] == "tool_error" and "TASK_ID is not set" in envelope["error"]
