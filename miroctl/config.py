@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 
 from miroctl import policy_config
 from miroctl.errors import ConfigError
-from miroctl.masking import header_secrets, secret_values
+from miroctl.masking import could_be_secret, header_secrets, secret_values
 from miroctl.models import DEFAULT_CALL_TIMEOUT, DEFAULT_STARTUP_TIMEOUT, ServerSpec
 
 SERVER_KEYS = {
@@ -229,7 +229,7 @@ def _iter_env_refs(value: Any) -> Iterable[re.Match[str]]:
 def _interpolated_values(raw: Any, resolved: Any) -> set[str]:
     """Resolved values of the strings that came from interpolation: these are treated as secrets."""
     found: set[str] = set()
-    if isinstance(raw, str) and "${" in raw and isinstance(resolved, str):
+    if isinstance(raw, str) and "${" in raw and isinstance(resolved, str) and could_be_secret(resolved):
         found.add(resolved)
     elif isinstance(raw, Mapping) and isinstance(resolved, Mapping):
         for key, item in raw.items():
@@ -455,7 +455,7 @@ def _expand_json_env(entry: dict[str, Any], where: str) -> tuple[dict[str, Any],
             refs = _JSON_ENV_REF.findall(value)
             missing.update(r for r in refs if r not in os.environ)
             out = _JSON_ENV_REF.sub(lambda m: os.environ.get(m.group(1), ""), value)
-            if refs:
+            if refs and could_be_secret(out):
                 secrets.add(out)
             return out
         if isinstance(value, Mapping):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -68,6 +69,18 @@ def header_secrets(headers: Mapping[str, str]) -> set[str]:
         if credential.strip() and scheme.isalpha():
             found.add(credential.strip())
     return found
+
+
+def could_be_secret(value: str) -> bool:
+    """False for interpolated values that cannot be credentials and would only mangle output if masked:
+    numbers, booleans, and paths of files or directories that exist (a state dir, a root to read under)."""
+    text = value.strip()
+    if len(text) < MIN_SECRET_LENGTH or text.lower() in ("true", "false") or text.replace(".", "").isdigit():
+        return False
+    try:
+        return not os.path.exists(os.path.expanduser(text))
+    except (OSError, ValueError):
+        return True
 
 
 def secret_values(mapping: Mapping[str, str]) -> set[str]:

@@ -186,3 +186,14 @@ def test_wheel_ships_the_default_config_and_servers_as_package_data(tmp_path):
     assert "miroctl/bundled_config/miroctl.yaml" in names
     assert "miroctl/bundled_config/tool/tool-reading.yaml" in names
     assert "servers/reading.py" in names
+
+
+def test_interpolated_paths_and_numbers_are_not_treated_as_secrets_but_tokens_are(write_config, tmp_path,
+                                                                                  monkeypatch):
+    monkeypatch.setenv("MIROCTL_ROOT_DIR", str(tmp_path))
+    monkeypatch.setenv("MIROCTL_LIMIT", "120")
+    monkeypatch.setenv("MIROCTL_SOME_VALUE", "tok-9f8e7d")
+    server = fixture_yaml("s", env={"ROOT": "${oc.env:MIROCTL_ROOT_DIR}", "LIMIT": "${oc.env:MIROCTL_LIMIT}",
+                                    "VALUE": "${oc.env:MIROCTL_SOME_VALUE}"})
+    secrets = config.load(str(write_config({"s": server}))).get("s").secrets
+    assert secrets == {"tok-9f8e7d"}
