@@ -262,8 +262,10 @@ def check(
 
     out = _output(json_mode)
     loaded = _load_config(config, stdio, url, header, out)
-    specs = _select(loaded, servers, out)
+    specs = list({spec.name: spec for spec in _select(loaded, servers, out)}.values())
     try:
+        if not specs:
+            raise UsageError(f"no servers to check in {loaded.source}", hint="name some, or add server files")
         allowed = _allowed_failures(loaded, specs, allow_fail or [])
         locked = lockfile.read(against) if against else None
         for path in (junit, lock):

@@ -96,7 +96,7 @@ def _details(server: Mapping[str, Any], failure: Mapping[str, Any]) -> str:
     lines.append("phases: " + _phase_line(server))
     tail = failure.get("stderr_tail") or []
     if tail:
-        lines.append(f"server stderr (last {len(tail)} lines):")
+        lines.append(f"server stderr (last {len(tail)} line{'s' if len(tail) > 1 else ''}):")
         lines.extend(f"| {line}" for line in tail)
     return "\n".join(lines)
 

@@ -136,9 +136,9 @@ def _ms(since: float, until: float | None = None) -> float:
     return ((until if until is not None else time.perf_counter()) - since) * 1000
 
 
-def _timeout(phase: str, budget: Budget, tail: tuple[str, ...] = ()) -> Failure:
-    return Failure("timeout", f"no answer to {phase} within the {budget.seconds:g}s timeout", hint=TIMEOUT_HINT,
-                   phase=phase, stderr_tail=tail)
+def _timeout(phase: str, budget: Budget, tail: tuple[str, ...] = (), what: str | None = None) -> Failure:
+    return Failure("timeout", f"no answer to {what or phase} within the {budget.seconds:g}s timeout",
+                   hint=TIMEOUT_HINT, phase=phase, stderr_tail=tail)
 
 
 class Prober:
@@ -315,10 +315,13 @@ class Prober:
         from miroctl.manager import CallRequest
 
         remaining = budget.remaining()
-        if remaining <= 0:
-            return _timeout(f"the smoke call to {call.tool}", budget)
-        request = CallRequest(spec.name, call.tool, call.arguments, timeout=remaining, autocorrect=False)
-        outcome = await self.manager.call(request)
+        request = CallRequest(spec.name, call.tool, call.arguments, timeout=max(remaining, 0.001), autocorrect=False)
+        self.manager.handle(spec).startup_timeout = max(remaining, 0.001)  # should the call relist the tools
+        outcome = None
+        with anyio.move_on_after(remaining):  # the hard bound: routing and the call together
+            outcome = await self.manager.call(request)
+        if outcome is None:
+            return _timeout("smoke", budget, what=f"the smoke call to {call.tool}")
         call.ok, call.duration_ms = outcome.ok, outcome.duration_ms
         call.result = (outcome.result or "")[:RESULT_CHARS] if outcome.ok else None
         call.error = None if outcome.ok else (outcome.error or "")[:RESULT_CHARS]
@@ -330,7 +333,7 @@ def smoke_failure(call: SmokeCall, outcome: Any, budget: Budget) -> Failure:
     if outcome.failure is not None:
         return replace(outcome.failure, phase="smoke")
     if outcome.error_kind == "timeout":
-        return _timeout(f"the smoke call to {call.tool}", budget)
+        return _timeout("smoke", budget, what=f"the smoke call to {call.tool}")
     if outcome.error_kind in ("arguments", "usage"):
         return Failure("config", f"smoke arguments for {call.tool} do not fit its schema: {outcome.error}",
                        hint=outcome.hint, phase="smoke")

@@ -252,7 +252,7 @@ def _check_caption(run: Any) -> Text:
 
 def _check_cells(out: Output, report: Any, columns: Sequence[tuple[str, str]], wide: bool) -> list[Text]:
     tools = str(len(report.tools)) if report.phases["tools"].status == "ok" else "–"
-    cells = [Text(report.protocol_version or "–"), Text(out.safe(report.server_version or "") or "–"), Text(tools)]
+    cells = [Text(out.safe(report.protocol_version or "–")), Text(out.safe(report.server_version or "–")), Text(tools)]
     cells += [_phase_cell(report.phases[report.start_phase if key == "start" else key]) for key, _ in columns]
     if not wide:  # the mark alone says healthy or not; the reason follows under the table
         mark, style = _status(report)

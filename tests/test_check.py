@@ -232,3 +232,19 @@ def test_adhoc_servers_can_be_checked_without_a_config_file():
     assert result.exit_code == 0, result.stderr
     [server] = parse_json(result.stdout)["servers"]
     assert server["name"] == "legacy" and server["protocol_version"] == "2025-06-18"
+
+
+def test_an_http_server_is_healthy_with_its_connect_and_initialize_timed_apart(http_fixture):
+    result = invoke("--json", "--url", http_fixture("web", "--tools", "echo"))
+    assert result.exit_code == 0, result.stdout
+    [server] = parse_json(result.stdout)["servers"]
+    assert server["transport"] == "streamable_http" and server["tool_count"] == 1
+    assert server["phases"]["connect"]["status"] == "ok" and server["phases"]["connect"]["ms"] > 0
+    assert server["phases"]["initialize"]["status"] == "ok"
+
+
+def test_checking_no_servers_at_all_is_a_usage_error(write_config):
+    path = write_config({})
+    result = invoke("--config", str(path))
+    assert result.exit_code == 2
+    assert "no servers to check" in result.stderr

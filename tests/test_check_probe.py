@@ -12,7 +12,7 @@ from miroctl.errors import ConfigError
 from miroctl.manager import Manager
 from miroctl.models import ServerSpec
 from miroctl.probe import probe_all, smoke_calls
-from tests.conftest import HEALTHY_STARTUP, fixture_spec
+from tests.conftest import HEALTHY_STARTUP, fixture_spec, free_port
 
 LEGACY = str(Path(__file__).parent / "servers" / "legacy.py")
 SHORT = 2.0  # for things meant to time out; the legacy server starts in well under a second
@@ -213,3 +213,19 @@ def test_fixture_servers_take_their_startup_timeout_as_the_probe_budget():
     assert report.failure.kind == "timeout" and report.failure.phase == "initialize"
     assert report.failure.message == "no answer to initialize within 1s"
     assert "fixture: hanging before initialize" in report.failure.stderr_tail
+
+
+def test_a_smoke_call_that_never_answers_costs_no_more_than_the_budget():
+    spec = legacy_spec("stuck", "--hang-on", "tools/call", smoke={"tool": "echo", "arguments": {"text": "x"}})
+    [report] = probe(spec, smoke=True, timeout=SHORT)
+    assert report.failure.kind == "timeout" and report.failure.phase == "smoke"
+    assert report.failure.message == f"no answer to the smoke call to echo within the {SHORT:g}s timeout"
+    assert statuses(report)["ping"] == "ok" and statuses(report)["smoke"] == "failed"
+    assert report.duration_ms < (SHORT + 1.5) * 1000
+
+
+def test_an_http_server_that_is_not_listening_fails_in_the_connect_phase():
+    [report] = probe(ServerSpec(name="gone", transport="streamable_http", url=f"http://127.0.0.1:{free_port()}/mcp"))
+    assert report.failure.kind == "http" and report.failure.phase == "connect"
+    assert report.failure.message.startswith("cannot connect to http://127.0.0.1:")
+    assert statuses(report)["connect"] == "failed" and statuses(report)["initialize"] == "not_run"
