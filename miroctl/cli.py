@@ -258,18 +258,11 @@ def check(
     header: HeaderOpt = None,
 ) -> None:
     """Probe every selected server phase by phase; exit 1 if any is unhealthy or its tools drifted."""
-    from miroctl import lockfile
-
     out = _output(json_mode)
     loaded = _load_config(config, stdio, url, header, out)
     specs = list({spec.name: spec for spec in _select(loaded, servers, out)}.values())
     try:
-        if not specs:
-            raise UsageError(f"no servers to check in {loaded.source}", hint="name some, or add server files")
-        allowed = _allowed_failures(loaded, specs, allow_fail or [])
-        locked = lockfile.read(against) if against else None
-        for path in (junit, lock):
-            _writable(path)
+        allowed, locked = _check_inputs(loaded, specs, allow_fail or [], against, (junit, lock))
     except UsageError as exc:
         out.error(exc.message, exc.hint, label=exc.kind)
         raise typer.Exit(int(exc.exit_code)) from None
@@ -277,11 +270,10 @@ def check(
     result.allow(allowed)
     if lock or against:
         result.lock = _lock(out, result, locked, lock, against)
-    document = result.to_dict()
     if junit:
-        _write_junit(out, junit, document)
+        _write_junit(out, junit, result.to_dict())
     if json_mode:
-        out.json(document)
+        out.json(result.to_dict())
     else:
         from miroctl.render import check_table
 
@@ -289,12 +281,27 @@ def check(
     raise typer.Exit(result.exit_code)
 
 
+def _check_inputs(loaded: Any, specs: list[Any], allow_fail: list[str], against: str | None,
+                  outputs: tuple[str | None, ...]) -> tuple[list[str], Any]:
+    """Everything about a check's command line that can be wrong, found before any server starts."""
+    from miroctl import lockfile
+
+    if not specs:
+        raise UsageError(f"no servers to check in {loaded.source}", hint="name some, or add server files")
+    allowed = _allowed_failures(loaded, specs, allow_fail)
+    locked = lockfile.read(against) if against else None
+    for path in outputs:
+        _writable(path)
+    return allowed, locked
+
+
 async def _probe(out: Any, loaded: Any, specs: list[Any], timeout: float | None, concurrency: int,
                  smoke: bool) -> Any:
     import time
 
+    from miroctl.check_report import CheckRun
     from miroctl.manager import Manager
-    from miroctl.probe import CheckRun, probe_all, warm_up
+    from miroctl.probe import probe_all, warm_up
 
     warm_up(specs)  # miroctl's own import of the SDK is not part of any server's time, nor of the run's
     started = time.perf_counter()

@@ -14,108 +14,16 @@ from typing import Any
 
 import anyio
 
+from miroctl.check_report import DEFAULT_CONCURRENCY, ProbeReport, SmokeCall
 from miroctl.errors import ConfigError
 from miroctl.failures import CONNECTION_CLOSED, after_initialize, config_failure, leaf, stdout_noise
 from miroctl.models import Failure, ServerSpec, ToolInfo
 from miroctl.pool import MAX_TOOL_PAGES, ServerHandle, Unavailable, tool_info
 
-DEFAULT_CONCURRENCY = 8  # probes mostly wait on servers, so more than the 2 cores of a small CI runner
 TIMEOUT_HINT = "raise --timeout (or the server's startup_timeout) if the server is just slow"
 SMOKE_KEYS = {"tool", "arguments"}
 RESULT_CHARS = 200
-DoneFn = Callable[["ProbeReport"], Awaitable[None]]
-
-
-@dataclass
-class Phase:
-    """One step of a probe: how it went, how long it took, and a short note."""
-
-    name: str
-    status: str = "not_run"  # ok | failed | skipped | not_run
-    ms: float | None = None
-    detail: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        ms = round(self.ms, 1) if self.ms is not None else None
-        return {"status": self.status, "ms": ms, "detail": self.detail}
-
-
-@dataclass
-class SmokeCall:
-    """One smoke call a server file asked for, and its answer."""
-
-    tool: str
-    arguments: Mapping[str, Any]
-    ok: bool = False
-    duration_ms: float = 0.0
-    result: str | None = None
-    error: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"tool": self.tool, "arguments": dict(self.arguments), "ok": self.ok,
-                "duration_ms": round(self.duration_ms, 1), "result": self.result, "error": self.error}
-
-
-@dataclass
-class ProbeReport:
-    """Everything one probe learned about one server."""
-
-    server: str
-    transport: str
-    where: str
-    source: str | None = None
-    phases: dict[str, Phase] = field(default_factory=dict)
-    protocol_version: str | None = None
-    server_name: str | None = None
-    server_version: str | None = None
-    capabilities: dict[str, Any] = field(default_factory=dict)
-    tools: tuple[ToolInfo, ...] = ()
-    smoke: list[SmokeCall] = field(default_factory=list)
-    failure: Failure | None = None
-    allowed_failure: bool = False
-    duration_ms: float = 0.0
-
-    @classmethod
-    def start(cls, spec: ServerSpec) -> ProbeReport:
-        first = "spawn" if spec.transport == "stdio" else "connect"
-        names = ("config", first, "initialize", "tools", "ping", "smoke")
-        return cls(spec.name, spec.transport, spec.where, spec.source, {n: Phase(n) for n in names})
-
-    @property
-    def ok(self) -> bool:
-        return self.failure is None
-
-    @property
-    def status(self) -> str:
-        return "healthy" if self.ok else "unhealthy"
-
-    @property
-    def start_phase(self) -> str:
-        return "spawn" if "spawn" in self.phases else "connect"
-
-    def passed(self, name: str, ms: float | None, detail: str | None = None) -> None:
-        self.phases[name] = Phase(name, "ok", ms, detail)
-
-    def skipped(self, name: str, detail: str) -> None:
-        self.phases[name] = Phase(name, "skipped", None, detail)
-
-    def fail(self, name: str, failure: Failure, ms: float | None) -> None:
-        self.phases[name] = Phase(name, "failed", ms, failure.kind)
-        self.failure = failure
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.server, "status": self.status, "ok": self.ok, "allowed_failure": self.allowed_failure,
-            "transport": self.transport, "where": self.where, "source": self.source,
-            "protocol_version": self.protocol_version, "server_name": self.server_name,
-            "server_version": self.server_version, "capabilities": self.capabilities,
-            "tool_count": len(self.tools) if self.phases["tools"].status == "ok" else None,
-            "tools": sorted(t.name for t in self.tools),
-            "phases": {name: phase.to_dict() for name, phase in self.phases.items()},
-            "smoke": [call.to_dict() for call in self.smoke],
-            "failure": self.failure.to_dict() if self.failure else None,
-            "duration_ms": round(self.duration_ms, 1),
-        }
+DoneFn = Callable[[ProbeReport], Awaitable[None]]
 
 
 @dataclass
@@ -191,7 +99,7 @@ class Prober:
         try:
             connection = await handle.connect()
         except Unavailable as exc:
-            self._start_failed(handle, report, exc.failure, began, budget)
+            self._start_failed(handle, report, exc.failure, began)
             return None
         ready = time.perf_counter()
         client = connection.client
@@ -204,28 +112,30 @@ class Prober:
 
     def _split_start(self, handle: ServerHandle, report: ProbeReport, began: float, ready: float) -> None:
         """Spawn (or connect) and initialize times, split where the transport saw the first sign of life."""
-        wire, first = handle.wire, report.start_phase
-        mark = (wire.spawned_at or wire.first_response_at) if wire is not None else None
         if handle.spec.transport == "memory":
-            report.skipped(first, "in-process server")
-        elif mark is None:
-            report.skipped(first, "not measured apart from initialize")
+            report.skipped(report.start_phase, "in-process server")
+            mark = None
         else:
-            report.passed(first, _ms(began, mark), f"pid {wire.pid}" if wire and wire.pid else None)
+            mark = self._first_sign_of_life(handle, report, began)
+            if mark is None:
+                report.skipped(report.start_phase, "not measured apart from initialize")
         report.passed("initialize", _ms(mark or began, ready), report.protocol_version)
 
-    def _start_failed(self, handle: ServerHandle, report: ProbeReport, failure: Failure, began: float,
-                      budget: Budget) -> None:
-        if failure.kind == "timeout":
-            failure = replace(failure, hint=TIMEOUT_HINT)
-        first = report.start_phase
-        if failure.phase in ("spawn", "connect", "config"):
-            report.fail(first, failure, _ms(began))
-            return
+    def _first_sign_of_life(self, handle: ServerHandle, report: ProbeReport, began: float) -> float | None:
+        """When the process was running (stdio) or the first HTTP answer came; the start phase ends there."""
         wire = handle.wire
         mark = (wire.spawned_at or wire.first_response_at) if wire is not None else None
         if mark is not None:
-            report.passed(first, _ms(began, mark), f"pid {wire.pid}" if wire and wire.pid else None)
+            report.passed(report.start_phase, _ms(began, mark), f"pid {wire.pid}" if wire.pid else None)
+        return mark
+
+    def _start_failed(self, handle: ServerHandle, report: ProbeReport, failure: Failure, began: float) -> None:
+        if failure.kind == "timeout":
+            failure = replace(failure, hint=TIMEOUT_HINT)
+        if failure.phase in ("spawn", "connect", "config"):
+            report.fail(report.start_phase, failure, _ms(began))
+            return
+        mark = self._first_sign_of_life(handle, report, began)
         report.fail("initialize", failure, _ms(mark or began))
 
     # ------------------------------------------------------------------------------------- tools/list
@@ -233,29 +143,42 @@ class Prober:
     async def _list(self, handle: ServerHandle, connection: Any, report: ProbeReport, budget: Budget) -> bool:
         """Every page of tools/list; a server that cannot list its tools is not healthy."""
         began = time.perf_counter()
-        found: list[ToolInfo] = []
-        cursor, pages = None, 0
-        with anyio.move_on_after(budget.remaining()) as waited:
+        listing: tuple[list[ToolInfo], int, Any] | None = None
+        error: Exception | None = None
+        with anyio.move_on_after(budget.remaining()):
             try:
-                while pages == 0 or (cursor and pages < MAX_TOOL_PAGES):
-                    page = await connection.client.list_tools(cursor=cursor)
-                    found.extend(tool_info(handle.spec.name, tool) for tool in page.tools)
-                    cursor, pages = page.next_cursor, pages + 1
+                listing = await self._pages(handle, connection)
             except Exception as exc:  # noqa: BLE001 - the session's failures, classified below
-                report.fail("tools", await self._request_failed(handle, exc, "tools/list"), _ms(began))
-                return False
-        if waited.cancelled_caught:
-            connection.wire.hurry = True
-            report.fail("tools", _timeout("tools/list", budget, connection.wire.stderr_tail()), _ms(began))
-            return False
-        if cursor:
-            failure = Failure("protocol", f"tools/list still had more pages after {MAX_TOOL_PAGES}",
-                              phase="tools/list", hint="the server keeps returning a nextCursor")
+                error = exc
+        failure = await self._list_failure(handle, connection, listing, error, budget)
+        if failure is not None:
             report.fail("tools", failure, _ms(began))
             return False
+        found, pages, _ = listing  # type: ignore[misc]
         report.tools = tuple(found)
         report.passed("tools", _ms(began), f"{len(found)} tools, {pages} page{'s' if pages > 1 else ''}")
         return True
+
+    async def _pages(self, handle: ServerHandle, connection: Any) -> tuple[list[ToolInfo], int, Any]:
+        found: list[ToolInfo] = []
+        cursor, pages = None, 0
+        while pages == 0 or (cursor and pages < MAX_TOOL_PAGES):
+            page = await connection.client.list_tools(cursor=cursor)
+            found.extend(tool_info(handle.spec.name, tool) for tool in page.tools)
+            cursor, pages = page.next_cursor, pages + 1
+        return found, pages, cursor
+
+    async def _list_failure(self, handle: ServerHandle, connection: Any, listing: Any, error: Exception | None,
+                            budget: Budget) -> Failure | None:
+        if error is not None:
+            return await self._request_failed(handle, error, "tools/list")
+        if listing is None:
+            connection.wire.hurry = True
+            return _timeout("tools/list", budget, connection.wire.stderr_tail())
+        if listing[2]:
+            return Failure("protocol", f"tools/list still had more pages after {MAX_TOOL_PAGES}",
+                           phase="tools/list", hint="the server keeps returning a nextCursor")
+        return None
 
     async def _request_failed(self, handle: ServerHandle, exc: BaseException, phase: str) -> Failure:
         """Classify a failed request; a broken session is closed first, so the exit status is known."""
@@ -276,18 +199,21 @@ class Prober:
             report.skipped("ping", f"not supported: removed in protocol {version}")
             return True
         began = time.perf_counter()
-        with anyio.move_on_after(budget.remaining()) as waited:
+        answered, error = False, None
+        with anyio.move_on_after(budget.remaining()):
             try:
                 await connection.client.session.send_ping()
+                answered = True
             except Exception as exc:  # noqa: BLE001 - the session's failures, classified below
-                report.fail("ping", await self._request_failed(handle, exc, "ping"), _ms(began))
-                return False
-        if waited.cancelled_caught:
+                error = exc
+        if error is not None:
+            report.fail("ping", await self._request_failed(handle, error, "ping"), _ms(began))
+        elif not answered:
             connection.wire.hurry = True
             report.fail("ping", _timeout("ping", budget, connection.wire.stderr_tail()), _ms(began))
-            return False
-        report.passed("ping", _ms(began))
-        return True
+        else:
+            report.passed("ping", _ms(began))
+        return answered
 
     # ------------------------------------------------------------------------------------- smoke
 
@@ -393,50 +319,3 @@ async def probe_all(manager: Any, specs: Sequence[ServerSpec], *, timeout: float
         for index, spec in enumerate(specs):
             tg.start_soon(one, index, spec)
     return [r for r in reports if r is not None]
-
-
-@dataclass
-class CheckRun:
-    """One `miroctl check`: the reports, the lock comparison, and what it all means for the exit code."""
-
-    reports: list[ProbeReport]
-    config: str
-    duration_ms: float = 0.0
-    concurrency: int = DEFAULT_CONCURRENCY
-    timeout: float | None = None
-    smoke: bool = False
-    lock: Any = None  # lockfile.LockCheck when --lock or --against was given
-
-    def allow(self, names: Sequence[str]) -> None:
-        for report in self.reports:
-            report.allowed_failure = report.server in names and not report.ok
-
-    @property
-    def unhealthy(self) -> list[ProbeReport]:
-        return [r for r in self.reports if not r.ok and not r.allowed_failure]
-
-    @property
-    def exit_code(self) -> int:
-        drifted = self.lock is not None and bool(self.lock.changes)
-        return 1 if self.unhealthy or drifted else 0
-
-    def summary(self) -> dict[str, int]:
-        healthy = sum(r.ok for r in self.reports)
-        allowed = sum(r.allowed_failure for r in self.reports)
-        return {"servers": len(self.reports), "healthy": healthy, "unhealthy": len(self.reports) - healthy,
-                "allowed_failures": allowed}
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "schema": "miroctl.check/1",
-            "config": self.config,
-            "ok": self.exit_code == 0,
-            "exit_code": self.exit_code,
-            "summary": self.summary(),
-            "duration_ms": round(self.duration_ms, 1),
-            "concurrency": self.concurrency,
-            "timeout": self.timeout,
-            "smoke": self.smoke,
-            "servers": [report.to_dict() for report in self.reports],
-            "lock": self.lock.to_dict() if self.lock is not None else None,
-        }

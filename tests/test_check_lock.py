@@ -5,9 +5,9 @@ import json
 import pytest
 
 from miroctl import lockfile
+from miroctl.check_report import ProbeReport
 from miroctl.errors import ConfigError
 from miroctl.models import ToolInfo
-from miroctl.probe import ProbeReport
 
 NUMBER = {"type": "integer"}
 TEXT = {"type": "string"}

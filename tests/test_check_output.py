@@ -6,9 +6,9 @@ import xml.etree.ElementTree as ET
 from rich.console import Console
 
 from miroctl import junit
+from miroctl.check_report import CheckRun, ProbeReport
 from miroctl.lockfile import Change, LockCheck
 from miroctl.models import Failure, ServerSpec, ToolInfo
-from miroctl.probe import CheckRun, ProbeReport
 from miroctl.render import Output, check_table
 
 REASON = "server exited with code 3 before initialize finished"
