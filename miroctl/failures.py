@@ -43,10 +43,10 @@ def startup_failure(exc: BaseException, wire: Wire, phase: str = "initialize") -
     http = _http_failure(exc, wire, phase, tail)
     if http is not None:
         return http
-    if wire.exited_on_its_own:
+    code = getattr(exc, "code", None)
+    if wire.exited_on_its_own or (code == CONNECTION_CLOSED and _exited_unsignalled(wire)):
         return Failure("exited", f"server {exit_description(wire.returncode)} before {phase} finished",
                        hint=_stderr_hint(tail), phase=phase, stderr_tail=tail)
-    code = getattr(exc, "code", None)
     if code == CONNECTION_CLOSED:
         return Failure("exited", f"server closed the connection during {phase}", hint=_stderr_hint(tail),
                        phase=phase, stderr_tail=tail)
@@ -108,6 +108,11 @@ def _noise_reason(wire: Wire) -> str:
 
 def _size(count: int) -> str:
     return f"{count / (1024 * 1024):g} MiB" if count >= 1024 * 1024 else f"{count} bytes"
+
+
+def _exited_unsignalled(wire: Wire) -> bool:
+    """It closed stdout and exited with a code of its own (a loaded machine can reap it late)."""
+    return wire.stdout_eof and wire.returncode is not None and wire.returncode >= 0
 
 
 def _stderr_hint(tail: tuple[str, ...]) -> str | None:
