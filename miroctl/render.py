@@ -206,7 +206,7 @@ def check_table(out: Output, run: Any) -> None:
     if not out.out.is_terminal and out.out.width < CHECK_LOG_WIDTH:
         out.out.width = CHECK_LOG_WIDTH
     wide = out.out.width >= CHECK_WIDE
-    out.out.print(_check_rows(out, run, wide))
+    out.out.print(_check_rows(out, run, wide, reasons=wide and any(not r.ok for r in run.reports)))
     for report in run.reports:
         if report.failure is not None and (not wide or report.failure.hint or report.failure.stderr_tail):
             _check_details(out, report, with_reason=not wide)
@@ -215,7 +215,7 @@ def check_table(out: Output, run: Any) -> None:
     out.out.print(Text(_check_summary(run), style="bold green" if run.exit_code == 0 else "bold red"))
 
 
-def _check_rows(out: Output, run: Any, wide: bool) -> Table:
+def _check_rows(out: Output, run: Any, wide: bool, reasons: bool) -> Table:
     columns = [*_PHASE_COLUMNS, *((("smoke", "smoke"),) if run.smoke else ())]
     table = Table(caption=_check_caption(run), caption_justify="left", expand=False,
                   **({} if wide else {"box": box.SIMPLE_HEAD, "padding": (0, 1), "collapse_padding": True,
@@ -228,10 +228,10 @@ def _check_rows(out: Output, run: Any, wide: bool) -> Table:
     table.add_column("tools", justify="right", no_wrap=True)
     for key, header in columns:
         table.add_column(_start_header(run) if key == "start" else header, justify="right", no_wrap=True)
-    if wide:
+    if reasons:
         table.add_column("reason", overflow="fold", min_width=16, ratio=1)
     for report in run.reports:
-        table.add_row(*_check_cells(out, report, columns, wide))
+        table.add_row(*_check_cells(out, report, columns, wide, reasons))
     return table
 
 
@@ -250,7 +250,8 @@ def _check_caption(run: Any) -> Text:
     return Text(text, style="dim")
 
 
-def _check_cells(out: Output, report: Any, columns: Sequence[tuple[str, str]], wide: bool) -> list[Text]:
+def _check_cells(out: Output, report: Any, columns: Sequence[tuple[str, str]], wide: bool,
+                 reasons: bool) -> list[Text]:
     tools = str(len(report.tools)) if report.phases["tools"].status == "ok" else "–"
     cells = [Text(out.safe(report.protocol_version or "–")), Text(out.safe(report.server_version or "–")), Text(tools)]
     cells += [_phase_cell(report.phases[report.start_phase if key == "start" else key]) for key, _ in columns]
@@ -258,7 +259,8 @@ def _check_cells(out: Output, report: Any, columns: Sequence[tuple[str, str]], w
         mark, style = _status(report)
         return [Text(f"{mark[0]} {out.safe(report.server)}", style=style), *cells]
     mark, style = _status(report)
-    return [Text(out.safe(report.server)), Text(mark, style=style), *cells, _reason_cell(out, report)]
+    return [Text(out.safe(report.server)), Text(mark, style=style), *cells,
+            *([_reason_cell(out, report)] if reasons else [])]
 
 
 def _status(report: Any) -> tuple[str, str]:
@@ -336,4 +338,6 @@ def _check_summary(run: Any) -> str:
     parts = [f"{counts['healthy']} of {counts['servers']} servers healthy"]
     if counts["allowed_failures"]:
         parts.append(f"{counts['allowed_failures']} allowed to fail")
+    if run.lock is not None and run.lock.changes:
+        parts.append(f"tool surface changed: {len(run.lock.breaking)} breaking, {len(run.lock.drift)} drift")
     return ", ".join(parts) + f" ({run.duration_ms / 1000:.1f} s)"
