@@ -242,7 +242,8 @@ class Prober:
 
         remaining = budget.remaining()
         request = CallRequest(spec.name, call.tool, call.arguments, timeout=max(remaining, 0.001), autocorrect=False)
-        self.manager.handle(spec).startup_timeout = max(remaining, 0.001)  # should the call relist the tools
+        # Routing may list the tools again before the call: that, too, gets only what is left.
+        self.manager.handle(spec).startup_timeout = max(remaining, 0.001)
         outcome = None
         with anyio.move_on_after(remaining):  # the hard bound: routing and the call together
             outcome = await self.manager.call(request)
