@@ -10,6 +10,7 @@ from miroctl.transports import MAX_MESSAGE_BYTES, SpawnError, Wire
 
 CONNECTION_CLOSED = -32000
 REQUEST_TIMEOUT = -32001
+UNSUPPORTED_VERSION = "Unsupported protocol version"  # the SDK's RuntimeError after initialize
 
 
 def leaf(exc: BaseException) -> BaseException:
@@ -42,16 +43,18 @@ def startup_failure(exc: BaseException, wire: Wire, phase: str = "initialize") -
     http = _http_failure(exc, wire, phase, tail)
     if http is not None:
         return http
-    if wire.exited_on_its_own:
+    code = getattr(exc, "code", None)
+    if wire.exited_on_its_own or (code == CONNECTION_CLOSED and _exited_unsignalled(wire)):
         return Failure("exited", f"server {exit_description(wire.returncode)} before {phase} finished",
                        hint=_stderr_hint(tail), phase=phase, stderr_tail=tail)
-    code = getattr(exc, "code", None)
     if code == CONNECTION_CLOSED:
         return Failure("exited", f"server closed the connection during {phase}", hint=_stderr_hint(tail),
                        phase=phase, stderr_tail=tail)
     if code is not None:
         return Failure("protocol", f"{phase} failed: {getattr(exc, 'message', exc)} (error {code})",
                        phase=phase, stderr_tail=tail)
+    if UNSUPPORTED_VERSION in str(exc):
+        return unsupported_version(exc, phase, tail)
     return Failure("crashed", f"{phase} failed: {type(exc).__name__}: {_one_line(exc)}", phase=phase,
                    stderr_tail=tail)
 
@@ -107,6 +110,11 @@ def _size(count: int) -> str:
     return f"{count / (1024 * 1024):g} MiB" if count >= 1024 * 1024 else f"{count} bytes"
 
 
+def _exited_unsignalled(wire: Wire) -> bool:
+    """It closed stdout and exited with a code of its own (a loaded machine can reap it late)."""
+    return wire.stdout_eof and wire.returncode is not None and wire.returncode >= 0
+
+
 def _stderr_hint(tail: tuple[str, ...]) -> str | None:
     return f"its stderr ends: {tail[-1]}" if tail else None
 
@@ -114,3 +122,55 @@ def _stderr_hint(tail: tuple[str, ...]) -> str | None:
 def _one_line(exc: Any) -> str:
     text = str(exc).strip()
     return text.splitlines()[0] if text else ""
+
+
+def unsupported_version(exc: BaseException, phase: str, tail: tuple[str, ...] = ()) -> Failure:
+    """The server answered the handshake with a protocol version this client does not speak."""
+    version = _one_line(exc).rpartition(":")[2].strip() or "?"
+    return Failure("protocol", f"server answered {phase} with unsupported protocol version {version}",
+                   hint="the server or miroctl's mcp SDK needs updating", phase=phase, stderr_tail=tail)
+
+
+def config_failure(message: str) -> Failure:
+    """A server whose file could not be turned into something startable."""
+    hint = None
+    if "missing environment variable" in message:
+        hint = "export it or put it in ./.env"
+    elif "bad yaml" in message:
+        hint = "fix the yaml at that line"
+    return Failure("config", message, hint=hint, phase="config")
+
+
+def after_initialize(exc: BaseException, wire: Wire, phase: str) -> Failure:
+    """A request failed once the session was up; `wire` is read after the session was closed."""
+    exc = leaf(exc)
+    tail = wire.stderr_tail()
+    code = getattr(exc, "code", None)
+    if wire.noise_lines or wire.oversize:
+        return Failure("protocol", _noise_reason(wire), phase=phase, stderr_tail=tail,
+                       hint="a stdio server must write only JSON-RPC to stdout; logs belong on stderr")
+    if wire.returncode is not None and (wire.exited_on_its_own or code == CONNECTION_CLOSED):
+        return Failure("exited", f"server {exit_description(wire.returncode)} after initialize, during {phase}",
+                       hint=_stderr_hint(tail), phase=phase, stderr_tail=tail)
+    http = _http_failure(exc, wire, phase, tail)
+    if http is not None:
+        return http
+    if type(exc).__name__ == "ValidationError":
+        return Failure("protocol", f"the answer to {phase} does not fit the protocol: {_one_line(exc)}",
+                       phase=phase, stderr_tail=tail)
+    if code == CONNECTION_CLOSED or isinstance(exc, (ConnectionError, EOFError)):
+        return Failure("crashed", f"server closed the connection during {phase}", hint=_stderr_hint(tail),
+                       phase=phase, stderr_tail=tail)
+    if code is not None:
+        return Failure("protocol", f"{phase} failed: {getattr(exc, 'message', exc)} (error {code})",
+                       phase=phase, stderr_tail=tail)
+    return Failure("crashed", f"{phase} failed: {type(exc).__name__}: {_one_line(exc)}", phase=phase,
+                   stderr_tail=tail)
+
+
+def stdout_noise(wire: Wire | None, phase: str) -> Failure | None:
+    """A working server that still wrote non-JSON to stdout: other clients break on that."""
+    if wire is None or not (wire.noise_lines or wire.oversize):
+        return None
+    return Failure("protocol", _noise_reason(wire), phase=phase, stderr_tail=wire.stderr_tail(),
+                   hint="a stdio server must write only JSON-RPC to stdout; logs belong on stderr")

@@ -12,6 +12,7 @@ import os
 import signal
 import sys
 import tempfile
+import time
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager, suppress
@@ -51,6 +52,8 @@ class Wire:
     stdout_eof: bool = False
     exited_on_its_own: bool = False
     hurry: bool = False  # the server is known to be stuck: skip most of the grace period
+    spawned_at: float | None = None  # perf_counter() when the process was started (stdio)
+    first_response_at: float | None = None  # perf_counter() when the first HTTP response arrived
 
     def stderr_tail(self, lines: int = TAIL_LINES) -> tuple[str, ...]:
         """The last lines the server wrote to stderr, secrets masked."""
@@ -138,6 +141,8 @@ def _http_client(wire: Wire) -> Any:
     import httpx2
 
     async def record(response: Any) -> None:
+        if wire.first_response_at is None:
+            wire.first_response_at = time.perf_counter()
         if response.status_code >= 400:
             wire.http_status = response.status_code
 
@@ -210,6 +215,7 @@ async def stdio_transport(spec: ServerSpec, wire: Wire) -> AsyncIterator[tuple[A
 
     process = await spawn(spec, wire)
     wire.pid = process.pid
+    wire.spawned_at = time.perf_counter()
     read_in, read_out = anyio.create_memory_object_stream[Any](0)
     write_in, write_out = anyio.create_memory_object_stream[SessionMessage](0)
 
