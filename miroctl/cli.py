@@ -318,8 +318,9 @@ def check(
     timeout: Annotated[float | None, typer.Option(
         "--timeout", "-t", min=0.001,
         help="Seconds each server's probe may take, all phases (default: its startup_timeout, 30).")] = None,
-    concurrency: Annotated[int, typer.Option(
-        "--concurrency", "-j", min=1, help="Servers probed at once.")] = 8,
+    concurrency: Annotated[int | None, typer.Option(
+        "--concurrency", "-j", min=1, help="Servers probed at once (default: the profile's concurrency, 8).",
+        show_default=False)] = None,
     smoke: Annotated[bool, typer.Option(
         "--smoke", help="Also make each server's smoke call (smoke: {tool, arguments} in its file).")] = False,
     lock: Annotated[str | None, typer.Option(
@@ -328,6 +329,9 @@ def check(
         "--against", metavar="FILE", help="Compare the tools with a lock file; any change fails the check.")] = None,
     allow_fail: Annotated[list[str] | None, typer.Option(
         "--allow-fail", metavar="NAME", help="A server known to be broken: reported, but not failing (repeatable).")] = None,
+    mode: ModeOpt = None,
+    task_id: TaskIdOpt = None,
+    log: LogOpt = None,
     config: ConfigOpt = None,
     stdio: StdioOpt = None,
     url: UrlOpt = None,
@@ -336,13 +340,15 @@ def check(
     """Probe every selected server phase by phase; exit 1 if any is unhealthy or its tools drifted."""
     out = _output(json_mode)
     loaded = _load_config(config, stdio, url, header, out)
+    concurrency = concurrency or loaded.profile.concurrency
     specs = list({spec.name: spec for spec in _select(loaded, servers, out)}.values())
     try:
         allowed, locked = _check_inputs(loaded, specs, allow_fail or [], against, (junit, lock))
     except UsageError as exc:
         out.error(exc.message, exc.hint, label=exc.kind)
         raise typer.Exit(int(exc.exit_code)) from None
-    result = run(out, lambda: _probe(out, loaded, specs, timeout, concurrency, smoke))
+    manager = _manager(loaded, out, mode, task_id=task_id, log=log)
+    result = run(out, lambda: _probe(out, manager, specs, timeout, concurrency, smoke))
     result.allow(allowed)
     if lock or against:
         result.lock = _lock(out, result, locked, lock, against)
@@ -371,12 +377,11 @@ def _check_inputs(loaded: Any, specs: list[Any], allow_fail: list[str], against:
     return allowed, locked
 
 
-async def _probe(out: Any, loaded: Any, specs: list[Any], timeout: float | None, concurrency: int,
+async def _probe(out: Any, manager: Any, specs: list[Any], timeout: float | None, concurrency: int,
                  smoke: bool) -> Any:
     import time
 
     from miroctl.check_report import CheckRun
-    from miroctl.manager import Manager
     from miroctl.probe import probe_all, warm_up
 
     warm_up(specs)  # miroctl's own import of the SDK is not part of any server's time, nor of the run's
@@ -388,10 +393,10 @@ async def _probe(out: Any, loaded: Any, specs: list[Any], timeout: float | None,
             finished.append(report.server)
             await progress(len(finished), len(specs), report.server)
 
-        async with Manager(loaded) as manager:
+        async with manager:
             reports = await probe_all(manager, specs, timeout=timeout, concurrency=concurrency, smoke=smoke,
                                       on_done=done)
-    return CheckRun(reports, loaded.source, duration_ms=(time.perf_counter() - started) * 1000,
+    return CheckRun(reports, manager.config.source, duration_ms=(time.perf_counter() - started) * 1000,
                     concurrency=concurrency, timeout=timeout, smoke=smoke)
 
 

@@ -155,8 +155,10 @@ class Prober:
             report.fail("tools", failure, _ms(began))
             return False
         found, pages, _ = listing  # type: ignore[misc]
-        report.tools = tuple(found)
-        report.passed("tools", _ms(began), f"{len(found)} tools, {pages} page{'s' if pages > 1 else ''}")
+        visible = [tool for tool in found if self.manager.policy.visible(handle.spec, tool)]
+        report.tools = tuple(visible)
+        hidden = f", {len(found) - len(visible)} hidden by policy" if len(visible) < len(found) else ""
+        report.passed("tools", _ms(began), f"{len(visible)} tools{hidden}, {pages} page{'s' if pages > 1 else ''}")
         return True
 
     async def _pages(self, handle: ServerHandle, connection: Any) -> tuple[list[ToolInfo], int, Any]:

@@ -261,3 +261,17 @@ def test_checking_no_servers_at_all_is_a_usage_error(write_config):
     result = invoke("--config", str(path))
     assert result.exit_code == 2
     assert "no servers to check" in result.stderr
+
+
+def test_check_counts_and_locks_only_the_tools_the_policy_lets_through(write_config, tmp_path):
+    path = write_config({"alpha": fixture_yaml("alpha", "--tools", "add,echo,crash",
+                                               tools={"echo": {"read_only": True}})},
+                        tool_blacklist=[["alpha", "crash"]])
+    result = invoke("--json", "--config", str(path))
+    assert result.exit_code == 0, result.stderr
+    [server] = parse_json(result.stdout)["servers"]
+    assert sorted(server["tools"]) == ["add", "echo"]
+    assert "1 hidden by policy" in server["phases"]["tools"]["detail"]
+    read_only = invoke("--json", "--mode", "read_only", "--config", str(path))
+    assert read_only.exit_code == 0
+    assert parse_json(read_only.stdout)["servers"][0]["tools"] == ["echo"]
