@@ -37,6 +37,9 @@ HeaderOpt = Annotated[Optional[list[str]], typer.Option("--header", "-H", help="
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
 StartupOpt = Annotated[Optional[float], typer.Option(
     "--startup-timeout", min=0.001, help="Seconds a server may take to start and list its tools.")]
+ViaOpt = Annotated[Optional[str], typer.Option(
+    "--via", help="Go through a running `miroctl serve --transport http` at this URL (fast: no SDK, warm "
+    "servers). [env: MIROCTL_URL, unless --config/--stdio/--url is given]")]
 
 
 def _version(value: bool) -> None:
@@ -137,12 +140,16 @@ def list_(
     url: UrlOpt = None,
     header: HeaderOpt = None,
     startup_timeout: StartupOpt = None,
+    via: ViaOpt = None,
 ) -> None:
     """List the tools of every selected server; failing servers are reported in place (exit 1)."""
+    out = _output(json_mode)
+    gateway_url = _resolve_via(via, config, stdio, url, out)
+    if gateway_url:
+        _list_via(gateway_url, servers or [], json_mode, schema, out)
     from miroctl.manager import Manager
     from miroctl.render import list_tables
 
-    out = _output(json_mode)
     loaded = _load_config(config, stdio, url, header, out, startup_timeout)
     specs = _select(loaded, servers, out)
 
@@ -180,9 +187,9 @@ def split_target(words: list[str], config: Any) -> tuple[str | None, str, list[s
 
 @app.command()
 def call(
-    target: Annotated[list[str], typer.Argument(
+    target: Annotated[Optional[list[str]], typer.Argument(
         help="SERVER TOOL, SERVER.TOOL or TOOL, then key=value pairs (key:=json for raw JSON).",
-        show_default=False)],
+        show_default=False)] = None,
     args: Annotated[Optional[str], typer.Option(
         "--args", "-a", help="Base arguments: a JSON object, @file.json, or - for stdin; pairs override it.")] = None,
     json_mode: JsonOpt = False,
@@ -197,17 +204,29 @@ def call(
     url: UrlOpt = None,
     header: HeaderOpt = None,
     startup_timeout: StartupOpt = None,
+    via: ViaOpt = None,
+    batch_file: Annotated[Optional[str], typer.Option(
+        "--batch", help="JSON lines of {server, tool, arguments} (- for stdin): every call over one pool, one "
+        "envelope per output line, in input order.")] = None,
+    jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, help="Calls in flight at once with --batch.")] = 8,
 ) -> None:
     """Call one tool and print its result; the exit code says how it went."""
     from miroctl import args as args_
     from miroctl import blobs
-    from miroctl.manager import CallRequest, Manager
     from miroctl.render import call_result
 
     out = _output(json_mode)
+    gateway_url = _resolve_via(via, config, stdio, url, out)
+    if batch_file is not None:
+        _call_batch(batch_file, target, args, jobs, timeout, no_autocorrect, gateway_url, out,
+                    lambda: _load_config(config, stdio, url, header, out, startup_timeout))
+    if gateway_url:
+        _call_via(gateway_url, target or [], args, timeout, no_autocorrect, save_dir, json_mode, out)
+    from miroctl.manager import CallRequest, Manager
+
     loaded = _load_config(config, stdio, url, header, out, startup_timeout)
     try:
-        server, tool, pairs = split_target(target, loaded)
+        server, tool, pairs = split_target(target or [], loaded)
         for pair in pairs:
             args_.split_pair(pair)
         base = args_.load_base(args)
@@ -229,6 +248,209 @@ def call(
         saved = blobs.save(outcome.content, outcome.tool_name, save_dir) if outcome.ok else []
         call_result(out, outcome, saved)
     raise typer.Exit(int(outcome.exit_code))
+
+
+# ---------------------------------------------------------------------------------------------- warm path
+
+
+def _resolve_via(via: str | None, config: str | None, stdio: list[str] | None, url: list[str] | None,
+                 out: Any) -> str | None:
+    """The gateway URL to go through: --via, else $MIROCTL_URL unless servers were named otherwise."""
+    import os
+
+    if via and (config or stdio or url):
+        out.error("--via goes through a gateway, which has its own servers", "drop --config/--stdio/--url, "
+                  "or drop --via", label="usage")
+        raise typer.Exit(int(ExitCode.USAGE))
+    if via or config or stdio or url:
+        return via
+    return os.environ.get("MIROCTL_URL") or None
+
+
+def _remote(out: Any, work: Callable[[], T]) -> T:
+    """Run a warm-path request; its errors become the same messages and exit codes as the direct path."""
+    try:
+        return work()
+    except MiroctlError as exc:
+        out.error(exc.message, exc.hint, label=exc.kind)
+        raise typer.Exit(int(exc.exit_code)) from None
+    except KeyboardInterrupt:
+        out.error("interrupted by SIGINT", label="interrupted")
+        raise typer.Exit(int(ExitCode.INTERRUPTED)) from None
+
+
+def _call_via(gateway_url: str, target: list[str], args: str | None, timeout: float | None,
+              no_autocorrect: bool, save_dir: str | None, json_mode: bool, out: Any) -> None:
+    from miroctl import args as args_
+    from miroctl import blobs
+    from miroctl.client_http import GatewayClient, outcome_from_dict
+    from miroctl.render import call_result
+
+    def work() -> dict[str, Any]:
+        if not target:
+            raise UsageError("call needs a tool: miroctl call SERVER TOOL [key=value ...]")
+        body = {"target": target, "arguments": args_.load_base(args), "timeout": timeout,
+                "autocorrect": not no_autocorrect}
+        return GatewayClient(gateway_url).call(body)
+
+    envelope = _remote(out, work)
+    outcome = outcome_from_dict(envelope)
+    if json_mode:
+        out.json(envelope)
+    else:
+        saved = blobs.save(outcome.content, outcome.tool_name, save_dir) if outcome.ok else []
+        call_result(out, outcome, saved)
+    raise typer.Exit(int(outcome.exit_code))
+
+
+def _list_via(gateway_url: str, servers: list[str], json_mode: bool, schema: bool, out: Any) -> None:
+    from miroctl.client_http import GatewayClient, server_tools_from_dict
+    from miroctl.render import list_tables
+
+    document = _remote(out, lambda: GatewayClient(gateway_url).list(servers))
+    entries = [server_tools_from_dict(entry) for entry in document.get("servers", [])]
+    if json_mode:
+        out.json(document)
+    else:
+        list_tables(out, entries, schema=schema)
+    raise typer.Exit(0 if all(e.ok for e in entries) else 1)
+
+
+def _call_batch(source: str, target: list[str] | None, args: str | None, jobs: int, timeout: float | None,
+                no_autocorrect: bool, gateway_url: str | None, out: Any, load: Callable[[], Any]) -> None:
+    """--batch: JSON lines in, one envelope per line out (always JSON lines), in input order."""
+    from miroctl import batch
+
+    if target or args:
+        out.error("--batch reads every call from its lines", "drop SERVER TOOL, key=value and --args",
+                  label="usage")
+        raise typer.Exit(int(ExitCode.USAGE))
+    text = _remote(out, lambda: batch.read_source(source))
+    if gateway_url:
+        from miroctl.client_http import GatewayClient
+
+        documents = _remote(out, lambda: GatewayClient(gateway_url).batch(text, jobs, timeout, no_autocorrect))
+        for document in documents:
+            out.json(document)
+        raise typer.Exit(0 if all(d.get("exit_code") == 0 for d in documents) else 1)
+    loaded = load()
+    lines = batch.with_defaults(batch.parse_lines(text), timeout, not no_autocorrect)
+
+    async def work() -> list[Any]:
+        from miroctl.manager import Manager
+
+        async with Manager(loaded) as manager:
+            return await batch.run(lines, manager.call, lambda outcome: out.json(outcome.to_dict()), jobs)
+
+    raise typer.Exit(batch.exit_code(run(out, work)))
+
+
+# ---------------------------------------------------------------------------------------------- serve
+
+
+@app.command()
+def serve(
+    servers: Annotated[Optional[list[str]], typer.Argument(help="Servers to serve (default: the profile's).")] = None,
+    transport: Annotated[str, typer.Option("--transport", "-T", help="stdio (for an MCP host that starts "
+                                           "miroctl) or http (streamable HTTP, plus the JSON API).")] = "stdio",
+    host: Annotated[str, typer.Option("--host", help="Address to listen on (http); anything but loopback "
+                                      "needs --token-env.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", "-p", min=0, max=65535, help="Port (http); 0 picks a free one.")]
+    = 8765,
+    token_env: Annotated[Optional[str], typer.Option("--token-env", help="Require `Authorization: Bearer` with "
+                                                     "the token held by this environment variable (http).")] = None,
+    separator: Annotated[str, typer.Option("--separator", help="Between server and tool in exposed names.")] = "__",
+    lazy: Annotated[bool, typer.Option("--lazy", help="Expose two meta-tools, list_tools and call_tool, instead "
+                                       "of every tool (saves a host's prompt tokens on big pools).")] = False,
+    allow_host: Annotated[Optional[list[str]], typer.Option("--allow-host", help="Another Host header to accept, "
+                                                            "e.g. gateway.lan:8765 or gateway.lan:* (http).")] = None,
+    allow_origin: Annotated[Optional[list[str]], typer.Option("--allow-origin", help="Another browser Origin to "
+                                                              "accept, e.g. https://app.example (http).")] = None,
+    max_body: Annotated[int, typer.Option("--max-body", min=1, help="Largest request body in bytes (http).")]
+    = 4 * 1024 * 1024,
+    config: ConfigOpt = None,
+    stdio: StdioOpt = None,
+    url: UrlOpt = None,
+    header: HeaderOpt = None,
+    startup_timeout: StartupOpt = None,
+) -> None:
+    """Serve the selected servers as one MCP server (stdio or HTTP); stop it with Ctrl-C or SIGTERM."""
+    from miroctl import toolmap
+
+    out = _output(False)
+    try:
+        toolmap.check_separator(separator)
+        if transport not in ("stdio", "http"):
+            raise UsageError(f"unknown transport {transport!r}", hint="use stdio or http")
+        token = _token(token_env)
+    except UsageError as exc:
+        out.error(exc.message, exc.hint, label=exc.kind)
+        raise typer.Exit(int(exc.exit_code)) from None
+    if token:
+        out.masker = out.masker.with_secrets([token])
+    options = {"separator": separator, "lazy": lazy}
+    if transport == "http":
+        _serve_http(servers, options, out, config, stdio, url, header, startup_timeout, host=host, port=port,
+                    token=token, allow_hosts=allow_host or (), allow_origins=allow_origin or (), max_body=max_body)
+    loaded = _load_config(config, stdio, url, header, out, startup_timeout)
+    specs = _select(loaded, servers, out)
+    run(out, lambda: _gateway(loaded, specs, options, out, "stdio", None))
+    raise typer.Exit(0)
+
+
+def _token(token_env: str | None) -> str | None:
+    import os
+
+    if token_env is None:
+        return None
+    value = os.environ.get(token_env, "")
+    if not value.strip():
+        raise UsageError(f"--token-env {token_env}: that environment variable is empty or unset",
+                         hint=f"export {token_env}=<a long random token>")
+    return value.strip()
+
+
+def _serve_http(servers: list[str] | None, options: dict[str, Any], out: Any, config: str | None,
+                stdio: list[str] | None, url: list[str] | None, header: list[str] | None,
+                startup_timeout: float | None, **http: Any) -> None:
+    from miroctl.gateway_http import HttpSettings, bind, check_bind
+
+    settings = HttpSettings(**http)
+    try:
+        check_bind(settings)
+    except UsageError as exc:
+        out.error(exc.message, exc.hint, label=exc.kind)
+        raise typer.Exit(int(exc.exit_code)) from None
+    loaded = _load_config(config, stdio, url, header, out, startup_timeout)
+    specs = _select(loaded, servers, out)
+    sock = _remote(out, lambda: bind(settings))
+    try:
+        run(out, lambda: _gateway(loaded, specs, options, out, settings, sock))
+    finally:
+        sock.close()
+    raise typer.Exit(0)
+
+
+async def _gateway(loaded: Any, specs: list[Any], options: dict[str, Any], out: Any, where: Any, sock: Any) -> None:
+    """Start the pool, report what is served, and serve until stdin ends or a signal arrives."""
+    from dataclasses import replace
+
+    from miroctl.gateway import Gateway, serve_stdio
+    from miroctl.manager import Manager
+    from miroctl.render import serve_report
+
+    served = replace(loaded, servers=tuple(specs), default_names=tuple(s.name for s in specs))
+    async with Manager(served) as manager:
+        gateway = Gateway(manager, specs, masker=out.masker, **options)
+        await gateway.refresh()
+        if sock is None:
+            serve_report(out, gateway.health(), "stdio", options["separator"])
+            await serve_stdio(gateway)
+            return
+        from miroctl.gateway_http import address_of, serve_http
+
+        serve_report(out, gateway.health(), f"{address_of(sock)}/mcp", options["separator"])
+        await serve_http(gateway, where, sock)
 
 
 if __name__ == "__main__":  # pragma: no cover

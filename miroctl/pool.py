@@ -20,6 +20,8 @@ from miroctl.transports import Connection, Wire, open_connection
 MAX_TOOL_PAGES = 100
 RETRY_AFTER = 5.0  # a server that failed to start is not tried again sooner (doubling up to RETRY_MAX)
 RETRY_MAX = 60.0
+CRASH_BACKOFF = 1.0  # after a second crash in a row, wait this long before restarting (doubling up to RETRY_MAX)
+CALLS_PER_SERVER = 16  # calls in flight on one session at once; more wait for a slot
 
 
 class Unavailable(Exception):
@@ -46,13 +48,15 @@ class _Generation:
 class ServerHandle:
     """The lazily opened session to one server, shared by every caller in the process."""
 
-    def __init__(self, spec: ServerSpec, task_group: TaskGroup, startup_timeout: float) -> None:
+    def __init__(self, spec: ServerSpec, task_group: TaskGroup, startup_timeout: float,
+                 max_calls: int = CALLS_PER_SERVER) -> None:
         self.spec = spec
         self.startup_timeout = spec.startup_timeout or startup_timeout
         self._tg = task_group
         self._lock = anyio.Lock()
         self._current: _Generation | None = None
         self._wires: list[Wire] = []
+        self._gens: list[_Generation] = []
         self._tools: tuple[ToolInfo, ...] | None = None
         self.starts = 0
         self.last_used = time.monotonic()
@@ -60,6 +64,10 @@ class ServerHandle:
         self.failure: Failure | None = None
         self._failed_at = 0.0
         self._retry_after = RETRY_AFTER
+        self.call_slots = anyio.CapacityLimiter(max_calls)
+        self.crashes = 0  # sessions lost in a row without a successful call in between
+        self._lost_at = 0.0
+        self.last_failure: Failure | None = None  # why the latest session ended or failed to start
 
     @property
     def connected(self) -> bool:
@@ -77,6 +85,7 @@ class ServerHandle:
         async with self._lock:
             if not self.connected:
                 self._raise_recent_failure()
+                self._raise_crash_loop()
                 try:
                     await self._start()
                 except Unavailable as exc:
@@ -93,6 +102,24 @@ class ServerHandle:
         if self.failure is not None:
             self._retry_after = min(self._retry_after * 2, RETRY_MAX)
         self.failure, self._failed_at = failure, time.monotonic()
+        self.last_failure = failure
+
+    def crash_backoff(self) -> float:
+        """Seconds to wait after the latest loss: none after the first crash, then doubling."""
+        if self.crashes < 2:
+            return 0.0
+        return min(CRASH_BACKOFF * 2 ** (self.crashes - 2), RETRY_MAX)
+
+    def _raise_crash_loop(self) -> None:
+        wait = self.crash_backoff() - (time.monotonic() - self._lost_at)
+        if wait > 0:
+            raise Unavailable(Failure(
+                "crashed", f"server crashed {self.crashes} times in a row; next restart in {wait:.1f}s",
+                hint=self.last_failure.message if self.last_failure else None, phase="connect"))
+
+    def call_succeeded(self) -> None:
+        """A call got an answer: the session works, so a later crash restarts at once again."""
+        self.crashes = 0
 
     async def _start(self) -> None:
         if self.spec.error:
@@ -100,6 +127,7 @@ class ServerHandle:
         gen = _Generation(wire=Wire(self.spec))
         self._current, self._tools = gen, None
         self._wires.append(gen.wire)
+        self._gens.append(gen)
         self.starts += 1
         started = time.perf_counter()
         self._tg.start_soon(self._own, gen)
@@ -147,14 +175,41 @@ class ServerHandle:
         self._tools = tuple(found)
         return self._tools
 
-    async def lost(self) -> Wire | None:
-        """The session broke: close what is left of it so that the next call starts afresh."""
-        gen = self._current
+    async def lost(self, connection: Connection | None = None) -> Wire | None:
+        """The session broke: close what is left of it so that the next call starts afresh.
+
+        With `connection`, only the session that connection belongs to is closed: a call that
+        notices a loss late must not close the fresh session another call already opened.
+        """
+        gen = self._current if connection is None else self._generation_of(connection)
         if gen is None:
             return None
+        if not gen.stop.is_set():  # several calls may notice one loss: count it once
+            self.crashes += 1
+            self._lost_at = time.monotonic()
         gen.stop.set()
         await gen.done.wait()
         return gen.wire
+
+    def _generation_of(self, connection: Connection) -> _Generation | None:
+        return next((gen for gen in reversed(self._gens) if gen.wire is connection.wire), None)
+
+    def note_loss(self, failure: Failure) -> None:
+        """Remember why the latest session ended, for health reports."""
+        self.last_failure = failure
+
+    @property
+    def state(self) -> str:
+        """idle (never started), connected, backoff (waiting before a restart), failed or lost."""
+        if self.connected:
+            return "connected"
+        if self.failure is not None:
+            return "failed"
+        if self.crash_backoff() > time.monotonic() - self._lost_at:
+            return "backoff"
+        if self._current is None:
+            return "idle"
+        return "lost"
 
     async def close(self) -> None:
         gen = self._current

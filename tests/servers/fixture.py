@@ -117,6 +117,26 @@ def build(name: str, only: set[str] | None):
         return "x" * chars
 
     @tool()
+    async def wait_cancel(seconds: float, marker: str) -> str:
+        """Sleep, writing "started" to the file `marker`, and "cancelled" there if the call is cancelled."""
+        import anyio
+
+        with open(marker, "w") as handle:
+            handle.write("started")
+        try:
+            await anyio.sleep(seconds)
+        except anyio.get_cancelled_exc_class():
+            with open(marker, "w") as handle:
+                handle.write("cancelled")
+            raise
+        return "finished"
+
+    @tool()
+    def headers(ctx: Context) -> dict:
+        """Return the HTTP request headers this call arrived with (empty over stdio)."""
+        return {k.lower(): v for k, v in (ctx.headers or {}).items()}
+
+    @tool()
     def ghost() -> str:
         """Listed, but the server claims not to know it when called."""
         raise ToolError("Unknown tool: ghost")
