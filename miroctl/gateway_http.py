@@ -105,7 +105,16 @@ class Guard:
             error = ', error="invalid_token"' if headers.get("authorization") else ""
             return _refuse(401, "a valid bearer token is required",
                            {"WWW-Authenticate": f'Bearer realm="miroctl"{error}'})
+        if _declared_size(headers) > self.settings.max_body:
+            return _refuse(413, f"the request body is larger than {self.settings.max_body} bytes")
         return None
+
+
+def _declared_size(headers: Any) -> int:
+    try:
+        return int(headers.get("content-length") or 0)
+    except ValueError:
+        return 0
 
 
 def token_ok(header: str | None, token: str) -> bool:
@@ -182,7 +191,7 @@ async def _json_body(request: Any) -> Any:
 
 
 async def _until_disconnect(request: Any, work: Awaitable[dict[str, Any]]) -> dict[str, Any]:
-    results: list[dict[str, Any]] = []
+    finished: dict[str, Any] = {}
     async with anyio.create_task_group() as tg:
         async def watch() -> None:
             while (await request.receive())["type"] != "http.disconnect":
@@ -190,11 +199,16 @@ async def _until_disconnect(request: Any, work: Awaitable[dict[str, Any]]) -> di
             tg.cancel_scope.cancel()
 
         tg.start_soon(watch)
-        results.append(await work)
+        try:  # caught here: leaving the task group would wrap it in an ExceptionGroup
+            finished["document"] = await work
+        except MiroctlError as exc:
+            finished["error"] = exc
         tg.cancel_scope.cancel()
-    if not results:
+    if "error" in finished:
+        raise finished["error"]
+    if "document" not in finished:
         raise UsageError("the client went away")
-    return results[0]
+    return finished["document"]
 
 
 def _batch(gateway: Gateway) -> Callable[[Any], Any]:
