@@ -255,65 +255,37 @@ def call(
 
 def _resolve_via(via: str | None, config: str | None, stdio: list[str] | None, url: list[str] | None,
                  out: Any) -> str | None:
-    """The gateway URL to go through: --via, else $MIROCTL_URL unless servers were named otherwise."""
-    import os
+    """The gateway URL to go through (miroctl.warm decides); a usage error exits 2 here."""
+    from miroctl import warm
 
-    if via and (config or stdio or url):
-        out.error("--via goes through a gateway, which has its own servers", "drop --config/--stdio/--url, "
-                  "or drop --via", label="usage")
-        raise typer.Exit(int(ExitCode.USAGE))
-    if via or config or stdio or url:
-        return via
-    return os.environ.get("MIROCTL_URL") or None
+    try:
+        return warm.resolve_via(via, bool(config or stdio or url))
+    except UsageError as exc:
+        out.error(exc.message, exc.hint, label=exc.kind)
+        raise typer.Exit(int(exc.exit_code)) from None
+
+
+def _call_via(gateway_url: str, target: list[str], args: str | None, timeout: float | None,
+              no_autocorrect: bool, save_dir: str | None, json_mode: bool, out: Any) -> None:
+    from miroctl import warm
+
+    raise typer.Exit(warm.call(gateway_url, target, out=out, args=args, timeout=timeout,
+                               no_autocorrect=no_autocorrect, save_dir=save_dir, json_mode=json_mode))
+
+
+def _list_via(gateway_url: str, servers: list[str], json_mode: bool, schema: bool, out: Any) -> None:
+    from miroctl import warm
+
+    raise typer.Exit(warm.list_servers(gateway_url, servers, out=out, json_mode=json_mode, schema=schema))
 
 
 def _remote(out: Any, work: Callable[[], T]) -> T:
-    """Run a warm-path request; its errors become the same messages and exit codes as the direct path."""
+    """Run work whose MiroctlError becomes its message and exit code."""
     try:
         return work()
     except MiroctlError as exc:
         out.error(exc.message, exc.hint, label=exc.kind)
         raise typer.Exit(int(exc.exit_code)) from None
-    except KeyboardInterrupt:
-        out.error("interrupted by SIGINT", label="interrupted")
-        raise typer.Exit(int(ExitCode.INTERRUPTED)) from None
-
-
-def _call_via(gateway_url: str, target: list[str], args: str | None, timeout: float | None,
-              no_autocorrect: bool, save_dir: str | None, json_mode: bool, out: Any) -> None:
-    from miroctl import args as args_
-    from miroctl import blobs
-    from miroctl.client_http import GatewayClient, outcome_from_dict
-    from miroctl.render import call_result
-
-    def work() -> dict[str, Any]:
-        if not target:
-            raise UsageError("call needs a tool: miroctl call SERVER TOOL [key=value ...]")
-        body = {"target": target, "arguments": args_.load_base(args), "timeout": timeout,
-                "autocorrect": not no_autocorrect}
-        return GatewayClient(gateway_url).call(body)
-
-    envelope = _remote(out, work)
-    outcome = outcome_from_dict(envelope)
-    if json_mode:
-        out.json(envelope)
-    else:
-        saved = blobs.save(outcome.content, outcome.tool_name, save_dir) if outcome.ok else []
-        call_result(out, outcome, saved)
-    raise typer.Exit(int(outcome.exit_code))
-
-
-def _list_via(gateway_url: str, servers: list[str], json_mode: bool, schema: bool, out: Any) -> None:
-    from miroctl.client_http import GatewayClient, server_tools_from_dict
-    from miroctl.render import list_tables
-
-    document = _remote(out, lambda: GatewayClient(gateway_url).list(servers))
-    entries = [server_tools_from_dict(entry) for entry in document.get("servers", [])]
-    if json_mode:
-        out.json(document)
-    else:
-        list_tables(out, entries, schema=schema)
-    raise typer.Exit(0 if all(e.ok for e in entries) else 1)
 
 
 def _call_batch(source: str, target: list[str] | None, args: str | None, jobs: int, timeout: float | None,
@@ -327,12 +299,10 @@ def _call_batch(source: str, target: list[str] | None, args: str | None, jobs: i
         raise typer.Exit(int(ExitCode.USAGE))
     text = _remote(out, lambda: batch.read_source(source))
     if gateway_url:
-        from miroctl.client_http import GatewayClient
+        from miroctl import warm
 
-        documents = _remote(out, lambda: GatewayClient(gateway_url).batch(text, jobs, timeout, no_autocorrect))
-        for document in documents:
-            out.json(document)
-        raise typer.Exit(0 if all(d.get("exit_code") == 0 for d in documents) else 1)
+        raise typer.Exit(warm.batch(gateway_url, text, out=out, jobs=jobs, timeout=timeout,
+                                    no_autocorrect=no_autocorrect))
     loaded = load()
     lines = batch.with_defaults(batch.parse_lines(text), timeout, not no_autocorrect)
 

@@ -206,3 +206,17 @@ def test_signal_stops_the_http_gateway_and_leaves_no_server_behind(tmp_path, lea
     wait_until(lambda: len(tagged_processes(leak_tag)) == 2, message="both servers running")
     assert post_json(url, "/v1/call", {"server": "alpha", "tool": "echo", "arguments": {"text": "x"}})[0] == 200
     assert gateway.stop(sig) == code
+
+
+def test_json_api_call_is_cancelled_upstream_when_its_client_goes_away(secured, tmp_path):
+    import http.client
+    from urllib.parse import urlsplit
+
+    marker = tmp_path / "marker"
+    body = json.dumps({"server": "alpha", "tool": "wait_cancel", "arguments": {"seconds": 120, "marker": str(marker)}})
+    parts = urlsplit(secured["url"])
+    connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=60)
+    connection.request("POST", "/v1/call", body, {**AUTH, "Content-Type": "application/json"})
+    wait_until(lambda: marker.exists() and marker.read_text() == "started", message="call started upstream")
+    connection.close()
+    wait_until(lambda: marker.read_text() == "cancelled", message="call cancelled upstream")

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from miroctl import warm
 from miroctl.cli import app
 from tests.conftest import ROOT, free_port, wait_for_no_tagged
 from tests.gateway_support import pool_files, start_http_gateway, without_timing, write_pool
@@ -130,13 +131,68 @@ def test_batch_via_gives_the_envelopes_of_the_direct_batch(pool, tmp_path):
     assert [json.loads(line)["exit_code"] for line in warm.stdout.splitlines()] == [0, 5, 6]
 
 
-def test_call_via_imports_neither_the_mcp_sdk_nor_omegaconf(pool):
+def test_miroctl_command_via_a_gateway_imports_neither_typer_nor_the_sdk_nor_omegaconf(pool):
     probe = ("import runpy, sys\n"
              "sys.argv = ['miroctl', 'call', 'beta', 'echo', 'text=light', '--json', '--via', sys.argv[1]]\n"
              "try:\n    runpy.run_module('miroctl', run_name='__main__')\nexcept SystemExit as exit:\n"
-             "    heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('mcp', 'mcp_types', 'omegaconf'))\n"
+             "    heavy = sorted({m.split('.')[0] for m in sys.modules} & {'mcp', 'mcp_types', 'omegaconf', 'typer'})\n"
              "    print(exit.code, heavy, file=sys.stderr)\n")
     done = subprocess.run([sys.executable, "-c", probe, pool["url"]], capture_output=True, text=True, cwd=ROOT,
                           timeout=60)
     assert done.stderr.strip() == "0 []"
     assert json.loads(done.stdout)["result"] == "light"
+
+
+@pytest.mark.parametrize("argv", [
+    ["call", "alpha", "add", "a=1", "b=-2", "--json"],
+    ["call", "alpha", "add", "a=1", "--timeout", "5", "--no-autocorrect"],
+    ["call", "alpha", "fail", "-t", "5"],
+    ["call", "nosuch", "tool"],
+    ["call", "alpha", "add", "=1", "--json"],
+    ["call", "--json"],
+    ["list", "beta", "--json"],
+    ["list", "--schema"],
+])
+def test_fast_entry_and_full_cli_answer_alike(pool, argv, capsys):
+    fast = _exit_of(lambda: warm.main([*argv, "--via", pool["url"]]))
+    fast_out = capsys.readouterr()
+    full = invoke(*argv, "--via", pool["url"])
+    assert fast == full.exit_code
+    assert without_timing(_documents(fast_out.out)) == without_timing(_documents(full.stdout))
+    assert fast_out.err.split() == full.stderr.split()
+
+
+def _exit_of(run: Any) -> int:
+    try:
+        run()
+    except SystemExit as exit:
+        return int(exit.code or 0)
+    return 0
+
+
+def _documents(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+@pytest.mark.parametrize("argv", [
+    ["call", "alpha", "echo", "--help"],
+    ["call", "alpha", "echo", "--config", "x.yaml"],
+    ["call", "--batch", "-"],
+    ["call", "alpha", "echo", "--timeout", "soon"],
+    ["call", "alpha", "echo", "--via"],
+    ["call", "alpha", "echo", "-tx"],
+    ["check", "alpha"],
+    ["serve"],
+    ["call", "alpha", "echo", "text=x"],
+])
+def test_fast_entry_leaves_anything_it_is_unsure_of_to_the_full_cli(argv):
+    assert warm.parse(argv, {}) is None
+
+
+def test_fast_entry_takes_a_call_through_miroctl_url():
+    command, options, words = warm.parse(["call", "-a", "-", "alpha", "echo", "--json"], {"MIROCTL_URL": "http://h:1"})
+    assert (command, words) == ("call", ["alpha", "echo"])
+    assert options == {"args": "-", "json_mode": True, "via": "http://h:1"}
