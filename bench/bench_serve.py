@@ -41,7 +41,7 @@ def write_config(directory: Path) -> Path:
 
 def wall(command: list[str], stdin: str | None = None) -> float:
     started = time.perf_counter()
-    done = subprocess.run(command, input=stdin, capture_output=True, text=True, cwd=ROOT)
+    done = subprocess.run(command, input=stdin, capture_output=True, text=True, cwd=ROOT, check=False)
     elapsed = time.perf_counter() - started
     if done.returncode != 0:
         raise SystemExit(f"{command} exited {done.returncode}: {done.stderr}")
@@ -75,30 +75,35 @@ def goal_1(config: Path, url: str, runs: int) -> dict[str, float]:
     return {"cold": statistics.median(cold), "warm": statistics.median(warm), "python": statistics.median(bare)}
 
 
+async def _timed(client: object, tool: str) -> float:
+    started = time.perf_counter()
+    await client.call_tool(tool, {"text": "hi"})  # type: ignore[attr-defined]
+    return time.perf_counter() - started
+
+
 async def _latencies(client: object, tool: str, calls: int) -> list[float]:
     for _ in range(20):  # warm-up
-        await client.call_tool(tool, {"text": "hi"})  # type: ignore[attr-defined]
-    times = []
-    for _ in range(calls):
-        started = time.perf_counter()
-        await client.call_tool(tool, {"text": "hi"})  # type: ignore[attr-defined]
-        times.append(time.perf_counter() - started)
-    return times
+        await _timed(client, tool)
+    return [await _timed(client, tool) for _ in range(calls)]
 
 
 async def goal_2(config: Path, url: str, calls: int) -> dict[str, float]:
+    """Direct and gateway sessions open side by side, called alternately, so load hits both alike."""
     from mcp import Client, StdioServerParameters
     from mcp.client.stdio import stdio_client
 
-    results = {}
+    direct = StdioServerParameters(command=sys.executable, args=[FIXTURE, "--name", "bench"])
+    served = StdioServerParameters(command=sys.executable, args=["-m", "miroctl", "serve", "-c", str(config)],
+                                   cwd=str(ROOT))
     with tempfile.TemporaryFile("w+") as errlog:
-        direct = StdioServerParameters(command=sys.executable, args=[FIXTURE, "--name", "bench"])
-        async with Client(stdio_client(direct, errlog=errlog)) as client:
-            results["direct"] = statistics.median(await _latencies(client, "echo", calls))
-        served = StdioServerParameters(command=sys.executable, args=["-m", "miroctl", "serve", "-c", str(config)],
-                                       cwd=str(ROOT))
-        async with Client(stdio_client(served, errlog=errlog)) as client:
-            results["gateway_stdio"] = statistics.median(await _latencies(client, "bench__echo", calls))
+        async with Client(stdio_client(direct, errlog=errlog)) as plain, \
+                Client(stdio_client(served, errlog=errlog)) as gateway:
+            await _latencies(plain, "echo", 20)
+            await _latencies(gateway, "bench__echo", 20)
+            pairs = [(await _timed(plain, "echo"), await _timed(gateway, "bench__echo")) for _ in range(calls)]
+    results = {"direct": statistics.median(p[0] for p in pairs),
+               "gateway_stdio": statistics.median(p[1] for p in pairs),
+               "added": statistics.median(p[1] - p[0] for p in pairs)}
     async with Client(f"{url}/mcp") as client:
         results["gateway_http"] = statistics.median(await _latencies(client, "bench__echo", calls))
     results["json_api"] = _json_api(url, calls)
@@ -148,16 +153,19 @@ def main() -> None:
     report(one, two, three, opts)
 
 
+def ms(seconds: float) -> str:
+    return f"{seconds * 1000:.1f} ms"
+
+
 def report(one: dict[str, float], two: dict[str, float], three: dict[str, float], opts: argparse.Namespace) -> None:
-    ms = lambda s: f"{s * 1000:.1f} ms"  # noqa: E731
     print(f"## goal 1: one call, whole process (median of {opts.runs})")
     print(f"- cold direct `miroctl call`: {ms(one['cold'])}")
     print(f"- `miroctl call --via` (warm gateway): {ms(one['warm'])}  -> {one['cold'] / one['warm']:.1f}x faster")
     print(f"- `python -c pass`: {ms(one['python'])}")
-    print(f"## goal 2: latency per call on an open session (median of {opts.calls})")
+    print(f"## goal 2: latency per call on an open session (median of {opts.calls}, calls alternated)")
     print(f"- SDK client -> server directly: {ms(two['direct'])}")
     print(f"- SDK client -> miroctl serve (stdio) -> server: {ms(two['gateway_stdio'])}  "
-          f"(+{ms(two['gateway_stdio'] - two['direct'])})")
+          f"(added per call, median of pairs: {ms(two['added'])})")
     print(f"- SDK client -> miroctl serve (streamable HTTP) -> server: {ms(two['gateway_http'])}")
     print(f"- JSON API POST /v1/call (new connection each): {ms(two['json_api'])}")
     print(f"## goal 3: {opts.batch} calls")

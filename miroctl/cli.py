@@ -7,9 +7,8 @@ module level, so `miroctl --help` and `--version` stay fast.
 from __future__ import annotations
 
 import signal
-import sys
 from collections.abc import Awaitable, Callable
-from typing import Annotated, Any, Optional, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import typer
 
@@ -27,17 +26,17 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
-ConfigOpt = Annotated[Optional[str], typer.Option(
+ConfigOpt = Annotated[str | None, typer.Option(
     "--config", "-c", help="Profile yaml, one server yaml, or an mcpServers JSON file. [env: MIROCTL_CONFIG]")]
-StdioOpt = Annotated[Optional[list[str]], typer.Option(
+StdioOpt = Annotated[list[str] | None, typer.Option(
     "--stdio", help="An ad-hoc stdio server: \"CMD ARGS\" (repeatable; replaces the configured servers).")]
-UrlOpt = Annotated[Optional[list[str]], typer.Option(
+UrlOpt = Annotated[list[str] | None, typer.Option(
     "--url", help="An ad-hoc HTTP server: streamable HTTP, or SSE when the path ends in /sse (repeatable).")]
-HeaderOpt = Annotated[Optional[list[str]], typer.Option("--header", "-H", help="'Name: value' for --url servers.")]
+HeaderOpt = Annotated[list[str] | None, typer.Option("--header", "-H", help="'Name: value' for --url servers.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
-StartupOpt = Annotated[Optional[float], typer.Option(
+StartupOpt = Annotated[float | None, typer.Option(
     "--startup-timeout", min=0.001, help="Seconds a server may take to start and list its tools.")]
-ViaOpt = Annotated[Optional[str], typer.Option(
+ViaOpt = Annotated[str | None, typer.Option(
     "--via", help="Go through a running `miroctl serve --transport http` at this URL (fast: no SDK, warm "
     "servers). [env: MIROCTL_URL, unless --config/--stdio/--url is given]")]
 
@@ -132,7 +131,7 @@ def _select(config: Any, names: list[str] | None, out: Any) -> list[Any]:
 
 @app.command("list")
 def list_(
-    servers: Annotated[Optional[list[str]], typer.Argument(help="Servers to list (default: the profile's).")] = None,
+    servers: Annotated[list[str] | None, typer.Argument(help="Servers to list (default: the profile's).")] = None,
     json_mode: JsonOpt = False,
     schema: Annotated[bool, typer.Option("--schema", help="Show each tool's full description and input schema.")] = False,
     config: ConfigOpt = None,
@@ -143,13 +142,13 @@ def list_(
     via: ViaOpt = None,
 ) -> None:
     """List the tools of every selected server; failing servers are reported in place (exit 1)."""
+    from miroctl.manager import Manager
+    from miroctl.render import list_tables
+
     out = _output(json_mode)
     gateway_url = _resolve_via(via, config, stdio, url, out)
     if gateway_url:
         _list_via(gateway_url, servers or [], json_mode, schema, out)
-    from miroctl.manager import Manager
-    from miroctl.render import list_tables
-
     loaded = _load_config(config, stdio, url, header, out, startup_timeout)
     specs = _select(loaded, servers, out)
 
@@ -187,17 +186,17 @@ def split_target(words: list[str], config: Any) -> tuple[str | None, str, list[s
 
 @app.command()
 def call(
-    target: Annotated[Optional[list[str]], typer.Argument(
+    target: Annotated[list[str] | None, typer.Argument(
         help="SERVER TOOL, SERVER.TOOL or TOOL, then key=value pairs (key:=json for raw JSON).",
         show_default=False)] = None,
-    args: Annotated[Optional[str], typer.Option(
+    args: Annotated[str | None, typer.Option(
         "--args", "-a", help="Base arguments: a JSON object, @file.json, or - for stdin; pairs override it.")] = None,
     json_mode: JsonOpt = False,
-    timeout: Annotated[Optional[float], typer.Option(
+    timeout: Annotated[float | None, typer.Option(
         "--timeout", "-t", min=0.001, help="Seconds the call may take (default: server, profile, 900).")] = None,
     no_autocorrect: Annotated[bool, typer.Option(
         "--no-autocorrect", help="Never re-route a call to the one server that has the tool.")] = False,
-    save_dir: Annotated[Optional[str], typer.Option(
+    save_dir: Annotated[str | None, typer.Option(
         "--save-dir", help="Where images, audio and blobs of the result are saved (default: a new temp dir).")] = None,
     config: ConfigOpt = None,
     stdio: StdioOpt = None,
@@ -205,7 +204,7 @@ def call(
     header: HeaderOpt = None,
     startup_timeout: StartupOpt = None,
     via: ViaOpt = None,
-    batch_file: Annotated[Optional[str], typer.Option(
+    batch_file: Annotated[str | None, typer.Option(
         "--batch", help="JSON lines of {server, tool, arguments} (- for stdin): every call over one pool, one "
         "envelope per output line, in input order.")] = None,
     jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, help="Calls in flight at once with --batch.")] = 8,
@@ -213,6 +212,7 @@ def call(
     """Call one tool and print its result; the exit code says how it went."""
     from miroctl import args as args_
     from miroctl import blobs
+    from miroctl.manager import CallRequest, Manager
     from miroctl.render import call_result
 
     out = _output(json_mode)
@@ -222,11 +222,9 @@ def call(
                     lambda: _load_config(config, stdio, url, header, out, startup_timeout))
     if gateway_url:
         _call_via(gateway_url, target or [], args, timeout, no_autocorrect, save_dir, json_mode, out)
-    from miroctl.manager import CallRequest, Manager
-
     loaded = _load_config(config, stdio, url, header, out, startup_timeout)
     try:
-        server, tool, pairs = split_target(target or [], loaded)
+        server, tool, pairs = split_target(target, loaded)
         for pair in pairs:
             args_.split_pair(pair)
         base = args_.load_base(args)
@@ -320,21 +318,21 @@ def _call_batch(source: str, target: list[str] | None, args: str | None, jobs: i
 
 @app.command()
 def serve(
-    servers: Annotated[Optional[list[str]], typer.Argument(help="Servers to serve (default: the profile's).")] = None,
+    servers: Annotated[list[str] | None, typer.Argument(help="Servers to serve (default: the profile's).")] = None,
     transport: Annotated[str, typer.Option("--transport", "-T", help="stdio (for an MCP host that starts "
                                            "miroctl) or http (streamable HTTP, plus the JSON API).")] = "stdio",
     host: Annotated[str, typer.Option("--host", help="Address to listen on (http); anything but loopback "
                                       "needs --token-env.")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", "-p", min=0, max=65535, help="Port (http); 0 picks a free one.")]
     = 8765,
-    token_env: Annotated[Optional[str], typer.Option("--token-env", help="Require `Authorization: Bearer` with "
+    token_env: Annotated[str | None, typer.Option("--token-env", help="Require `Authorization: Bearer` with "
                                                      "the token held by this environment variable (http).")] = None,
     separator: Annotated[str, typer.Option("--separator", help="Between server and tool in exposed names.")] = "__",
     lazy: Annotated[bool, typer.Option("--lazy", help="Expose two meta-tools, list_tools and call_tool, instead "
                                        "of every tool (saves a host's prompt tokens on big pools).")] = False,
-    allow_host: Annotated[Optional[list[str]], typer.Option("--allow-host", help="Another Host header to accept, "
+    allow_host: Annotated[list[str] | None, typer.Option("--allow-host", help="Another Host header to accept, "
                                                             "e.g. gateway.lan:8765 or gateway.lan:* (http).")] = None,
-    allow_origin: Annotated[Optional[list[str]], typer.Option("--allow-origin", help="Another browser Origin to "
+    allow_origin: Annotated[list[str] | None, typer.Option("--allow-origin", help="Another browser Origin to "
                                                               "accept, e.g. https://app.example (http).")] = None,
     max_body: Annotated[int, typer.Option("--max-body", min=1, help="Largest request body in bytes (http).")]
     = 4 * 1024 * 1024,

@@ -11,7 +11,7 @@ import json
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Self
 
 import anyio
 from anyio.abc import TaskGroup
@@ -22,7 +22,7 @@ from miroctl.errors import MiroctlError
 from miroctl.failures import CONNECTION_CLOSED, REQUEST_TIMEOUT, died_during, leaf
 from miroctl.models import CallOutcome, ServerSpec, ServerTools, ToolInfo
 from miroctl.policy import Policy
-from miroctl.pool import CALLS_PER_SERVER, ServerHandle, Unavailable
+from miroctl.pool import ServerHandle, Unavailable
 from miroctl.routing import Route, Router
 from miroctl.transports import sweep_orphans
 
@@ -47,22 +47,21 @@ class Manager:
     """Sessions to the configured servers, shared by every list and call made through it."""
 
     def __init__(self, config: Config, *, policy: Policy | None = None, concurrency: int | None = None,
-                 on_event: EventFn | None = None, calls_per_server: int | None = None) -> None:
+                 on_event: EventFn | None = None) -> None:
         self.config = config
         self.policy = policy or Policy.from_profile(config.profile)
         self._limiter = anyio.CapacityLimiter(concurrency or config.profile.concurrency)
         self._handles: dict[str, ServerHandle] = {}
         self._tg: TaskGroup | None = None
         self._on_event = on_event
-        self._calls_per_server = calls_per_server or CALLS_PER_SERVER
         self.router = Router(config, self.policy, self.tools_of, self.find_tool)
 
-    async def __aenter__(self) -> Manager:
+    async def __aenter__(self) -> Self:
         self._tg = anyio.create_task_group()
         await self._tg.__aenter__()
         return self
 
-    async def __aexit__(self, *exc_info: Any) -> bool | None:
+    async def __aexit__(self, *exc_info: object) -> bool | None:
         for handle in self._handles.values():
             handle.signal_close()
         try:
@@ -81,8 +80,7 @@ class Manager:
     def handle(self, spec: ServerSpec) -> ServerHandle:
         if spec.name not in self._handles:
             assert self._tg is not None, "use the Manager as an async context manager"
-            self._handles[spec.name] = ServerHandle(spec, self._tg, self.config.profile.startup_timeout,
-                                                    self._calls_per_server)
+            self._handles[spec.name] = ServerHandle(spec, self._tg, self.config.profile.startup_timeout)
         return self._handles[spec.name]
 
     def emit(self, event: str, **fields: Any) -> None:
@@ -170,30 +168,26 @@ class Manager:
         handle = self.handle(spec)
         connection = await handle.connect()
         timeout = request.timeout or spec.timeout or self.config.profile.timeout
-        async with handle.call_slots:  # waiting for a slot is not part of the call's timeout
-            with anyio.move_on_after(timeout) as waited:
-                try:
-                    result = await connection.client.call_tool(tool, dict(values), progress_callback=request.progress)
-                except Exception as exc:  # the session's failures, sorted below
-                    return await self._call_failed(route, handle, leaf(exc), timeout, connection)
+        with anyio.move_on_after(timeout) as waited:
+            try:
+                result = await connection.client.call_tool(tool, dict(values), progress_callback=request.progress)
+            except Exception as exc:  # noqa: BLE001 - every session failure is sorted into an envelope below
+                return await self._call_failed(route, handle, leaf(exc), timeout)
         if waited.cancelled_caught:
             connection.wire.hurry = True
             return _timed_out(route, timeout)
-        handle.call_succeeded()
         outcome = outcome_from_result(spec.name, tool, result)
         outcome.corrected_from = route.corrected_from
         return outcome
 
     async def _call_failed(self, route: Route, handle: ServerHandle, exc: BaseException,
-                           timeout: float, connection: Any = None) -> CallOutcome:
+                           timeout: float) -> CallOutcome:
         code = getattr(exc, "code", None)
         if code == REQUEST_TIMEOUT:
             return _timed_out(route, timeout)
         if code == CONNECTION_CLOSED or isinstance(exc, (anyio.ClosedResourceError, anyio.BrokenResourceError)):
-            wire = await handle.lost(connection)
+            wire = await handle.lost()
             failure = died_during(wire, f"the call to {route.tool.name}") if wire else None
-            if failure is not None:
-                handle.note_loss(failure)
             outcome = _unavailable(route.spec.name, route.tool.name, Unavailable(failure))  # type: ignore[arg-type]
         elif code is not None:
             outcome = CallOutcome(route.spec.name, route.tool.name, error_kind="failed",

@@ -13,7 +13,7 @@ from typing import Any
 import anyio
 from anyio.abc import TaskGroup
 
-from miroctl.failures import startup_failure, startup_timeout
+from miroctl.failures import CONNECTION_CLOSED, died_during, leaf, startup_failure, startup_timeout
 from miroctl.models import Failure, ServerSpec, ToolInfo
 from miroctl.transports import Connection, Wire, open_connection
 
@@ -21,7 +21,7 @@ MAX_TOOL_PAGES = 100
 RETRY_AFTER = 5.0  # a server that failed to start is not tried again sooner (doubling up to RETRY_MAX)
 RETRY_MAX = 60.0
 CRASH_BACKOFF = 1.0  # after a second crash in a row, wait this long before restarting (doubling up to RETRY_MAX)
-CALLS_PER_SERVER = 16  # calls in flight on one session at once; more wait for a slot
+CALLS_PER_SERVER = 16  # calls in flight on one session at once; more wait for a slot (within their timeout)
 
 
 class Unavailable(Exception):
@@ -43,13 +43,13 @@ class _Generation:
     done: anyio.Event = field(default_factory=anyio.Event)
     connection: Connection | None = None
     error: BaseException | None = None
+    dead: bool = False  # a call found its connection closed
 
 
 class ServerHandle:
     """The lazily opened session to one server, shared by every caller in the process."""
 
-    def __init__(self, spec: ServerSpec, task_group: TaskGroup, startup_timeout: float,
-                 max_calls: int = CALLS_PER_SERVER) -> None:
+    def __init__(self, spec: ServerSpec, task_group: TaskGroup, startup_timeout: float) -> None:
         self.spec = spec
         self.startup_timeout = spec.startup_timeout or startup_timeout
         self._tg = task_group
@@ -64,7 +64,7 @@ class ServerHandle:
         self.failure: Failure | None = None
         self._failed_at = 0.0
         self._retry_after = RETRY_AFTER
-        self.call_slots = anyio.CapacityLimiter(max_calls)
+        self.call_slots = anyio.CapacityLimiter(CALLS_PER_SERVER)
         self.crashes = 0  # sessions lost in a row without a successful call in between
         self._lost_at = 0.0
         self.last_failure: Failure | None = None  # why the latest session ended or failed to start
@@ -146,10 +146,10 @@ class ServerHandle:
         try:
             with gen.scope:
                 async with open_connection(self.spec, gen.wire) as connection:
-                    gen.connection = connection
+                    gen.connection = Connection(BoundedClient(connection.client, self, gen), connection.wire)
                     gen.ready.set()
                     await gen.stop.wait()
-        except Exception as exc:  # reported through the generation, never raised into the pool
+        except Exception as exc:  # noqa: BLE001 - reported through the generation, never raised into the pool
             gen.error = exc
         finally:
             gen.connection = None
@@ -175,13 +175,9 @@ class ServerHandle:
         self._tools = tuple(found)
         return self._tools
 
-    async def lost(self, connection: Connection | None = None) -> Wire | None:
-        """The session broke: close what is left of it so that the next call starts afresh.
-
-        With `connection`, only the session that connection belongs to is closed: a call that
-        notices a loss late must not close the fresh session another call already opened.
-        """
-        gen = self._current if connection is None else self._generation_of(connection)
+    async def lost(self) -> Wire | None:
+        """The session broke: close what is left of it so that the next call starts afresh."""
+        gen = self._lost_generation()
         if gen is None:
             return None
         if not gen.stop.is_set():  # several calls may notice one loss: count it once
@@ -189,14 +185,15 @@ class ServerHandle:
             self._lost_at = time.monotonic()
         gen.stop.set()
         await gen.done.wait()
+        self.last_failure = died_during(gen.wire, "a call")
         return gen.wire
 
-    def _generation_of(self, connection: Connection) -> _Generation | None:
-        return next((gen for gen in reversed(self._gens) if gen.wire is connection.wire), None)
-
-    def note_loss(self, failure: Failure) -> None:
-        """Remember why the latest session ended, for health reports."""
-        self.last_failure = failure
+    def _lost_generation(self) -> _Generation | None:
+        """The current session, unless a call noticed an older one's loss late (then never close the new one)."""
+        current = self._current
+        if current is None or current.dead:
+            return current
+        return next((gen for gen in reversed(self._gens) if gen.dead), current)
 
     @property
     def state(self) -> str:
@@ -238,3 +235,34 @@ def tool_info(server: str, tool: Any) -> ToolInfo:
         output_schema=tool.output_schema,
         annotations=annotations,
     )
+
+
+class BoundedClient:
+    """A session's client as callers see it: at most CALLS_PER_SERVER calls at once, outcomes noted.
+
+    A call that finds the connection closed marks its generation dead, so `lost()` knows which
+    session broke; an answered call resets the crash count, so the next crash restarts at once.
+    """
+
+    def __init__(self, client: Any, handle: ServerHandle, gen: _Generation) -> None:
+        self._client, self._handle, self._gen = client, handle, gen
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)
+
+    async def call_tool(self, *args: Any, **kwargs: Any) -> Any:
+        async with self._handle.call_slots:
+            try:
+                result = await self._client.call_tool(*args, **kwargs)
+            except Exception as exc:
+                self._gen.dead = self._gen.dead or closed(exc)
+                raise
+        self._handle.call_succeeded()
+        return result
+
+
+def closed(exc: BaseException) -> bool:
+    """Whether a call failed because the session's connection is gone."""
+    exc = leaf(exc)
+    return getattr(exc, "code", None) == CONNECTION_CLOSED or isinstance(
+        exc, (anyio.ClosedResourceError, anyio.BrokenResourceError))

@@ -1,6 +1,5 @@
 """reading: read a local file or a URL and return it as Markdown (MarkItDown)."""
 
-import os
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 

@@ -123,7 +123,7 @@ def run_miroctl(*args: str, env: dict[str, str] | None = None, timeout: float = 
                 input: str | None = None, cwd: str | Path | None = None) -> subprocess.CompletedProcess[str]:
     """miroctl as a real subprocess (for signals, process trees and import costs)."""
     full_env = {**os.environ, **(env or {})}
-    return subprocess.run([sys.executable, "-m", "miroctl.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "miroctl.cli", *args], check=False, capture_output=True, text=True,
                           env=full_env, timeout=timeout, input=input, cwd=cwd or ROOT)
 
 

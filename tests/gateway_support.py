@@ -11,12 +11,12 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-import pytest
 import yaml
 
 from tests.conftest import HEALTHY_STARTUP, ROOT, fixture_yaml
@@ -94,17 +94,13 @@ class GatewayProcess:
             raise AssertionError(f"gateway did not stop within {timeout}s of {signal.Signals(sig).name}") from None
 
 
-@pytest.fixture
-def gateways() -> Any:
-    """Start gateway processes; whatever is still running at the end of the test is stopped."""
-    started: list[GatewayProcess] = []
-
-    def start(*args: str, **kwargs: Any) -> GatewayProcess:
-        started.append(GatewayProcess(*args, **kwargs))
-        return started[-1]
-
-    yield start
-    for gateway in started:
+@contextmanager
+def running(*args: str, **kwargs: Any) -> Iterator[GatewayProcess]:
+    """A gateway process for the length of a `with` block; stopped at the end if still running."""
+    gateway = GatewayProcess(*args, **kwargs)
+    try:
+        yield gateway
+    finally:
         if gateway.proc.poll() is None:
             gateway.stop()
 

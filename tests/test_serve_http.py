@@ -21,10 +21,10 @@ from typer.testing import CliRunner
 from miroctl.cli import app
 from tests.conftest import FIXTURE, free_port, tagged_processes, wait_for_no_tagged, wait_for_port
 from tests.gateway_support import (
-    gateways,  # noqa: F401
     pool_files,
     post_json,
     request,
+    running,
     start_http_gateway,
     wait_until,
     write_pool,
@@ -61,9 +61,9 @@ def _env() -> dict[str, str]:
 
 @asynccontextmanager
 async def http_client(url: str, headers: dict[str, str]) -> AsyncIterator[Any]:
-    async with httpx2.AsyncClient(headers=headers, timeout=60) as http:
-        async with Client(streamable_http_client(f"{url}/mcp", http_client=http)) as client:
-            yield client
+    async with httpx2.AsyncClient(headers=headers, timeout=60) as http, \
+            Client(streamable_http_client(f"{url}/mcp", http_client=http)) as client:
+        yield client
 
 
 def test_sdk_client_lists_namespaced_tools_and_calls_them_over_http(secured):
@@ -199,13 +199,13 @@ def test_busy_port_is_refused_with_exit_2(tmp_path):
 
 
 @pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
-def test_signal_stops_the_http_gateway_and_leaves_no_server_behind(tmp_path, leak_tag, gateways, sig, code):
+def test_signal_stops_the_http_gateway_and_leaves_no_server_behind(tmp_path, leak_tag, sig, code):
     config = write_pool(tmp_path, pool_files(leak_tag))
-    gateway = gateways("--config", str(config), "--transport", "http", "--port", "0")
-    url = gateway.url()
-    wait_until(lambda: len(tagged_processes(leak_tag)) == 2, message="both servers running")
-    assert post_json(url, "/v1/call", {"server": "alpha", "tool": "echo", "arguments": {"text": "x"}})[0] == 200
-    assert gateway.stop(sig) == code
+    with running("--config", str(config), "--transport", "http", "--port", "0") as gateway:
+        url = gateway.url()
+        wait_until(lambda: len(tagged_processes(leak_tag)) == 2, message="both servers running")
+        assert post_json(url, "/v1/call", {"server": "alpha", "tool": "echo", "arguments": {"text": "x"}})[0] == 200
+        assert gateway.stop(sig) == code
 
 
 def test_json_api_call_is_cancelled_upstream_when_its_client_goes_away(secured, tmp_path):

@@ -49,9 +49,10 @@ async def test_second_crash_in_a_row_backs_off_before_the_next_restart(leak_tag,
     assert (handle.starts, state) == (2, "backoff")
 
 
-async def test_calls_to_one_server_beyond_its_bound_wait_for_a_slot():
+async def test_calls_to_one_server_beyond_its_bound_wait_for_a_slot(monkeypatch):
+    monkeypatch.setattr(pool, "CALLS_PER_SERVER", 2)
     spec = ServerSpec(name="alpha", transport="memory", target=build("alpha", {"sleep", "echo"}))
-    async with Manager(config_of(spec), calls_per_server=2) as manager:
+    async with Manager(config_of(spec)) as manager:
         slots = manager.handle(spec).call_slots
         async with anyio.create_task_group() as tg:
             for _ in range(5):
@@ -61,3 +62,18 @@ async def test_calls_to_one_server_beyond_its_bound_wait_for_a_slot():
                     await anyio.sleep(0.01)
             assert slots.borrowed_tokens == 2
             tg.cancel_scope.cancel()
+
+
+async def test_a_call_that_notices_a_loss_late_never_closes_the_fresh_session(leak_tag):
+    spec = fixture_spec("alpha", env={"MIROCTL_TEST_TAG": leak_tag})
+    async with Manager(config_of(spec)) as manager:
+        handle = manager.handle(spec)
+        await manager.call(CallRequest("alpha", "crash"))
+        fresh = await manager.call(CallRequest("alpha", "echo", {"text": "new session"}))
+        await handle.lost()  # what a second call in flight on the crashed session does, noticing only now
+        connected_after = handle.connected
+        after = await manager.call(CallRequest("alpha", "echo", {"text": "same session"}))
+    assert fresh.result == "new session"
+    assert connected_after
+    assert after.result == "same session"
+    assert handle.starts == 2

@@ -18,7 +18,7 @@ from mcp.client.stdio import stdio_client
 
 from miroctl.gateway import META_KEY
 from tests.conftest import ROOT, tagged_processes
-from tests.gateway_support import gateways, pool_files, wait_until, write_pool  # noqa: F401
+from tests.gateway_support import pool_files, running, wait_until, write_pool
 
 pytestmark = pytest.mark.anyio
 
@@ -93,20 +93,20 @@ async def _wait_for_text(path: Path, text: str, timeout: float = 30) -> None:
             await anyio.sleep(0.02)
 
 
-def test_gateway_exits_0_and_stops_its_servers_when_stdin_closes(tmp_path, leak_tag, gateways):
+def test_gateway_exits_0_and_stops_its_servers_when_stdin_closes(tmp_path, leak_tag):
     config = write_pool(tmp_path, pool_files(leak_tag))
-    gateway = gateways("--config", str(config), stdin=subprocess.PIPE)
-    gateway.wait_for(r"miroctl serve: \d+ tools from 2 of 2 servers")
-    gateway.proc.stdin.close()  # type: ignore[union-attr]
-    assert gateway.proc.wait(timeout=30) == 0
-    assert gateway.proc.stdout.read() == ""  # type: ignore[union-attr]
+    with running("--config", str(config), stdin=subprocess.PIPE) as gateway:
+        gateway.wait_for(r"miroctl serve: \d+ tools from 2 of 2 servers")
+        gateway.proc.stdin.close()  # type: ignore[union-attr]
+        assert gateway.proc.wait(timeout=30) == 0
+        assert gateway.proc.stdout.read() == ""  # type: ignore[union-attr]
 
 
 @pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
-def test_signal_stops_the_stdio_gateway_and_leaves_no_server_behind(tmp_path, leak_tag, gateways, sig, code):
+def test_signal_stops_the_stdio_gateway_and_leaves_no_server_behind(tmp_path, leak_tag, sig, code):
     config = write_pool(tmp_path, pool_files(leak_tag))
-    gateway = gateways("--config", str(config), stdin=subprocess.PIPE)
-    gateway.wait_for("miroctl serve:")
-    wait_until(lambda: len(tagged_processes(leak_tag)) == 2, message="both servers running")
-    assert gateway.stop(sig) == code
-    assert f"interrupted by {sig.name}" in gateway.stderr
+    with running("--config", str(config), stdin=subprocess.PIPE) as gateway:
+        gateway.wait_for("miroctl serve:")
+        wait_until(lambda: len(tagged_processes(leak_tag)) == 2, message="both servers running")
+        assert gateway.stop(sig) == code
+        assert f"interrupted by {sig.name}" in gateway.stderr

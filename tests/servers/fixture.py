@@ -121,13 +121,12 @@ def build(name: str, only: set[str] | None):
         """Sleep, writing "started" to the file `marker`, and "cancelled" there if the call is cancelled."""
         import anyio
 
-        with open(marker, "w") as handle:
-            handle.write("started")
+        await anyio.Path(marker).write_text("started")
         try:
             await anyio.sleep(seconds)
         except anyio.get_cancelled_exc_class():
-            with open(marker, "w") as handle:
-                handle.write("cancelled")
+            with anyio.CancelScope(shield=True):
+                await anyio.Path(marker).write_text("cancelled")
             raise
         return "finished"
 
