@@ -46,7 +46,7 @@ class Gateway:
     def spec(self, name: str) -> ServerSpec | None:
         """A selected server by name (`reading` finds `tool-reading`); others are not served."""
         found = self.manager.config.get(name)
-        return found if found is not None and found in self.specs else None
+        return found if found is not None and found.name in {spec.name for spec in self.specs} else None
 
     async def call(self, request: CallRequest) -> CallOutcome:
         return await self.manager.call(request)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from miroctl.errors import MiroctlError, UsageError
+from miroctl.errors import ConfigError, MiroctlError, UsageError
 from miroctl.gateway import Gateway
 from miroctl.manager import CallRequest
 
@@ -84,12 +84,12 @@ async def list_document(body: Any, gateway: Gateway) -> dict[str, Any]:
 
 
 def _served(name: str, gateway: Gateway) -> Any:
+    """A served server by name; the same error as `list` gives for an unknown one."""
     spec = gateway.spec(name)
     if spec is None:
         from miroctl.config import suggest
 
-        names = [s.name for s in gateway.specs]
-        raise UsageError(f"no server named {name!r}", hint=suggest(name, names) or f"served: {', '.join(names)}")
+        raise ConfigError(f"no server named {name!r}", hint=suggest(name, [s.name for s in gateway.specs]))
     return spec
 
 

@@ -116,6 +116,7 @@ def test_list_via_with_an_unknown_server_exits_2_like_list(pool):
     warm = invoke("list", "gamma", "--via", pool["url"])
     assert (warm.exit_code, direct.exit_code) == (2, 2)
     assert "no server named 'gamma'" in warm.stderr
+    assert warm.stderr == direct.stderr
 
 
 def test_batch_via_gives_the_envelopes_of_the_direct_batch(pool, tmp_path):
