@@ -220,3 +220,28 @@ def test_json_api_call_is_cancelled_upstream_when_its_client_goes_away(secured, 
     wait_until(lambda: marker.exists() and marker.read_text() == "started", message="call started upstream")
     connection.close()
     wait_until(lambda: marker.read_text() == "cancelled", message="call cancelled upstream")
+
+
+@pytest.mark.parametrize(("header", "ok"), [
+    (f"Bearer {TOKEN}", True),
+    (f"bearer {TOKEN}", True),
+    (f"Basic {TOKEN}", False),
+    (f"Bearer {TOKEN}x", False),
+    ("Bearer", False),
+    (None, False),
+])
+def test_token_check_accepts_only_the_bearer_token(header, ok):
+    from miroctl.gateway_http import token_ok
+
+    assert token_ok(header, TOKEN) is ok
+
+
+def test_settings_accept_loopback_names_and_any_host_only_beyond_loopback_without_allow_host():
+    from miroctl.gateway_http import HttpSettings, matches
+
+    local = HttpSettings()
+    assert matches("localhost:8765", local.hosts) and matches("[::1]:1", local.hosts)
+    assert not matches("127.0.0.1.evil.example:80", local.hosts)
+    assert not matches("http://localhost.evil.example", local.origins)
+    assert HttpSettings(host="0.0.0.0", token="t").hosts == ()
+    assert matches("gw.lan:8765", HttpSettings(host="0.0.0.0", token="t", allow_hosts=["gw.lan:*"]).hosts)
