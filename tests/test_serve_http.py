@@ -245,3 +245,13 @@ def test_settings_accept_loopback_names_and_any_host_only_beyond_loopback_withou
     assert not matches("http://localhost.evil.example", local.origins)
     assert HttpSettings(host="0.0.0.0", token="t").hosts == ()
     assert matches("gw.lan:8765", HttpSettings(host="0.0.0.0", token="t", allow_hosts=["gw.lan:*"]).hosts)
+
+
+@pytest.mark.parametrize(("args", "reason"), [
+    (["--transport", "websocket"], "unknown transport 'websocket'"),
+    (["--separator", "/"], "--separator '/' would make invalid tool names"),
+])
+def test_serve_refuses_bad_options_with_exit_2_before_starting_anything(args, reason):
+    result = CliRunner().invoke(app, ["serve", *args])
+    assert result.exit_code == 2
+    assert reason in result.stderr
