@@ -100,14 +100,29 @@ async def goal_2(config: Path, url: str, calls: int) -> dict[str, float]:
                 Client(stdio_client(served, errlog=errlog)) as gateway:
             await _latencies(plain, "echo", 20)
             await _latencies(gateway, "bench__echo", 20)
+            served_process = _stdio_gateway_process()
+            cpu_before = _cpu(served_process)
             pairs = [(await _timed(plain, "echo"), await _timed(gateway, "bench__echo")) for _ in range(calls)]
+            cpu_per_call = (_cpu(served_process) - cpu_before) / calls
     results = {"direct": statistics.median(p[0] for p in pairs),
                "gateway_stdio": statistics.median(p[1] for p in pairs),
-               "added": statistics.median(p[1] - p[0] for p in pairs)}
+               "added": statistics.median(p[1] - p[0] for p in pairs),
+               "gateway_cpu": cpu_per_call}
     async with Client(f"{url}/mcp") as client:
         results["gateway_http"] = statistics.median(await _latencies(client, "bench__echo", calls))
     results["json_api"] = _json_api(url, calls)
     return results
+
+
+def _stdio_gateway_process() -> object:
+    import psutil
+
+    return next(p for p in psutil.Process().children() if "serve" in p.cmdline() and "--transport" not in p.cmdline())
+
+
+def _cpu(process: object) -> float:
+    times = process.cpu_times()  # type: ignore[attr-defined]
+    return times.user + times.system
 
 
 def _json_api(url: str, calls: int) -> float:
@@ -139,15 +154,17 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--calls", type=int, default=300)
     parser.add_argument("--batch", type=int, default=200)
+    parser.add_argument("--goals", default="1,2,3", help="which goals to measure (3 needs 1)")
     opts = parser.parse_args()
     os.environ.pop("MIROCTL_URL", None)
+    goals = set(opts.goals.split(","))
     with tempfile.TemporaryDirectory() as tmp:
         config = write_config(Path(tmp))
         gateway = Gateway(config)
         try:
-            one = goal_1(config, gateway.url, opts.runs)
-            two = anyio.run(goal_2, config, gateway.url, opts.calls)
-            three = goal_3(config, gateway.url, opts.batch, opts.runs, one["cold"])
+            one = goal_1(config, gateway.url, opts.runs) if goals & {"1", "3"} else None
+            two = anyio.run(goal_2, config, gateway.url, opts.calls) if "2" in goals else None
+            three = goal_3(config, gateway.url, opts.batch, opts.runs, one["cold"]) if "3" in goals else None
         finally:
             gateway.stop()
     report(one, two, three, opts)
@@ -157,23 +174,30 @@ def ms(seconds: float) -> str:
     return f"{seconds * 1000:.1f} ms"
 
 
-def report(one: dict[str, float], two: dict[str, float], three: dict[str, float], opts: argparse.Namespace) -> None:
-    print(f"## goal 1: one call, whole process (median of {opts.runs})")
-    print(f"- cold direct `miroctl call`: {ms(one['cold'])}")
-    print(f"- `miroctl call --via` (warm gateway): {ms(one['warm'])}  -> {one['cold'] / one['warm']:.1f}x faster")
-    print(f"- `python -c pass`: {ms(one['python'])}")
-    print(f"## goal 2: latency per call on an open session (median of {opts.calls}, calls alternated)")
-    print(f"- SDK client -> server directly: {ms(two['direct'])}")
-    print(f"- SDK client -> miroctl serve (stdio) -> server: {ms(two['gateway_stdio'])}  "
-          f"(added per call, median of pairs: {ms(two['added'])})")
-    print(f"- SDK client -> miroctl serve (streamable HTTP) -> server: {ms(two['gateway_http'])}")
-    print(f"- JSON API POST /v1/call (new connection each): {ms(two['json_api'])}")
-    print(f"## goal 3: {opts.batch} calls")
-    print(f"- one `miroctl call --batch` (direct, cold pool): {three['batch']:.2f} s")
-    print(f"- one `miroctl call --batch --via`: {three['via_batch']:.2f} s")
-    print(f"- {opts.batch} separate cold `miroctl call` (median x {opts.batch}): {three['separate_cold_estimate']:.1f} s"
-          f"  -> batch takes 1/{three['separate_cold_estimate'] / three['batch']:.0f}")
-    print(f"- {opts.batch} separate `miroctl call --via` (measured): {three['separate_via']:.1f} s")
+def report(one: dict[str, float] | None, two: dict[str, float] | None, three: dict[str, float] | None,
+           opts: argparse.Namespace) -> None:
+    print(f"load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())} (2 cores)")
+    if one:
+        print(f"## goal 1: one call, whole process (median of {opts.runs})")
+        print(f"- cold direct `miroctl call`: {ms(one['cold'])}")
+        print(f"- `miroctl call --via` (warm gateway): {ms(one['warm'])}  -> {one['cold'] / one['warm']:.1f}x faster")
+        print(f"- `python -c pass`: {ms(one['python'])}")
+    if two:
+        print(f"## goal 2: latency per call on an open session (median of {opts.calls}, calls alternated)")
+        print(f"- SDK client -> server directly: {ms(two['direct'])}")
+        print(f"- SDK client -> miroctl serve (stdio) -> server: {ms(two['gateway_stdio'])}  "
+              f"(added per call, median of pairs: {ms(two['added'])})")
+        print(f"- CPU time the gateway process spends per call: {ms(two['gateway_cpu'])}")
+        print(f"- SDK client -> miroctl serve (streamable HTTP) -> server: {ms(two['gateway_http'])}")
+        print(f"- JSON API POST /v1/call (new connection each): {ms(two['json_api'])}")
+    if three:
+        print(f"## goal 3: {opts.batch} calls")
+        print(f"- one `miroctl call --batch` (direct, cold pool): {three['batch']:.2f} s")
+        print(f"- one `miroctl call --batch --via`: {three['via_batch']:.2f} s")
+        print(f"- {opts.batch} separate cold `miroctl call` (median x {opts.batch}): "
+              f"{three['separate_cold_estimate']:.1f} s  -> batch takes 1/"
+              f"{three['separate_cold_estimate'] / three['batch']:.0f}")
+        print(f"- {opts.batch} separate `miroctl call --via` (measured): {three['separate_via']:.1f} s")
 
 
 if __name__ == "__main__":
