@@ -362,7 +362,7 @@ def serve(
                     token=token, allow_hosts=allow_host or (), allow_origins=allow_origin or (), max_body=max_body)
     loaded = _load_config(config, stdio, url, header, out, startup_timeout)
     specs = _select(loaded, servers, out)
-    run(out, lambda: _gateway(loaded, specs, options, out, "stdio", None))
+    run(out, lambda: _gateway(loaded, specs, options, out))
     raise typer.Exit(0)
 
 
@@ -393,14 +393,15 @@ def _serve_http(servers: list[str] | None, options: dict[str, Any], out: Any, co
     specs = _select(loaded, servers, out)
     sock = _remote(out, lambda: bind(settings))
     try:
-        run(out, lambda: _gateway(loaded, specs, options, out, settings, sock))
+        run(out, lambda: _gateway(loaded, specs, options, out, (settings, sock)))
     finally:
         sock.close()
     raise typer.Exit(0)
 
 
-async def _gateway(loaded: Any, specs: list[Any], options: dict[str, Any], out: Any, where: Any, sock: Any) -> None:
-    """Start the pool, report what is served, and serve until stdin ends or a signal arrives."""
+async def _gateway(loaded: Any, specs: list[Any], options: dict[str, Any], out: Any,
+                   http: tuple[Any, Any] | None = None) -> None:
+    """Start the pool, report what is served, and serve (stdio, or http: settings and bound socket)."""
     from dataclasses import replace
 
     from miroctl.gateway import Gateway, serve_stdio
@@ -411,14 +412,15 @@ async def _gateway(loaded: Any, specs: list[Any], options: dict[str, Any], out: 
     async with Manager(served) as manager:
         gateway = Gateway(manager, specs, masker=out.masker, **options)
         await gateway.refresh()
-        if sock is None:
+        if http is None:
             serve_report(out, gateway.health(), "stdio", options["separator"])
             await serve_stdio(gateway)
             return
         from miroctl.gateway_http import address_of, serve_http
 
+        settings, sock = http
         serve_report(out, gateway.health(), f"{address_of(sock)}/mcp", options["separator"])
-        await serve_http(gateway, where, sock)
+        await serve_http(gateway, settings, sock)
 
 
 if __name__ == "__main__":  # pragma: no cover
