@@ -202,7 +202,9 @@ def serve_report(out: Output, health: Mapping[str, Any], where: str, separator: 
     up = sum(1 for s in servers if s.get("state") == "connected")
     shape = "two meta-tools (list_tools, call_tool)" if health.get("lazy") else f"SERVER{separator}TOOL"
     line = Text("miroctl serve: ", style="bold green")
-    line.append(f"{health.get('tools', 0)} tools from {up} of {len(servers)} servers as {shape}, on {where}")
+    tools, total = health.get("tools", 0), len(servers)
+    line.append(f"{tools} tool{'' if tools == 1 else 's'} from {up} of {total} server{'' if total == 1 else 's'} "
+                f"as {shape}, on {where}")
     out.err.print(line, soft_wrap=True)
     for server in servers:
         if server.get("state") != "connected":
