@@ -30,7 +30,7 @@ from tests.gateway_support import (
     write_pool,
 )
 
-TOKEN = "gateway-test-token-" + uuid.uuid4().hex
+TOKEN = "gateway-test-token-5d1c0e7f9a2b"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
 
