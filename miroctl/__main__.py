@@ -1,5 +1,5 @@
-"""`python -m miroctl` runs the command line."""
+"""`python -m miroctl` runs the command line (a call through a gateway takes the warm path)."""
 
-from miroctl.cli import app
+from miroctl.warm import main
 
-app(prog_name="miroctl")
+main()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 from collections.abc import Mapping, Sequence
@@ -142,16 +143,28 @@ def validate(tool: ToolInfo, arguments: Mapping[str, Any]) -> None:
     _reject_unknown(tool, schema, arguments)
     import jsonschema
 
-    try:
-        validator_class = jsonschema.validators.validator_for(schema)
-        validator_class.check_schema(schema)
-    except jsonschema.SchemaError:
+    validator = _validator(json.dumps(schema, sort_keys=True, default=str))
+    if validator is None:
         return  # the server's schema is broken; let the server judge the arguments
-    errors = sorted(validator_class(schema).iter_errors(dict(arguments)), key=lambda e: (len(e.path), str(e.path)))
+    errors = sorted(validator.iter_errors(dict(arguments)), key=lambda e: (len(e.path), str(e.path)))
     if not errors:
         return
     error = jsonschema.exceptions.best_match(errors)
     raise ArgumentError(_describe(tool, error), hint=f"usage: {signature(tool)}")
+
+
+@functools.lru_cache(maxsize=512)
+def _validator(schema_json: str) -> Any:
+    """A validator for one schema, or None if the schema is broken; checked once (it costs ~1 ms a call)."""
+    import jsonschema
+
+    schema = json.loads(schema_json)
+    validator_class = jsonschema.validators.validator_for(schema)
+    try:
+        validator_class.check_schema(schema)
+    except jsonschema.SchemaError:
+        return None
+    return validator_class(schema)
 
 
 def _describe(tool: ToolInfo, error: Any) -> str:

@@ -14,7 +14,7 @@ from typing import Any
 import anyio
 from anyio.abc import TaskGroup
 
-from miroctl.failures import startup_failure, startup_timeout
+from miroctl.failures import CONNECTION_CLOSED, died_during, leaf, startup_failure, startup_timeout
 from miroctl.models import Failure, ServerSpec, ToolInfo
 from miroctl.transports import Connection, Wire, open_connection
 
@@ -25,6 +25,9 @@ START_RETRY_DELAY = 0.5  # as in the seeds: a failed start or connect is tried o
 # Failures that a second try may cure (a server still coming up, a flaky start); a missing command,
 # a config error, a timeout (which would double the wait), bad auth or a noisy stdout will not be.
 RETRYABLE_KINDS = frozenset({"exited", "crashed", "http"})
+
+CRASH_BACKOFF = 1.0  # after a second crash in a row, wait this long before restarting (doubling up to RETRY_MAX)
+CALLS_PER_SERVER = 16  # calls in flight on one session at once; more wait for a slot (within their timeout)
 
 
 class Unavailable(Exception):
@@ -46,6 +49,7 @@ class _Generation:
     done: anyio.Event = field(default_factory=anyio.Event)
     connection: Connection | None = None
     error: BaseException | None = None
+    dead: bool = False  # a call found its connection closed
 
 
 class ServerHandle:
@@ -60,6 +64,7 @@ class ServerHandle:
         self._lock = anyio.Lock()
         self._current: _Generation | None = None
         self._wires: list[Wire] = []
+        self._gens: list[_Generation] = []
         self._tools: tuple[ToolInfo, ...] | None = None
         self.starts = 0
         self.last_used = time.monotonic()
@@ -68,6 +73,10 @@ class ServerHandle:
         self.failure: Failure | None = None
         self._failed_at = 0.0
         self._retry_after = RETRY_AFTER
+        self.call_slots = anyio.CapacityLimiter(CALLS_PER_SERVER)
+        self.crashes = 0  # sessions lost in a row without a successful call in between
+        self._lost_at = 0.0
+        self.last_failure: Failure | None = None  # why the latest session ended or failed to start
 
     @property
     def connected(self) -> bool:
@@ -89,6 +98,7 @@ class ServerHandle:
         async with self._lock:
             if not self.connected:
                 self._raise_recent_failure()
+                self._raise_crash_loop()
                 try:
                     await self._start_with_retry()
                 except Unavailable as exc:
@@ -105,6 +115,24 @@ class ServerHandle:
         if self.failure is not None:
             self._retry_after = min(self._retry_after * 2, RETRY_MAX)
         self.failure, self._failed_at = failure, time.monotonic()
+        self.last_failure = failure
+
+    def crash_backoff(self) -> float:
+        """Seconds to wait after the latest loss: none after the first crash, then doubling."""
+        if self.crashes < 2:
+            return 0.0
+        return min(CRASH_BACKOFF * 2 ** (self.crashes - 2), RETRY_MAX)
+
+    def _raise_crash_loop(self) -> None:
+        wait = self.crash_backoff() - (time.monotonic() - self._lost_at)
+        if wait > 0:
+            raise Unavailable(Failure(
+                "crashed", f"server crashed {self.crashes} times in a row; next restart in {wait:.1f}s",
+                hint=self.last_failure.message if self.last_failure else None, phase="connect"))
+
+    def call_succeeded(self) -> None:
+        """A call got an answer: the session works, so a later crash restarts at once again."""
+        self.crashes = 0
 
     async def _start_with_retry(self) -> None:
         try:
@@ -125,6 +153,7 @@ class ServerHandle:
         self.restarted = self._current is not None
         self._current, self._tools = gen, None
         self._wires.append(gen.wire)
+        self._gens.append(gen)
         self.starts += 1
         started = time.perf_counter()
         self._tg.start_soon(self._own, gen)
@@ -143,7 +172,7 @@ class ServerHandle:
         try:
             with gen.scope:
                 async with open_connection(self.spec, gen.wire) as connection:
-                    gen.connection = connection
+                    gen.connection = Connection(BoundedClient(connection.client, self, gen), connection.wire)
                     gen.ready.set()
                     await gen.stop.wait()
         except Exception as exc:  # noqa: BLE001 - reported through the generation, never raised into the pool
@@ -174,12 +203,36 @@ class ServerHandle:
 
     async def lost(self) -> Wire | None:
         """The session broke: close what is left of it so that the next call starts afresh."""
-        gen = self._current
+        gen = self._lost_generation()
         if gen is None:
             return None
+        if not gen.stop.is_set():  # several calls may notice one loss: count it once
+            self.crashes += 1
+            self._lost_at = time.monotonic()
         gen.stop.set()
         await gen.done.wait()
+        self.last_failure = died_during(gen.wire, "a call")
         return gen.wire
+
+    def _lost_generation(self) -> _Generation | None:
+        """The current session, unless a call noticed an older one's loss late (then never close the new one)."""
+        current = self._current
+        if current is None or current.dead:
+            return current
+        return next((gen for gen in reversed(self._gens) if gen.dead), current)
+
+    @property
+    def state(self) -> str:
+        """idle (never started), connected, backoff (waiting before a restart), failed or lost."""
+        if self.connected:
+            return "connected"
+        if self.failure is not None:
+            return "failed"
+        if self.crash_backoff() > time.monotonic() - self._lost_at:
+            return "backoff"
+        if self._current is None:
+            return "idle"
+        return "lost"
 
     async def close(self) -> None:
         gen = self._current
@@ -208,3 +261,34 @@ def tool_info(server: str, tool: Any) -> ToolInfo:
         output_schema=tool.output_schema,
         annotations=annotations,
     )
+
+
+class BoundedClient:
+    """A session's client as callers see it: at most CALLS_PER_SERVER calls at once, outcomes noted.
+
+    A call that finds the connection closed marks its generation dead, so `lost()` knows which
+    session broke; an answered call resets the crash count, so the next crash restarts at once.
+    """
+
+    def __init__(self, client: Any, handle: ServerHandle, gen: _Generation) -> None:
+        self._client, self._handle, self._gen = client, handle, gen
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)
+
+    async def call_tool(self, *args: Any, **kwargs: Any) -> Any:
+        async with self._handle.call_slots:
+            try:
+                result = await self._client.call_tool(*args, **kwargs)
+            except Exception as exc:
+                self._gen.dead = self._gen.dead or closed(exc)
+                raise
+        self._handle.call_succeeded()
+        return result
+
+
+def closed(exc: BaseException) -> bool:
+    """Whether a call failed because the session's connection is gone."""
+    exc = leaf(exc)
+    return getattr(exc, "code", None) == CONNECTION_CLOSED or isinstance(
+        exc, (anyio.ClosedResourceError, anyio.BrokenResourceError))

@@ -383,3 +383,25 @@ def _check_summary(run: Any) -> str:
     if run.lock is not None and run.lock.changes:
         parts.append(f"tool surface changed: {len(run.lock.breaking)} breaking, {len(run.lock.drift)} drift")
     return ", ".join(parts) + f" ({run.duration_ms / 1000:.1f} s)"
+
+# ---------------------------------------------------------------------------------------------- serve
+
+
+def serve_report(out: Output, health: Mapping[str, Any], where: str, separator: str) -> None:
+    """What the gateway serves, on stderr: one ready line, then each left-out server and collision."""
+    servers = health.get("servers", [])
+    up = sum(1 for s in servers if s.get("state") == "connected")
+    shape = "two meta-tools (list_tools, call_tool)" if health.get("lazy") else f"SERVER{separator}TOOL"
+    line = Text("miroctl serve: ", style="bold green")
+    tools, total = health.get("tools", 0), len(servers)
+    line.append(f"{tools} tool{'' if tools == 1 else 's'} from {up} of {total} server{'' if total == 1 else 's'} "
+                f"as {shape}, on {where}")
+    out.err.print(line, soft_wrap=True)
+    for server in servers:
+        if server.get("state") != "connected":
+            error = server.get("error") or {}
+            reason = f"{error.get('kind')}: {error.get('message')}" if error else server.get("state")
+            out.err.print(Text(f"  left out for now (retried when a client lists tools): {out.safe(server['name'])}: "
+                               f"{out.safe(reason)}", style="yellow"), soft_wrap=True)
+    for collision in health.get("collisions", []):
+        out.err.print(Text(f"  name collision: {out.safe(collision['message'])}", style="yellow"), soft_wrap=True)

@@ -159,6 +159,25 @@ def build(name: str, only: set[str] | None):
         return "x" * chars
 
     @tool()
+    async def wait_cancel(seconds: float, marker: str) -> str:
+        """Sleep, writing "started" to the file `marker`, and "cancelled" there if the call is cancelled."""
+        import anyio
+
+        await anyio.Path(marker).write_text("started")
+        try:
+            await anyio.sleep(seconds)
+        except anyio.get_cancelled_exc_class():
+            with anyio.CancelScope(shield=True):
+                await anyio.Path(marker).write_text("cancelled")
+            raise
+        return "finished"
+
+    @tool()
+    def headers(ctx: Context) -> dict:
+        """Return the HTTP request headers this call arrived with (empty over stdio)."""
+        return {k.lower(): v for k, v in (ctx.headers or {}).items()}
+
+    @tool()
     def ghost() -> str:
         """Listed, but the server claims not to know it when called (unless started with --ghost-real)."""
         if os.environ.get("FIXTURE_GHOST_REAL"):

@@ -1,0 +1,180 @@
+"""`miroctl check`: phased health probes, the table, JSON, JUnit and the tool-surface lock."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from miroctl.cli.base import (
+    ConfigOpt,
+    HeaderOpt,
+    JsonOpt,
+    LogOpt,
+    ModeOpt,
+    StdioOpt,
+    TaskIdOpt,
+    UrlOpt,
+    app,
+    fail,
+    load_config,
+    make_output,
+    manager_for,
+    run,
+    select,
+)
+from miroctl.errors import ExitCode, UsageError
+
+
+@app.command()
+def check(
+    servers: Annotated[list[str] | None, typer.Argument(help="Servers to check (default: the profile's).")] = None,
+    json_mode: JsonOpt = False,
+    junit: Annotated[str | None, typer.Option(
+        "--junit", metavar="FILE", help="Also write JUnit XML (one testcase per server) to FILE.")] = None,
+    timeout: Annotated[float | None, typer.Option(
+        "--timeout", "-t", min=0.001,
+        help="Seconds each server's probe may take, all phases (default: its startup_timeout, 30).")] = None,
+    concurrency: Annotated[int | None, typer.Option(
+        "--concurrency", "-j", min=1, help="Servers probed at once (default: the profile's concurrency, 8).",
+        show_default=False)] = None,
+    smoke: Annotated[bool, typer.Option(
+        "--smoke", help="Also make each server's smoke call (smoke: {tool, arguments} in its file).")] = False,
+    lock: Annotated[str | None, typer.Option(
+        "--lock", metavar="FILE", help="Write the healthy servers' tool names, descriptions, schemas to FILE.")] = None,
+    against: Annotated[str | None, typer.Option(
+        "--against", metavar="FILE", help="Compare the tools with a lock file; any change fails the check.")] = None,
+    allow_fail: Annotated[list[str] | None, typer.Option(
+        "--allow-fail", metavar="NAME", help="A server known to be broken: reported, but not failing (repeatable).")] = None,
+    mode: ModeOpt = None,
+    task_id: TaskIdOpt = None,
+    log: LogOpt = None,
+
+    config: ConfigOpt = None,
+    stdio: StdioOpt = None,
+    url: UrlOpt = None,
+    header: HeaderOpt = None,
+) -> None:
+    """Probe every selected server phase by phase; exit 1 if any is unhealthy or its tools drifted."""
+    out = make_output(json_mode)
+    loaded = load_config(config, stdio, url, header, out)
+    concurrency = concurrency or loaded.profile.concurrency
+    specs = list({spec.name: spec for spec in select(loaded, servers, out)}.values())
+    try:
+        allowed, locked = _check_inputs(loaded, specs, allow_fail or [], against, (junit, lock))
+    except UsageError as exc:
+        fail(out, exc)
+    manager = manager_for(loaded, out, mode, task_id=task_id, log=log)
+    result = run(out, lambda: _probe(out, manager, specs, timeout, concurrency, smoke))
+    result.allow(allowed)
+    if lock or against:
+        result.lock = _lock(out, result, locked, lock, against)
+    if junit:
+        _write_junit(out, junit, result.to_dict())
+    if json_mode:
+        out.json(result.to_dict())
+    else:
+        from miroctl.render import check_table
+
+        check_table(out, result)
+    raise typer.Exit(result.exit_code)
+
+
+def _check_inputs(loaded: Any, specs: list[Any], allow_fail: list[str], against: str | None,
+                  outputs: tuple[str | None, ...]) -> tuple[list[str], Any]:
+    """Everything about a check's command line that can be wrong, found before any server starts."""
+    from miroctl import lockfile
+
+    if not specs:
+        raise UsageError(f"no servers to check in {loaded.source}", hint="name some, or add server files")
+    allowed = _allowed_failures(loaded, specs, allow_fail)
+    locked = lockfile.read(against) if against else None
+    for path in outputs:
+        _writable(path)
+    return allowed, locked
+
+
+async def _probe(out: Any, manager: Any, specs: list[Any], timeout: float | None, concurrency: int,
+                 smoke: bool) -> Any:
+    import time
+
+    from miroctl.check_report import CheckRun
+    from miroctl.probe import probe_all, warm_up
+
+    warm_up(specs)  # miroctl's own import of the SDK is not part of any server's time, nor of the run's
+    started = time.perf_counter()
+    with out.progress(f"checking {len(specs)} servers") as progress:
+        finished: list[str] = []
+
+        async def done(report: Any) -> None:
+            finished.append(report.server)
+            await progress(len(finished), len(specs), report.server)
+
+        async with manager:
+            reports = await probe_all(manager, specs, timeout=timeout, concurrency=concurrency, smoke=smoke,
+                                      on_done=done)
+    return CheckRun(reports, manager.config.source, duration_ms=(time.perf_counter() - started) * 1000,
+                    concurrency=concurrency, timeout=timeout, smoke=smoke)
+
+
+def _allowed_failures(loaded: Any, specs: list[Any], names: list[str]) -> list[str]:
+    """--allow-fail names as the selected servers' names; an unknown name is a usage error."""
+    from miroctl.config import suggest
+
+    selected = [spec.name for spec in specs]
+    allowed = []
+    for name in names:
+        spec = loaded.get(name)
+        if spec is None or spec.name not in selected:
+            raise UsageError(f"--allow-fail {name}: no such server among those checked",
+                             hint=suggest(name, selected))
+        allowed.append(spec.name)
+    return allowed
+
+
+def _writable(path: str | None) -> None:
+    from pathlib import Path
+
+    if path and not Path(path).expanduser().resolve().parent.is_dir():
+        raise UsageError(f"cannot write {path}: its directory does not exist")
+
+
+def _lock(out: Any, result: Any, locked: Any, lock: str | None, against: str | None) -> Any:
+    from miroctl import lockfile
+
+    current = lockfile.surface(result.reports, mask=out.masker.data)
+    check = lockfile.compare(locked, current) if locked is not None else lockfile.LockCheck()
+    check.against = against
+    if lock:
+        previous = locked if against == lock else _previous_lock(lock)
+        try:
+            lockfile.write(lock, lockfile.document(current, previous))
+        except OSError as exc:
+            out.error(f"cannot write lock file {lock}: {exc.strerror or exc}", label="usage")
+            raise typer.Exit(int(ExitCode.USAGE)) from None
+        check.written = lock
+    return check
+
+
+def _previous_lock(path: str) -> Any:
+    """The lock file being replaced, if it is one: servers this run did not see healthy stay in it."""
+    from pathlib import Path
+
+    from miroctl import lockfile
+
+    if not Path(path).is_file():
+        return None
+    try:
+        return lockfile.read(path)
+    except UsageError:
+        return None
+
+
+def _write_junit(out: Any, path: str, document: Any) -> None:
+    from miroctl import junit
+
+    try:
+        junit.write(path, out.masker.data(document))
+    except OSError as exc:
+        out.error(f"cannot write JUnit file {path}: {exc.strerror or exc}", label="usage")
+        raise typer.Exit(int(ExitCode.USAGE)) from None

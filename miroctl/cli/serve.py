@@ -1,0 +1,137 @@
+"""`miroctl serve`: the pool as one MCP server over stdio or HTTP, until Ctrl-C or SIGTERM."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from miroctl.cli.base import (
+    ConfigOpt,
+    HeaderOpt,
+    LogOpt,
+    ModeOpt,
+    StartupOpt,
+    StdioOpt,
+    TaskIdOpt,
+    UrlOpt,
+    app,
+    fail,
+    guard,
+    load_config,
+    make_output,
+    manager_for,
+    run,
+    select,
+)
+from miroctl.errors import UsageError
+
+
+@app.command()
+def serve(
+    servers: Annotated[list[str] | None, typer.Argument(help="Servers to serve (default: the profile's).")] = None,
+    transport: Annotated[str, typer.Option("--transport", "-T", help="stdio (for an MCP host that starts "
+                                           "miroctl) or http (streamable HTTP, plus the JSON API).")] = "stdio",
+    host: Annotated[str, typer.Option("--host", help="Address to listen on (http); anything but loopback "
+                                      "needs --token-env.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", "-p", min=0, max=65535, help="Port (http); 0 picks a free one.")]
+    = 8765,
+    token_env: Annotated[str | None, typer.Option("--token-env", help="Require `Authorization: Bearer` with "
+                                                     "the token held by this environment variable (http).")] = None,
+    separator: Annotated[str, typer.Option("--separator", help="Between server and tool in exposed names.")] = "__",
+    lazy: Annotated[bool, typer.Option("--lazy", help="Expose two meta-tools, list_tools and call_tool, instead "
+                                       "of every tool (saves a host's prompt tokens on big pools).")] = False,
+    allow_host: Annotated[list[str] | None, typer.Option("--allow-host", help="Another Host header to accept, "
+                                                            "e.g. gateway.lan:8765 or gateway.lan:* (http).")] = None,
+    allow_origin: Annotated[list[str] | None, typer.Option("--allow-origin", help="Another browser Origin to "
+                                                              "accept, e.g. https://app.example (http).")] = None,
+    max_body: Annotated[int, typer.Option("--max-body", min=1, help="Largest request body in bytes (http).")]
+    = 4 * 1024 * 1024,
+    config: ConfigOpt = None,
+    stdio: StdioOpt = None,
+    url: UrlOpt = None,
+    header: HeaderOpt = None,
+    startup_timeout: StartupOpt = None,
+    mode: ModeOpt = None,
+    task_id: TaskIdOpt = None,
+    log: LogOpt = None,
+) -> None:
+    """Serve the selected servers as one MCP server (stdio or HTTP); stop it with Ctrl-C or SIGTERM."""
+    from miroctl import toolmap
+
+    out = make_output(False)
+    try:
+        toolmap.check_separator(separator)
+        if transport not in ("stdio", "http"):
+            raise UsageError(f"unknown transport {transport!r}", hint="use stdio or http")
+        token = _token(token_env)
+    except UsageError as exc:
+        fail(out, exc)
+    if token:
+        out.masker = out.masker.with_secrets([token])
+    # No one can answer mode ask's questions for a remote caller: ask means denied unless --yes in the profile.
+    options = {"separator": separator, "lazy": lazy, "manager": {"mode": mode, "task_id": task_id, "log": log}}
+    if transport == "http":
+        _serve_http(servers, options, out, config, stdio, url, header, startup_timeout, host=host, port=port,
+                    token=token, allow_hosts=allow_host or (), allow_origins=allow_origin or (), max_body=max_body)
+    loaded = load_config(config, stdio, url, header, out, startup_timeout)
+    specs = select(loaded, servers, out)
+    run(out, lambda: _gateway(loaded, specs, options, out))
+    raise typer.Exit(0)
+
+
+def _token(token_env: str | None) -> str | None:
+    import os
+
+    if token_env is None:
+        return None
+    value = os.environ.get(token_env, "")
+    if not value.strip():
+        raise UsageError(f"--token-env {token_env}: that environment variable is empty or unset",
+                         hint=f"export {token_env}=<a long random token>")
+    return value.strip()
+
+
+def _serve_http(servers: list[str] | None, options: dict[str, Any], out: Any, config: str | None,
+                stdio: list[str] | None, url: list[str] | None, header: list[str] | None,
+                startup_timeout: float | None, **http: Any) -> None:
+    from miroctl.gateway_http import HttpSettings, bind, check_bind
+
+    settings = HttpSettings(**http)
+    try:
+        check_bind(settings)
+    except UsageError as exc:
+        fail(out, exc)
+    loaded = load_config(config, stdio, url, header, out, startup_timeout)
+    specs = select(loaded, servers, out)
+    sock = guard(out, lambda: bind(settings))
+    try:
+        run(out, lambda: _gateway(loaded, specs, options, out, (settings, sock)))
+    finally:
+        sock.close()
+    raise typer.Exit(0)
+
+
+async def _gateway(loaded: Any, specs: list[Any], options: dict[str, Any], out: Any,
+                   http: tuple[Any, Any] | None = None) -> None:
+    """Start the pool, report what is served, and serve (stdio, or http: settings and bound socket)."""
+    from dataclasses import replace
+
+    from miroctl.gateway import Gateway, serve_stdio
+    from miroctl.render import serve_report
+
+    served = replace(loaded, servers=tuple(specs), default_names=tuple(s.name for s in specs))
+    manager_options = options.pop("manager")
+    async with manager_for(served, out, **manager_options, ask_on_terminal=False) as manager:
+        gateway = Gateway(manager, specs, masker=out.masker, **options)
+        await gateway.refresh()
+        if http is None:
+            serve_report(out, gateway.health(), "stdio", options["separator"])
+            await serve_stdio(gateway)
+            return
+        from miroctl.gateway_http import address_of, serve_http
+
+        settings, sock = http
+        serve_report(out, gateway.health(), f"{address_of(sock)}/mcp", options["separator"])
+        await serve_http(gateway, settings, sock)
+

@@ -1,0 +1,149 @@
+"""Helpers for tests of `miroctl serve`: pool configs, a gateway process over HTTP, raw HTTP requests."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import yaml
+
+from tests.conftest import HEALTHY_STARTUP, ROOT, fixture_yaml
+
+READY = re.compile(r"on (http://\S+)/mcp")
+
+
+def pool_files(tag: str | None = None, beta_tools: str = "echo,add", **extra: dict[str, Any]) -> dict[str, Any]:
+    """Server files: alpha (every fixture tool) and beta (a few), tagged for leak checks."""
+    env = {"MIROCTL_TEST_TAG": tag} if tag else {}
+    servers: dict[str, Any] = {
+        "alpha": fixture_yaml("alpha", env=env),
+        "beta": fixture_yaml("beta", "--tools", beta_tools, env=env),
+    }
+    servers.update(extra)
+    return servers
+
+
+def write_pool(directory: Path, servers: dict[str, Any], **profile: Any) -> Path:
+    """A profile and its tool/*.yaml in `directory` (like conftest's write_config, for any scope)."""
+    tool_dir = directory / "tool"
+    tool_dir.mkdir(parents=True, exist_ok=True)
+    for name, body in servers.items():
+        (tool_dir / f"{name}.yaml").write_text(yaml.safe_dump(body))
+    profile.setdefault("startup_timeout", HEALTHY_STARTUP)
+    profile.setdefault("tool_config", list(servers))
+    path = directory / "miroctl.yaml"
+    path.write_text(yaml.safe_dump(profile))
+    return path
+
+
+class GatewayProcess:
+    """`miroctl serve` as a real process; stderr is collected, the ready line gives its URL."""
+
+    def __init__(self, *args: str, env: dict[str, str] | None = None, stdin: int = subprocess.DEVNULL) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "miroctl", "serve", *args], stdin=stdin, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True, env={**os.environ, **(env or {})}, cwd=ROOT)
+        self.lines: list[str] = []
+        threading.Thread(target=self._drain, daemon=True).start()
+
+    def _drain(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            self.lines.append(line)
+
+    @property
+    def stderr(self) -> str:
+        return "".join(self.lines)
+
+    def wait_for(self, pattern: str, timeout: float = 60) -> re.Match[str]:
+        """The first stderr match of `pattern`, waiting for it (or for the process to end)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            found = re.search(pattern, self.stderr)
+            if found:
+                return found
+            if self.proc.poll() is not None:
+                time.sleep(0.2)  # let the reader thread collect the last lines
+                raise AssertionError(f"gateway exited {self.proc.returncode}:\n{self.stderr}")
+            time.sleep(0.02)
+        raise AssertionError(f"no {pattern!r} on the gateway's stderr within {timeout}s:\n{self.stderr}")
+
+    def url(self) -> str:
+        return self.wait_for(READY.pattern).group(1)
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 30) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        try:
+            return self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise AssertionError(f"gateway did not stop within {timeout}s of {signal.Signals(sig).name}") from None
+
+
+@contextmanager
+def running(*args: str, **kwargs: Any) -> Iterator[GatewayProcess]:
+    """A gateway process for the length of a `with` block; stopped at the end if still running."""
+    gateway = GatewayProcess(*args, **kwargs)
+    try:
+        yield gateway
+    finally:
+        if gateway.proc.poll() is None:
+            gateway.stop()
+
+
+def start_http_gateway(config: Path, *args: str, env: dict[str, str] | None = None) -> tuple[GatewayProcess, str]:
+    gateway = GatewayProcess("--config", str(config), "--transport", "http", "--port", "0", *args, env=env)
+    return gateway, gateway.url()
+
+
+def request(url: str, method: str, path: str, body: bytes | str | None = None,
+            headers: dict[str, str] | None = None) -> tuple[int, dict[str, str], bytes]:
+    """One raw HTTP request to the gateway: status, headers (lower-case names), body."""
+    parts = urlsplit(url)
+    connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=60)
+    try:
+        data = body.encode() if isinstance(body, str) else body
+        connection.request(method, path, body=data, headers=headers or {})
+        response = connection.getresponse()
+        return response.status, {k.lower(): v for k, v in response.getheaders()}, response.read()
+    finally:
+        connection.close()
+
+
+def post_json(url: str, path: str, document: Any, headers: dict[str, str] | None = None) -> tuple[int, Any]:
+    status, _, body = request(url, "POST", path, json.dumps(document),
+                              {"Content-Type": "application/json", **(headers or {})})
+    return status, json.loads(body) if body else None
+
+
+def without_timing(document: Any) -> Any:
+    """A JSON document without its durations, which differ from run to run."""
+    if isinstance(document, dict):
+        return {k: without_timing(v) for k, v in document.items() if k != "duration_ms"}
+    if isinstance(document, list):
+        return [without_timing(v) for v in document]
+    return document
+
+
+def wait_until(condition: Callable[[], Any], timeout: float = 30, message: str = "condition") -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.02)
+    raise AssertionError(f"{message} not met within {timeout}s")

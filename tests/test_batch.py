@@ -1,0 +1,131 @@
+"""`call --batch`: JSON lines in, one envelope per line out, in input order; failures stay on their line."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import anyio
+import pytest
+from typer.testing import CliRunner
+
+from miroctl import batch
+from miroctl.cli import app
+from miroctl.manager import CallRequest
+from miroctl.models import CallOutcome
+from tests.gateway_support import pool_files, write_pool
+
+
+def lines_of(*documents: Any) -> str:
+    return "\n".join(d if isinstance(d, str) else json.dumps(d) for d in documents) + "\n"
+
+
+def test_run_emits_in_input_order_when_later_calls_finish_first():
+    delays = {"slow": 0.2, "medium": 0.1, "fast": 0.0}
+    emitted: list[str] = []
+
+    async def call(request: CallRequest) -> CallOutcome:
+        await anyio.sleep(delays[request.tool])
+        return CallOutcome("s", request.tool, result=request.tool)
+
+    lines = batch.parse_lines(lines_of(*({"server": "s", "tool": t} for t in delays)))
+    anyio.run(batch.run, lines, call, lambda outcome: emitted.append(outcome.tool_name), 3)
+    assert emitted == ["slow", "medium", "fast"]
+
+
+def test_run_keeps_at_most_jobs_calls_in_flight():
+    in_flight, peak = 0, 0
+
+    async def call(request: CallRequest) -> CallOutcome:
+        nonlocal in_flight, peak
+        in_flight += 1
+        peak = max(peak, in_flight)
+        await anyio.sleep(0.01)
+        in_flight -= 1
+        return CallOutcome("s", request.tool, result="")
+
+    lines = batch.parse_lines(lines_of(*({"tool": f"t{i}"} for i in range(12))))
+    outcomes = anyio.run(batch.run, lines, call, lambda _: None, 3)
+    assert len(outcomes) == 12
+    assert peak == 3
+
+
+@pytest.mark.parametrize(("raw", "reason"), [
+    ("{not json", "line 1: not JSON"),
+    ("[1, 2]", "line 1: a line must be a JSON object"),
+    ('{"server": "a"}', "line 1: a line needs a tool"),
+    ('{"tool": "t", "arguments": [1]}', "line 1: arguments must be a JSON object"),
+    ('{"tool": "t", "args": {}}', "line 1: unknown keys args"),
+    ('{"tool": "t", "timeout": -1}', "line 1: timeout must be a positive number"),
+])
+def test_a_line_that_cannot_be_read_becomes_a_usage_envelope_with_exit_2(raw, reason):
+    (line,) = batch.parse_lines(raw)
+    assert line.request is None
+    assert line.problem.error.startswith(reason)
+    assert line.problem.to_dict()["exit_code"] == 2
+
+
+def test_blank_lines_are_skipped_and_numbers_follow_the_file():
+    lines = batch.parse_lines('\n{"tool": "a"}\n\n{"tool": 1}\n')
+    assert [line.number for line in lines] == [2, 4]
+    assert lines[1].problem.error.startswith("line 4:")
+
+
+@pytest.fixture
+def config(tmp_path, leak_tag):
+    return str(write_pool(tmp_path, pool_files(leak_tag)))
+
+
+def test_batch_keeps_input_order_and_one_failure_never_stops_the_rest(config, tmp_path):
+    source = tmp_path / "calls.jsonl"
+    source.write_text(lines_of(
+        {"server": "alpha", "tool": "sleep", "arguments": {"seconds": 0.5}},
+        {"server": "alpha", "tool": "add", "arguments": {"a": 1, "b": 1}},
+        "{oops",
+        {"server": "alpha", "tool": "fail", "arguments": {"message": "no"}},
+        {"server": "beta", "tool": "nope"},
+        {"server": "alpha", "tool": "sleep", "arguments": {"seconds": 30}, "timeout": 0.3},
+        {"server": "beta", "tool": "echo", "arguments": {"text": "last"}},
+    ))
+    result = CliRunner().invoke(app, ["call", "--batch", str(source), "--config", config])
+    assert result.exit_code == 1
+    envelopes = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [e["exit_code"] for e in envelopes] == [0, 0, 2, 1, 6, 4, 0]
+    assert [e.get("result") for e in envelopes] == ["awake", "2", None, None, None, None, "last"]
+
+
+def test_batch_from_stdin_with_every_call_succeeding_exits_0(config):
+    text = lines_of(*({"server": "beta", "tool": "add", "arguments": {"a": i, "b": i}} for i in range(20)))
+    result = CliRunner().invoke(app, ["call", "--batch", "-", "--config", config, "--jobs", "4"], input=text)
+    assert result.exit_code == 0, result.stderr
+    assert [json.loads(line)["result"] for line in result.stdout.splitlines()] == [str(2 * i) for i in range(20)]
+
+
+def test_batch_survives_an_upstream_crash_and_later_lines_reconnect(config):
+    text = lines_of({"server": "alpha", "tool": "crash"}, {"server": "alpha", "tool": "echo", "arguments": {"text": "up"}})
+    result = CliRunner().invoke(app, ["call", "--batch", "-", "--config", config, "--jobs", "1"], input=text)
+    envelopes = [json.loads(line) for line in result.stdout.splitlines()]
+    assert result.exit_code == 1
+    assert (envelopes[0]["error_kind"], envelopes[0]["exit_code"]) == ("unavailable", 3)
+    assert envelopes[1]["result"] == "up"
+
+
+def test_batch_applies_timeout_and_no_autocorrect_to_every_line(config):
+    text = lines_of({"server": "alpha", "tool": "sleep", "arguments": {"seconds": 30}},
+                    {"server": "beta", "tool": "progress", "arguments": {"steps": 1}})
+    result = CliRunner().invoke(app, ["call", "--batch", "-", "--config", config, "--timeout", "0.3",
+                                      "--no-autocorrect"], input=text)
+    assert [json.loads(line)["exit_code"] for line in result.stdout.splitlines()] == [4, 6]
+
+
+def test_unreadable_batch_file_exits_2_and_starts_nothing(tmp_path):
+    result = CliRunner().invoke(app, ["call", "--batch", str(tmp_path / "missing.jsonl")])
+    assert result.exit_code == 2
+    assert "cannot read the batch file" in result.stderr
+    assert result.stdout == ""
+
+
+def test_batch_with_a_target_is_a_usage_error_exit_2():
+    result = CliRunner().invoke(app, ["call", "alpha", "echo", "--batch", "-"], input="")
+    assert result.exit_code == 2
+    assert "--batch reads every call from its lines" in result.stderr

@@ -1,0 +1,112 @@
+"""`miroctl serve` over stdio as a real process, driven by the SDK's own client, as an MCP host would."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import tempfile
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+from miroctl.gateway import META_KEY
+from tests.conftest import ROOT, tagged_processes
+from tests.gateway_support import pool_files, running, wait_until, write_pool
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@asynccontextmanager
+async def stdio_gateway(config: Path, *args: str) -> AsyncIterator[Any]:
+    params = StdioServerParameters(command=sys.executable, args=["-m", "miroctl", "serve", "--config", str(config),
+                                                                 *args], cwd=str(ROOT))
+    with tempfile.TemporaryFile("w+") as errlog:
+        async with Client(stdio_client(params, errlog=errlog)) as client:
+            yield client
+
+
+async def test_sdk_client_lists_namespaced_tools_and_calls_them_over_stdio(tmp_path, leak_tag):
+    config = write_pool(tmp_path, pool_files(leak_tag))
+    async with stdio_gateway(config) as client:
+        names = {tool.name for tool in (await client.list_tools()).tools}
+        added = await client.call_tool("alpha__add", {"a": 20, "b": 22})
+        echoed = await client.call_tool("beta__echo", {"text": "from beta"})
+    assert {"alpha__add", "alpha__progress", "beta__echo", "beta__add"} <= names
+    assert "beta__progress" not in names
+    assert added.content[0].text == "42"
+    assert echoed.content[0].text == "from beta"
+
+
+async def test_progress_of_an_upstream_call_is_relayed_over_stdio(tmp_path, leak_tag):
+    config = write_pool(tmp_path, pool_files(leak_tag))
+    seen: list[float] = []
+
+    async def progress(value: float, total: float | None, message: str | None) -> None:
+        seen.append(value)
+
+    async with stdio_gateway(config, "alpha") as client:
+        result = await client.call_tool("alpha__progress", {"steps": 4}, progress_callback=progress)
+    assert result.content[0].text == "did 4 steps"
+    assert seen == [1, 2, 3, 4]
+
+
+async def test_upstream_crash_fails_that_call_and_the_next_call_reconnects(tmp_path, leak_tag):
+    config = write_pool(tmp_path, pool_files(leak_tag))
+    async with stdio_gateway(config, "alpha") as client:
+        crashed = await client.call_tool("alpha__crash", {"code": 9})
+        after = await client.call_tool("alpha__echo", {"text": "back again"})
+    assert crashed.is_error is True
+    assert crashed.meta[META_KEY]["exit_code"] == 3
+    assert "exited with code 9" in crashed.content[0].text
+    assert after.is_error is False
+    assert after.content[0].text == "back again"
+
+
+async def test_cancelling_a_call_at_the_gateway_cancels_it_upstream(tmp_path, leak_tag):
+    config = write_pool(tmp_path, pool_files(leak_tag))
+    marker = tmp_path / "marker"
+    async with stdio_gateway(config, "alpha") as client:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(client.call_tool, "alpha__wait_cancel", {"seconds": 120, "marker": str(marker)})
+            await _wait_for_text(marker, "started")
+            tg.cancel_scope.cancel()
+        await _wait_for_text(marker, "cancelled")
+        still_works = await client.call_tool("alpha__echo", {"text": "ok"})
+    assert still_works.content[0].text == "ok"
+
+
+async def _wait_for_text(path: Path, text: str, timeout: float = 30) -> None:
+    with anyio.fail_after(timeout):
+        while not (path.exists() and path.read_text() == text):
+            await anyio.sleep(0.02)
+
+
+def test_gateway_exits_0_and_stops_its_servers_when_stdin_closes(tmp_path, leak_tag):
+    config = write_pool(tmp_path, pool_files(leak_tag))
+    with running("--config", str(config), stdin=subprocess.PIPE) as gateway:
+        gateway.wait_for(r"miroctl serve: \d+ tools from 2 of 2 servers")
+        gateway.proc.stdin.close()  # type: ignore[union-attr]
+        assert gateway.proc.wait(timeout=30) == 0
+        assert gateway.proc.stdout.read() == ""  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_signal_stops_the_stdio_gateway_and_leaves_no_server_behind(tmp_path, leak_tag, sig, code):
+    config = write_pool(tmp_path, pool_files(leak_tag))
+    with running("--config", str(config), stdin=subprocess.PIPE) as gateway:
+        gateway.wait_for("miroctl serve:")
+        wait_until(lambda: len(tagged_processes(leak_tag)) == 2, message="both servers running")
+        assert gateway.stop(sig) == code
+        assert f"interrupted by {sig.name}" in gateway.stderr

@@ -1,0 +1,73 @@
+"""The gateway's stdin and stdout plumbing for MCP over stdio."""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import anyio
+
+from miroctl.stdio_wire import StdoutWriter, claimed_stdout, stdin_lines
+
+
+async def _collect(fd: int) -> list[str]:
+    return [line async for line in stdin_lines(fd)]
+
+
+def test_stdin_lines_joins_chunks_splits_lines_and_keeps_a_last_line_without_newline():
+    read_end, write_end = os.pipe()
+
+    def feed() -> None:
+        for part in (b'{"a":', b' 1}\n{"b": 2}\n\xff', b"tail"):
+            os.write(write_end, part)
+        os.close(write_end)
+
+    threading.Thread(target=feed).start()
+    try:
+        assert anyio.run(_collect, read_end) == ['{"a": 1}', '{"b": 2}', "\ufffdtail"]
+    finally:
+        os.close(read_end)
+
+
+def test_stdin_lines_reads_a_regular_file_too(tmp_path):
+    path = tmp_path / "input.jsonl"
+    path.write_text("one\ntwo\n")
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        assert anyio.run(_collect, fd) == ["one", "two"]
+    finally:
+        os.close(fd)
+
+
+def test_stdout_writer_delivers_a_message_larger_than_the_pipe_whole():
+    read_end, write_end = os.pipe()
+    message = "x" * (1024 * 1024) + "\n"
+    received = bytearray()
+
+    def drain() -> None:
+        while chunk := os.read(read_end, 65536):
+            received.extend(chunk)
+
+    reader = threading.Thread(target=drain)
+    reader.start()
+
+    async def send() -> None:
+        writer = StdoutWriter(write_end)
+        await writer.write(message)
+        await writer.flush()
+
+    anyio.run(send)
+    os.close(write_end)
+    reader.join(timeout=30)
+    os.close(read_end)
+    assert received.decode() == message
+
+
+def test_claimed_stdout_sends_stray_output_to_stderr_and_protocol_to_the_real_stdout(capfd):
+    with claimed_stdout() as protocol:
+        os.write(1, b"stray print\n")
+        os.write(protocol, b'{"jsonrpc": "2.0"}\n')
+    os.write(1, b"after\n")
+    captured = capfd.readouterr()
+    assert captured.out == '{"jsonrpc": "2.0"}\nafter\n'
+    assert captured.err == "stray print\n"
