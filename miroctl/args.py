@@ -9,9 +9,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from miroctl.config import suggest
 from miroctl.errors import ArgumentError
 from miroctl.models import ToolInfo
+from miroctl.specs import suggest
 
 _TRUE = {"true", "yes", "on", "1"}
 _FALSE = {"false", "no", "off", "0"}

@@ -1,41 +1,33 @@
-"""Configuration: profiles, one-server-per-file yaml, mcpServers JSON and ad-hoc servers -> frozen specs.
+"""Configuration: finding it, profiles, one-server-per-file yaml -> a frozen Config of ServerSpecs.
 
 The only module that uses OmegaConf. A broken server file becomes that server's `error`;
-only a config that cannot be read at all raises ConfigError.
+only a config that cannot be read at all raises ConfigError. Validating one server's settings is
+specs.py's job; the ecosystem's JSON files are ecosystem.py's.
 """
 
 from __future__ import annotations
 
-import difflib
-import json
 import os
 import re
-import shlex
-import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
-from urllib.parse import urlsplit
 
-from miroctl import policy_config
+from miroctl import ecosystem, policy_config
 from miroctl.errors import ConfigError
-from miroctl.masking import could_be_secret, header_secrets, secret_values
+from miroctl.masking import could_be_secret
 from miroctl.models import DEFAULT_CALL_TIMEOUT, DEFAULT_STARTUP_TIMEOUT, ServerSpec
+from miroctl.specs import adhoc_servers, positive, reject_unknown, server_from_mapping, suggest
 
-SERVER_KEYS = {
-    "name", "tool_command", "command", "args", "env", "url", "transport", "headers", "cwd", "timeout",
-    "startup_timeout", "persistent", "enabled", "tools", "smoke", "description", "max_result_chars",
-}
+__all__ = ["Config", "Profile", "find_config", "load", "server_from_file", "suggest"]
+
 PROFILE_KEYS = {
     "tool_config", "tool_dir", "tool_blacklist", "timeout", "startup_timeout", "concurrency", "policy",
     "max_result_chars", "fallbacks", "url_rules", "log", "description",
 }
-TRANSPORTS = {"stdio", "streamable_http", "sse"}
-_TRANSPORT_ALIASES = {"http": "streamable_http", "streamable-http": "streamable_http", "streamableHttp": "streamable_http"}
 _ENV_REF = re.compile(r"\$\{oc\.env:([A-Za-z_][A-Za-z0-9_]*)(,[^}]*)?\}")
-_JSON_ENV_REF = re.compile(r"\$\{(?:env:)?([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
 @dataclass(frozen=True)
@@ -84,14 +76,6 @@ class Config:
 
     def secrets(self) -> set[str]:
         return {value for spec in self.servers for value in spec.secrets}
-
-
-def suggest(word: str, choices: Iterable[str]) -> str | None:
-    """A "did you mean" hint, or None."""
-    close = difflib.get_close_matches(word, list(choices), n=3, cutoff=0.6)
-    if not close:
-        return None
-    return "did you mean " + " or ".join(repr(c) for c in close) + "?"
 
 
 # ---------------------------------------------------------------------------------------------- lookup
@@ -152,16 +136,20 @@ def load(
 
 def _load_file(path: Path) -> Config:
     if path.suffix == ".json":
-        return _load_json_config(path)
+        return _servers_only(ecosystem.read_json_servers(path), path)
     data = _read_yaml(path)
     if not isinstance(data, Mapping):
         raise ConfigError(f"{path}: expected a mapping at the top level")
     if "mcpServers" in data or "servers" in data:
-        return _config_from_ecosystem(data, path)
+        return _servers_only(ecosystem.servers_from(data, path), path)
     if "tool_command" in data or "command" in data or "url" in data:
-        spec = server_from_file(path)
-        return Config(servers=(spec,), source=str(path), default_names=(spec.name,))
+        return _servers_only([server_from_file(path)], path)
     return _load_profile(data, path)
+
+
+def _servers_only(specs: Sequence[ServerSpec], path: Path) -> Config:
+    """A config that is just servers (no profile): every enabled one is in the default set."""
+    return Config(servers=tuple(specs), source=str(path), default_names=tuple(s.name for s in specs if s.enabled))
 
 
 # ---------------------------------------------------------------------------------------------- yaml
@@ -244,7 +232,7 @@ def _interpolated_values(raw: Any, resolved: Any) -> set[str]:
 
 
 def _load_profile(data: Mapping[str, Any], path: Path) -> Config:
-    _reject_unknown(data, PROFILE_KEYS, f"{path}")
+    reject_unknown(data, PROFILE_KEYS, f"{path}")
     profile = _profile_from(data, path)
     tool_dir = path.parent / str(data.get("tool_dir", "tool"))
     specs: dict[str, ServerSpec] = {}
@@ -282,27 +270,11 @@ def _profile_from(data: Mapping[str, Any], path: Path) -> Profile:
     return Profile(
         tool_config=tuple(names) if names is not None else None,
         blacklist=frozenset(blacklist),
-        timeout=_positive(data.get("timeout", DEFAULT_CALL_TIMEOUT), "timeout", path),
-        startup_timeout=_positive(data.get("startup_timeout", DEFAULT_STARTUP_TIMEOUT), "startup_timeout", path),
-        concurrency=int(_positive(data.get("concurrency", 4), "concurrency", path)),
+        timeout=positive(data.get("timeout", DEFAULT_CALL_TIMEOUT), "timeout", path),
+        startup_timeout=positive(data.get("startup_timeout", DEFAULT_STARTUP_TIMEOUT), "startup_timeout", path),
+        concurrency=int(positive(data.get("concurrency", 4), "concurrency", path)),
         sections=MappingProxyType(sections),
     )
-
-
-def _positive(value: Any, key: str, where: Any) -> float:
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise ConfigError(f"{where}: {key} must be a number of seconds, got {value!r}") from None
-    if number <= 0:
-        raise ConfigError(f"{where}: {key} must be positive, got {value!r}")
-    return number
-
-
-def _reject_unknown(data: Mapping[str, Any], known: set[str], where: str) -> None:
-    for key in data:
-        if key not in known:
-            raise ConfigError(f"{where}: unknown key {key!r}", hint=suggest(str(key), known))
 
 
 # ---------------------------------------------------------------------------------------------- servers
@@ -323,209 +295,3 @@ def server_from_file(path: Path) -> ServerSpec:
         return ServerSpec(name=fallback_name, error=exc.message, source=str(path))
 
 
-def server_from_mapping(data: Mapping[str, Any], *, where: str, name: str | None = None,
-                        secrets: Iterable[str] = ()) -> ServerSpec:
-    """Validate one server's settings (the seeds' shape plus extensions) into a spec."""
-    _reject_unknown(data, SERVER_KEYS, where)
-    name = str(data.get("name") or name or Path(where).stem)
-    command = data.get("tool_command") or data.get("command")
-    url = data.get("url")
-    if bool(command) == bool(url):
-        raise ConfigError(f"{where}: give exactly one of tool_command or url")
-    env = _string_map(data.get("env"), "env", where)
-    headers = _string_map(data.get("headers"), "headers", where)
-    transport = _transport(data.get("transport"), url, where)
-    secret_set = set(secrets) | header_secrets(headers) | secret_values(env)
-    return ServerSpec(
-        name=name,
-        transport=transport,
-        command=_command(command) if command else None,
-        args=tuple(str(a) for a in _list(data.get("args"), "args", where)),
-        env=MappingProxyType(env),
-        cwd=_cwd(data.get("cwd"), where),
-        url=str(url) if url else None,
-        headers=MappingProxyType(headers),
-        timeout=_positive(data["timeout"], "timeout", where) if data.get("timeout") is not None else None,
-        startup_timeout=(
-            _positive(data["startup_timeout"], "startup_timeout", where)
-            if data.get("startup_timeout") is not None else None
-        ),
-        persistent=bool(data.get("persistent", False)),
-        enabled=bool(data.get("enabled", True)),
-        tools=MappingProxyType(policy_config.tool_meta(data.get("tools"), where, data.get("max_result_chars"))),
-        smoke=data.get("smoke"),
-        source=where,
-        secrets=frozenset(s for s in secret_set if s),
-    )
-
-
-def _command(command: Any) -> str:
-    text = str(command)
-    return sys.executable if text in ("python", "python3") else text
-
-
-def _transport(value: Any, url: Any, where: str) -> str:
-    if not url:
-        if value not in (None, "stdio"):
-            raise ConfigError(f"{where}: transport {value!r} needs a url")
-        return "stdio"
-    if value is None:
-        path = urlsplit(str(url)).path.rstrip("/")
-        return "sse" if path.endswith("/sse") else "streamable_http"
-    value = _TRANSPORT_ALIASES.get(str(value), str(value))
-    if value not in TRANSPORTS - {"stdio"}:
-        raise ConfigError(f"{where}: unknown transport {value!r} (use sse or streamable_http)")
-    return value
-
-
-def _string_map(value: Any, key: str, where: str) -> dict[str, str]:
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping):
-        raise ConfigError(f"{where}: {key} must be a mapping")
-    return {str(k): "" if v is None else str(v) for k, v in value.items()}
-
-
-def _list(value: Any, key: str, where: str) -> list[Any]:
-    if value is None:
-        return []
-    if isinstance(value, str):
-        return shlex.split(value)
-    if not isinstance(value, list):
-        raise ConfigError(f"{where}: {key} must be a list")
-    return value
-
-
-def _cwd(value: Any, where: str) -> str | None:
-    if not value:
-        return None
-    path = Path(str(value)).expanduser()
-    if not path.is_absolute() and Path(where).exists():
-        path = Path(where).parent / path
-    return str(path)
-
-
-# ---------------------------------------------------------------------------------------------- ecosystem JSON
-
-
-def _load_json_config(path: Path) -> Config:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: cannot read: {_first_line(exc)}") from None
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"bad JSON at {path}:{exc.lineno}:{exc.colno}: {exc.msg}") from None
-    if not isinstance(data, Mapping) or not ("mcpServers" in data or "servers" in data):
-        raise ConfigError(f"{path}: expected an object with mcpServers (or VS Code's servers)")
-    return _config_from_ecosystem(data, path)
-
-
-def _config_from_ecosystem(data: Mapping[str, Any], path: Path) -> Config:
-    """Claude Desktop / Cursor / .mcp.json `mcpServers`, or VS Code's `servers`."""
-    entries = data.get("mcpServers", data.get("servers"))
-    if not isinstance(entries, Mapping):
-        raise ConfigError(f"{path}: mcpServers must be an object of servers")
-    specs = [_ecosystem_server(name, entry, f"{path}#{name}") for name, entry in entries.items()]
-    default = tuple(s.name for s in specs if s.enabled)
-    return Config(servers=tuple(specs), source=str(path), default_names=default)
-
-
-def _ecosystem_server(name: str, entry: Any, where: str) -> ServerSpec:
-    try:
-        if not isinstance(entry, Mapping):
-            raise ConfigError(f"{where}: expected an object")
-        expanded, secrets = _expand_json_env(dict(entry), where)
-        settings = {k: expanded[k] for k in ("command", "args", "env", "cwd", "url", "headers") if k in expanded}
-        kind = expanded.get("type") or expanded.get("transport")
-        if kind and kind != "stdio":
-            settings["transport"] = kind
-        settings["enabled"] = not expanded.get("disabled", False)
-        return server_from_mapping(settings, where=where, name=name, secrets=secrets)
-    except ConfigError as exc:
-        return ServerSpec(name=name, error=exc.message, source=where)
-
-
-def _expand_json_env(entry: dict[str, Any], where: str) -> tuple[dict[str, Any], set[str]]:
-    """Expand ${VAR} and ${env:VAR} (Cursor, VS Code) in strings; expanded values count as secrets."""
-    missing: set[str] = set()
-    secrets: set[str] = set()
-
-    def expand(value: Any) -> Any:
-        if isinstance(value, str):
-            refs = _JSON_ENV_REF.findall(value)
-            missing.update(r for r in refs if r not in os.environ)
-            out = _JSON_ENV_REF.sub(lambda m: os.environ.get(m.group(1), ""), value)
-            if refs and could_be_secret(out):
-                secrets.add(out)
-            return out
-        if isinstance(value, Mapping):
-            return {k: expand(v) for k, v in value.items()}
-        if isinstance(value, list):
-            return [expand(v) for v in value]
-        return value
-
-    expanded = expand(entry)
-    if missing:
-        noun = "variable" if len(missing) == 1 else "variables"
-        raise ConfigError(f"{where}: missing environment {noun} {', '.join(sorted(missing))}")
-    return expanded, secrets
-
-
-# ---------------------------------------------------------------------------------------------- ad hoc
-
-
-def adhoc_servers(stdio: Sequence[str], urls: Sequence[str], headers: Sequence[str] = ()) -> list[ServerSpec]:
-    """Servers given on the command line: --stdio "CMD ARGS" and --url URL (with --header K:V)."""
-    header_map = _parse_headers(headers)
-    specs: list[ServerSpec] = []
-    taken: set[str] = set()
-    for line in stdio:
-        try:
-            argv = shlex.split(line)
-        except ValueError as exc:
-            raise ConfigError(f"--stdio {line!r}: {exc}") from None
-        if not argv:
-            raise ConfigError("--stdio needs a command")
-        name = _unique(_name_from_argv(argv), taken)
-        specs.append(ServerSpec(name=name, command=_command(argv[0]), args=tuple(argv[1:]), source="--stdio"))
-    for url in urls:
-        parts = urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.netloc:
-            raise ConfigError(f"--url {url!r}: expected an http(s) URL")
-        name = _unique(parts.hostname or "remote", taken)
-        specs.append(ServerSpec(
-            name=name, transport=_transport(None, url, "--url"), url=url,
-            headers=MappingProxyType(header_map), source="--url", secrets=frozenset(header_secrets(header_map)),
-        ))
-    return specs
-
-
-def _parse_headers(headers: Sequence[str]) -> dict[str, str]:
-    parsed = {}
-    for item in headers:
-        key, sep, value = item.partition(":")
-        if not sep or not key.strip():
-            raise ConfigError(f"--header {key.strip() or item!r}: expected 'Name: value'")
-        parsed[key.strip()] = value.strip()
-    return parsed
-
-
-def _name_from_argv(argv: Sequence[str]) -> str:
-    """A readable server name from a command line: the module of -m, a script's stem, or the program."""
-    if "-m" in argv[:-1]:
-        return argv[argv.index("-m") + 1].rsplit(".", 1)[-1]
-    for arg in argv[1:]:
-        if not arg.startswith("-") and Path(arg).suffix in (".py", ".js", ".mjs", ".ts"):
-            return Path(arg).stem
-    packages = [a for a in argv[1:] if not a.startswith("-")]
-    if Path(argv[0]).name in ("npx", "uvx", "pipx", "bunx") and packages:
-        return packages[0].rsplit("/", 1)[-1].split("@")[0] or "server"
-    return Path(argv[0]).stem or "server"
-
-
-def _unique(name: str, taken: set[str]) -> str:
-    candidate, n = name, 2
-    while candidate in taken:
-        candidate, n = f"{name}-{n}", n + 1
-    taken.add(candidate)
-    return candidate

@@ -12,10 +12,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from miroctl import __version__, toolmap
-from miroctl.config import suggest
 from miroctl.manager import CallRequest, Manager, ProgressFn
 from miroctl.masking import Masker
 from miroctl.models import CallOutcome, ServerSpec, ServerTools, ToolInfo
+from miroctl.specs import suggest
 
 META_KEY = "miroctl/outcome"  # where each result's envelope metadata rides in `_meta`
 

@@ -87,7 +87,7 @@ def _served(name: str, gateway: Gateway) -> Any:
     """A served server by name; the same error as `list` gives for an unknown one."""
     spec = gateway.spec(name)
     if spec is None:
-        from miroctl.config import suggest
+        from miroctl.specs import suggest
 
         raise ConfigError(f"no server named {name!r}", hint=suggest(name, [s.name for s in gateway.specs]))
     return spec

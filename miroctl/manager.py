@@ -7,7 +7,6 @@ closes every session concurrently and kills whatever the servers left running.
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
@@ -20,7 +19,7 @@ import anyio
 from anyio.abc import TaskGroup
 
 from miroctl import args as arguments_
-from miroctl import truncation, urlrules
+from miroctl import envelopes, truncation, urlrules
 from miroctl.calllog import CallLog
 from miroctl.config import Config
 from miroctl.errors import MiroctlError
@@ -181,7 +180,7 @@ class Manager:
     async def call(self, request: CallRequest) -> CallOutcome:
         """Route, validate, decide, execute: always an envelope, never an exception."""
         started = time.perf_counter()
-        self.emit("call_start", server=request.server, tool=request.tool, arguments=_raw_arguments(request))
+        self.emit("call_start", server=request.server, tool=request.tool, arguments=envelopes.raw_arguments(request))
         try:
             outcome = await self._call(request)
         except MiroctlError as exc:
@@ -192,18 +191,18 @@ class Manager:
                 outcome.decision = decision.to_dict()
                 self.emit("decision", server=request.server, tool=request.tool, **outcome.decision)
         except Unavailable as exc:
-            outcome = _unavailable(request.server, request.tool, exc)
+            outcome = envelopes.unavailable(request.server, request.tool, exc)
         outcome.duration_ms = _ms(started)
-        event, fields = _summary(outcome)
+        event, fields = envelopes.log_summary(outcome)
         self.emit(event, **fields)
         self.emit("call_end", outcome=outcome.to_dict())
         return outcome
 
     async def _call(self, request: CallRequest) -> CallOutcome:
-        early = self.policy.check_urls(_raw_arguments(request))
+        early = self.policy.check_urls(envelopes.raw_arguments(request))
         if early is not None:  # before any server is started or asked
             self.emit("decision", server=request.server, tool=request.tool, **early.to_dict())
-            return _denied(request.server, request.tool, early)
+            return envelopes.denied(request.server, request.tool, early)
         route = await self.router.resolve(request.server, request.tool, request.autocorrect)
         if route.corrected_from is not None or request.server is None:
             self.emit("autocorrect", given=request.server, server=route.spec.name, tool=route.tool.name)
@@ -211,13 +210,13 @@ class Manager:
         arguments_.validate(route.tool, values)
         decision = await self._decide(route, values)
         if not decision.allowed:
-            outcome = _denied(route.spec.name, route.tool.name, decision, unanswered=self._confirm is None)
+            outcome = envelopes.denied(route.spec.name, route.tool.name, decision, unanswered=self._confirm is None)
             outcome.corrected_from = route.corrected_from
             return outcome
         outcome = await self._execute(route, values, request)
         if decision.confirmed_by:  # the envelope says who said yes
             outcome.decision = decision.to_dict()
-        if request.autocorrect and _says_unknown_tool(outcome):
+        if request.autocorrect and envelopes.says_unknown_tool(outcome):
             rerouted = await self.router.reroute(route)
             if rerouted is not None:
                 route = rerouted
@@ -279,7 +278,7 @@ class Manager:
             self.emit("fallback", server=route.spec.name, tool=route.tool.name, **outcome.fallback)
             return outcome
         self.emit("fallback", server=route.spec.name, tool=route.tool.name, ok=True, **record)
-        converted = await self._outcome(route, _text_result(text), request)
+        converted = await self._outcome(route, envelopes.text_result(text), request)
         converted.fallback = {**record, "ok": True}
         return converted
 
@@ -299,7 +298,7 @@ class Manager:
                 return await self._call_failed(route, handle, leaf(exc), timeout)
         if waited.cancelled_caught:
             connection.wire.hurry = True
-            return _timed_out(route, timeout)
+            return envelopes.timed_out(route, timeout)
         return await self._outcome(route, result, request)
 
     async def _outcome(self, route: Route, result: Any, request: CallRequest) -> CallOutcome:
@@ -314,7 +313,7 @@ class Manager:
         if limit is not None and result.is_error:  # a reason is worth more room than a result
             limit = max(limit, truncation.ERROR_MIN_CHARS)
         truncated = truncation.limit_result(result, limit)
-        outcome = outcome_from_result(route.spec.name, route.tool.name, result)
+        outcome = envelopes.outcome_from_result(route.spec.name, route.tool.name, result)
         outcome.corrected_from = route.corrected_from
         outcome.truncated, outcome.output = truncated, output
         handle = self.handle(route.spec)
@@ -327,11 +326,11 @@ class Manager:
                            timeout: float) -> CallOutcome:
         code = getattr(exc, "code", None)
         if code == REQUEST_TIMEOUT:
-            return _timed_out(route, timeout)
+            return envelopes.timed_out(route, timeout)
         if code == CONNECTION_CLOSED or isinstance(exc, (anyio.ClosedResourceError, anyio.BrokenResourceError)):
             wire = await handle.lost()
             failure = died_during(wire, f"the call to {route.tool.name}") if wire else None
-            outcome = _unavailable(route.spec.name, route.tool.name, Unavailable(failure))  # type: ignore[arg-type]
+            outcome = envelopes.unavailable(route.spec.name, route.tool.name, Unavailable(failure))  # type: ignore[arg-type]
         elif code is not None:
             outcome = CallOutcome(route.spec.name, route.tool.name, error_kind="failed",
                                   error=f"server answered with error {code}: {getattr(exc, 'message', exc)}")
@@ -339,78 +338,6 @@ class Manager:
             raise exc
         outcome.corrected_from = route.corrected_from
         return outcome
-
-def outcome_from_result(server: str, tool: str, result: Any) -> CallOutcome:
-    """An SDK CallToolResult as the envelope: text joined, blocks and structured content kept."""
-    blocks = [block.model_dump(mode="json", by_alias=True, exclude_none=True) for block in result.content or []]
-    texts = [b["text"] for b in blocks if b.get("type") == "text" and isinstance(b.get("text"), str)]
-    texts += [b["resource"]["text"] for b in blocks
-              if b.get("type") == "resource" and isinstance(b.get("resource", {}).get("text"), str)]
-    structured = result.structured_content
-    text = "\n".join(texts)
-    if not texts and structured is not None:
-        text = json.dumps(structured, ensure_ascii=False)
-    outcome = CallOutcome(server, tool, content=blocks, structured_content=structured, is_error=bool(result.is_error))
-    if result.is_error:
-        outcome.error, outcome.error_kind = text or "the tool reported an error without a message", "tool_error"
-    else:
-        outcome.result = text
-    return outcome
-
-
-def _raw_arguments(request: CallRequest) -> dict[str, Any]:
-    """The arguments as given (pairs as text), for the log and the URL rules before any routing."""
-    values = dict(request.arguments)
-    for pair in request.pairs:
-        key, _, text = pair.partition("=")
-        values[key.removesuffix(":")] = text
-    return values
-
-
-def _text_result(text: str) -> Any:
-    """A plain text answer (the fallback's) as an SDK result, so --output and limits treat it alike."""
-    from mcp.types import CallToolResult, TextContent
-
-    return CallToolResult(content=[TextContent(type="text", text=text)])
-
-
-def _denied(server: str | None, tool: str, decision: Decision, unanswered: bool = False) -> CallOutcome:
-    hint = f"reason: {decision.reason}"
-    if decision.reason == "mode_ask" and unanswered:
-        hint += "; answer the prompt on a terminal, or pass --yes (policy.assume_yes in the profile)"
-    return CallOutcome(server, tool, error=decision.message, error_kind="denied", hint=hint,
-                       decision=decision.to_dict())
-
-
-def _summary(outcome: CallOutcome) -> tuple[str, dict[str, Any]]:
-    """The call log's last line of a call: call_success or call_error, without the result itself."""
-    fields: dict[str, Any] = {"server": outcome.server_name, "tool": outcome.tool_name,
-                              "duration_ms": round(outcome.duration_ms, 1), "exit_code": int(outcome.exit_code)}
-    if outcome.corrected_from is not None:
-        fields["corrected_from"] = outcome.corrected_from
-    for key in ("truncated", "fallback", "output"):
-        if getattr(outcome, key):
-            fields[key] = getattr(outcome, key)
-    if outcome.ok:
-        return "call_success", {**fields, "result_chars": len(outcome.result or "")}
-    return "call_error", {**fields, "error_kind": outcome.error_kind, "error": outcome.error}
-
-
-def _says_unknown_tool(outcome: CallOutcome) -> bool:
-    return outcome.is_error and "Unknown tool:" in (outcome.error or "")
-
-
-def _timed_out(route: Route, timeout: float) -> CallOutcome:
-    return CallOutcome(route.spec.name, route.tool.name, error_kind="timeout", corrected_from=route.corrected_from,
-                       error=f"{route.tool.name} did not answer within {timeout:g}s",
-                       hint="raise it with --timeout, or the server's timeout setting")
-
-
-def _unavailable(server: str | None, tool: str, exc: Unavailable) -> CallOutcome:
-    failure = exc.failure
-    return CallOutcome(server, tool, error=failure.message, error_kind="unavailable", hint=failure.hint,
-                       failure=failure)
-
 
 def _ms(started: float) -> float:
     return (time.perf_counter() - started) * 1000

@@ -126,7 +126,7 @@ def _one_tool(settings: Mapping[str, Any], where: str) -> dict[str, Any]:
 
 
 def _mapping(value: Any, where: str, known: set[str]) -> dict[str, Any]:
-    from miroctl.config import suggest
+    from miroctl.specs import suggest
 
     if value is None:
         return {}

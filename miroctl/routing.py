@@ -9,10 +9,11 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
-from miroctl.config import Config, suggest
+from miroctl.config import Config
 from miroctl.errors import NotFound, PolicyDenied
 from miroctl.models import ServerSpec, ToolInfo
 from miroctl.policy import Policy
+from miroctl.specs import suggest
 
 FindTool = Callable[[str, Sequence[str]], Awaitable[list[ToolInfo]]]
 ListTools = Callable[[ServerSpec], Awaitable[tuple[ToolInfo, ...]]]

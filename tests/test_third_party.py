@@ -40,7 +40,7 @@ def markitdown_http():
     proc = subprocess.Popen([markitdown_mcp(), "--http", "--port", str(port)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        wait_for_port(port)
+        wait_for_port(port, timeout=120)  # markitdown's imports are heavy on a busy machine
         yield f"http://127.0.0.1:{port}"
     finally:
         proc.terminate()

@@ -119,7 +119,7 @@ async def _probe(out: Any, manager: Any, specs: list[Any], timeout: float | None
 
 def _allowed_failures(loaded: Any, specs: list[Any], names: list[str]) -> list[str]:
     """--allow-fail names as the selected servers' names; an unknown name is a usage error."""
-    from miroctl.config import suggest
+    from miroctl.specs import suggest
 
     selected = [spec.name for spec in specs]
     allowed = []
