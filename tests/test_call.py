@@ -206,3 +206,17 @@ def test_an_mcp_servers_json_config_works_end_to_end(tmp_path):
     result = CliRunner().invoke(app, ["call", "--config", str(path), "calc.add", "a=20", "b=22", "--json"])
     assert result.exit_code == 0, result.stderr
     assert parse_json(result.stdout)["result"] == "42"
+
+
+def test_a_server_runs_in_its_cwd_relative_to_its_file_with_its_env_over_a_small_inherited_one(write_config,
+                                                                                              tmp_path, monkeypatch):
+    (tmp_path / "work").mkdir()
+    monkeypatch.setenv("MIROCTL_NOT_INHERITED", "x")
+    path = write_config({"s": fixture_yaml("s", "--tools", "cwd,env", cwd="../work", env={"ONLY_MINE": "yes"})})
+    where = invoke(path, "s", "cwd", "--json")
+    assert where.exit_code == 0, where.stderr
+    assert parse_json(where.stdout)["result"] == str((tmp_path / "work").resolve())
+    mine = invoke(path, "s", "env", "name=ONLY_MINE", "--json")
+    assert parse_json(mine.stdout)["result"] == "yes"
+    inherited = invoke(path, "s", "env", "name=MIROCTL_NOT_INHERITED", "--json")
+    assert parse_json(inherited.stdout)["result"] == "<unset>"

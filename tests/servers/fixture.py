@@ -122,6 +122,11 @@ def build(name: str, only: set[str] | None):
         return os.environ.get(name, "<unset>")
 
     @tool()
+    def cwd() -> str:
+        """Return the server process's working directory."""
+        return os.getcwd()
+
+    @tool()
     def spawn_child(seconds: float = 3600, detach: bool = False) -> str:
         """Start a grandchild process that sleeps (in a session of its own if detach), and return its pid."""
         import subprocess
