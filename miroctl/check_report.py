@@ -28,6 +28,10 @@ class Phase:
         ms = round(self.ms, 1) if self.ms is not None else None
         return {"status": self.status, "ms": ms, "detail": self.detail}
 
+    @classmethod
+    def from_dict(cls, name: str, data: Mapping[str, Any]) -> Phase:
+        return cls(name, data.get("status") or "not_run", data.get("ms"), data.get("detail"))
+
 
 @dataclass
 class SmokeCall:
@@ -43,6 +47,11 @@ class SmokeCall:
     def to_dict(self) -> dict[str, Any]:
         return {"tool": self.tool, "arguments": dict(self.arguments), "ok": self.ok,
                 "duration_ms": round(self.duration_ms, 1), "result": self.result, "error": self.error}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> SmokeCall:
+        return cls(data["tool"], dict(data.get("arguments") or {}), ok=bool(data.get("ok")),
+                   duration_ms=data.get("duration_ms") or 0.0, result=data.get("result"), error=data.get("error"))
 
 
 @dataclass
@@ -106,6 +115,28 @@ class ProbeReport:
             "duration_ms": round(self.duration_ms, 1),
         }
 
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], surface: Mapping[str, Any] | None = None) -> ProbeReport:
+        """A report back from its `to_dict()`; `surface` (tool -> description, input_schema) fills in the tools."""
+        surface = surface or {}
+        tools = tuple(ToolInfo(data["name"], name, (surface.get(name) or {}).get("description") or "",
+                               (surface.get(name) or {}).get("input_schema") or {}) for name in data.get("tools") or ())
+        failure = data.get("failure")
+        return cls(
+            data["name"], data.get("transport") or "", data.get("where") or "", data.get("source"),
+            phases={name: Phase.from_dict(name, phase) for name, phase in (data.get("phases") or {}).items()},
+            protocol_version=data.get("protocol_version"), server_name=data.get("server_name"),
+            server_version=data.get("server_version"), capabilities=dict(data.get("capabilities") or {}),
+            tools=tools, smoke=[SmokeCall.from_dict(call) for call in data.get("smoke") or ()],
+            failure=_failure(failure) if failure else None, allowed_failure=bool(data.get("allowed_failure")),
+            duration_ms=data.get("duration_ms") or 0.0,
+        )
+
+
+def _failure(data: Mapping[str, Any]) -> Failure:
+    return Failure(data.get("kind") or "unavailable", data.get("message") or "", hint=data.get("hint"),
+                   phase=data.get("phase"), stderr_tail=tuple(data.get("stderr_tail") or ()))
+
 
 @dataclass
 class CheckRun:
@@ -152,3 +183,12 @@ class CheckRun:
             "servers": [report.to_dict() for report in self.reports],
             "lock": self.lock.to_dict() if self.lock is not None else None,
         }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], surface: Mapping[str, Any] | None = None) -> CheckRun:
+        """A run back from a `check --json` document (its lock left out); `surface` as lockfile.surface gives it."""
+        surface = surface or {}
+        reports = [ProbeReport.from_dict(server, surface.get(server["name"])) for server in data.get("servers") or ()]
+        return cls(reports, data.get("config") or "", duration_ms=data.get("duration_ms") or 0.0,
+                   concurrency=data.get("concurrency") or DEFAULT_CONCURRENCY, timeout=data.get("timeout"),
+                   smoke=bool(data.get("smoke")))

@@ -1,4 +1,4 @@
-"""The warm path: `call`, `list` and `call --batch` through a running gateway (--via URL or $MIROCTL_URL).
+"""The warm path: `call`, `list`, `check` and `call --batch` through a running gateway (--via URL or $MIROCTL_URL).
 
 Only the standard library's http.client: no mcp SDK and no OmegaConf are imported, so a call from a
 shell loop costs little more than starting Python. The gateway answers with the documents the
@@ -52,6 +52,9 @@ class GatewayClient:
 
     def list(self, servers: list[str]) -> dict[str, Any]:
         return json.loads(self._post("/v1/list", json.dumps({"servers": servers}).encode()))
+
+    def check(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        return json.loads(self._post("/v1/check", json.dumps(body).encode()))
 
     def batch(self, text: str, jobs: int, timeout: float | None = None, no_autocorrect: bool = False) -> list[dict[str, Any]]:
         query = urlencode({k: v for k, v in (("jobs", jobs), ("timeout", timeout), ("autocorrect", "0" if no_autocorrect

@@ -22,6 +22,7 @@ from miroctl import batch
 from miroctl.errors import MiroctlError, UsageError
 from miroctl.gateway import Gateway, build_server
 from miroctl.gateway_api import call_document, error_document, list_document
+from miroctl.gateway_check import check_document
 
 DEFAULT_PORT = 8765
 DEFAULT_MAX_BODY = 4 * 1024 * 1024
@@ -134,7 +135,7 @@ def _refuse(status: int, message: str, headers: dict[str, str] | None = None) ->
 
 
 def build_app(gateway: Gateway, settings: HttpSettings) -> Any:
-    """The Starlette app: /mcp, /healthz, /v1/call, /v1/list, /v1/batch, all behind the guard."""
+    """The Starlette app: /mcp, /healthz, /v1/call, /v1/list, /v1/batch, /v1/check, all behind the guard."""
     from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
     from mcp.server.transport_security import TransportSecuritySettings
     from starlette.applications import Starlette
@@ -150,6 +151,7 @@ def build_app(gateway: Gateway, settings: HttpSettings) -> Any:
         Route("/v1/call", endpoint=_api(gateway, call_document), methods=["POST"]),
         Route("/v1/list", endpoint=_api(gateway, list_document), methods=["POST"]),
         Route("/v1/batch", endpoint=_batch(gateway), methods=["POST"]),
+        Route("/v1/check", endpoint=_api(gateway, check_document), methods=["POST"]),
     ]
     app = Starlette(routes=routes, lifespan=lambda _app: sessions.run())
     return Guard(app, settings)

@@ -30,7 +30,7 @@ from miroctl.models import CallOutcome, ServerSpec, ServerTools, ToolInfo
 from miroctl.policy import Decision, Policy, ToolMeta
 from miroctl.pool import ServerHandle, Unavailable
 from miroctl.routing import Route, Router
-from miroctl.transports import sweep_orphans
+from miroctl.transports import RUN_ID, RUN_MARKER, sweep_orphans
 
 ProgressFn = Callable[[float, float | None, str | None], Awaitable[None]]
 EventFn = Callable[[str, Mapping[str, Any]], None]
@@ -68,8 +68,10 @@ class Manager:
 
     def __init__(self, config: Config, *, policy: Policy | None = None, concurrency: int | None = None,
                  on_event: EventFn | None = None, confirm: ConfirmFn | None = None,
-                 log_path: str | None = None, task_id: str | None = None) -> None:
+                 log_path: str | None = None, task_id: str | None = None, run_id: str | None = None) -> None:
         """`confirm` answers mode ask's questions, `log_path` gets the call log, `task_id` goes to servers."""
+        # `run_id` (transports.sub_run_id) marks this Manager's stdio servers apart from others in the process,
+        # so its sweep at exit leaves theirs alone (a gateway's check must not stop the served sessions).
         # Without `confirm`, ask mode means denied unless the policy assumes yes (a gateway with no one to ask).
         # Without `log_path`, the profile's `log` is used; without `task_id`, the config's or miroctl's TASK_ID.
         self.config = config
@@ -86,6 +88,11 @@ class Manager:
         self._log_path = log_path or config.profile.sections.get("log")
         self._log: CallLog | None = None
         self._exclusive_locks: dict[str, anyio.Lock] = {}
+        self.run_id = run_id
+
+    @property
+    def log_path(self) -> str | None:
+        return self._log_path
 
     async def __aenter__(self) -> Self:
         if self._log_path:
@@ -110,7 +117,7 @@ class Manager:
         for handle in self._handles.values():
             handle.discard_logs()
         if started_stdio:
-            await anyio.to_thread.run_sync(sweep_orphans)
+            await anyio.to_thread.run_sync(sweep_orphans, self.run_id or RUN_ID)
 
     def handle(self, spec: ServerSpec) -> ServerHandle:
         if spec.name not in self._handles:
@@ -127,6 +134,8 @@ class Manager:
         if self.task_id:
             env["TASK_ID"] = self.task_id
         env.setdefault(urlrules.ENV_VAR, urlrules.to_env(self.policy.url_rules))
+        if self.run_id:
+            env[RUN_MARKER] = self.run_id
         return replace(spec, env=MappingProxyType(env))
 
     def emit(self, event: str, **fields: Any) -> None:

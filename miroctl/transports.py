@@ -170,8 +170,19 @@ def child_environment(spec: ServerSpec) -> dict[str, str]:
     env.update(spec.env)
     if "TASK_ID" not in env and os.environ.get("TASK_ID"):  # the seeds: per-task state stays apart
         env["TASK_ID"] = os.environ["TASK_ID"]
-    env[RUN_MARKER] = RUN_ID
+    env[RUN_MARKER] = run_marker(spec.env)
     return env
+
+
+def sub_run_id(label: str) -> str:
+    """A marker for one Manager's servers within this run: swept with that Manager, and with the whole run."""
+    return f"{RUN_ID}/{label}-{uuid.uuid4().hex[:8]}"
+
+
+def run_marker(env: Any) -> str:
+    """The marker a child carries: this run's, or a sub-run's of it (never one a config made up)."""
+    given = env.get(RUN_MARKER) or ""
+    return given if given.startswith(f"{RUN_ID}/") else RUN_ID
 
 
 class SpawnError(Exception):
@@ -326,13 +337,14 @@ def _signal_group(pgid: int, sig: int) -> None:
 
 
 def sweep_orphans(run_id: str = RUN_ID) -> int:
-    """Kill processes that carry this run's marker but escaped their server's process group."""
+    """Kill processes that carry this run's marker (or a sub-run's of it) but escaped their server's group."""
     import psutil
 
     victims = []
     for proc in psutil.process_iter():
         try:
-            if proc.pid != os.getpid() and proc.environ().get(RUN_MARKER) == run_id:
+            marker = proc.environ().get(RUN_MARKER) or ""
+            if proc.pid != os.getpid() and (marker == run_id or marker.startswith(f"{run_id}/")):
                 victims.append(proc)
         except (psutil.Error, OSError):
             continue

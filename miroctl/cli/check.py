@@ -6,6 +6,7 @@ from typing import Annotated, Any
 
 import typer
 
+from miroctl.cli import remote
 from miroctl.cli.base import (
     ConfigOpt,
     HeaderOpt,
@@ -54,9 +55,18 @@ def check(
     stdio: StdioOpt = None,
     url: UrlOpt = None,
     header: HeaderOpt = None,
+    via: Annotated[str | None, typer.Option(
+        "--via", help="Let a running `miroctl serve --transport http` at this URL probe its servers afresh. "
+        "[env: MIROCTL_URL, unless --config/--stdio/--url is given]")] = None,
 ) -> None:
     """Probe every selected server phase by phase; exit 1 if any is unhealthy or its tools drifted."""
     out = make_output(json_mode)
+    gateway_url = remote.resolve_via(via, config, stdio, url, out)
+    if gateway_url:
+        body = {"servers": servers or [], "timeout": timeout, "concurrency": concurrency, "smoke": smoke,
+                "allow_fail": allow_fail or [], "surface": bool(lock or against)}
+        _check_via(out, gateway_url, body, {"--mode": mode, "--task-id": task_id, "--log": log},
+                   json_mode, junit, lock, against)
     loaded = load_config(config, stdio, url, header, out)
     concurrency = concurrency or loaded.profile.concurrency
     specs = list({spec.name: spec for spec in select(loaded, servers, out)}.values())
@@ -67,6 +77,12 @@ def check(
     manager = manager_for(loaded, out, mode, task_id=task_id, log=log)
     result = run(out, lambda: _probe(out, manager, specs, timeout, concurrency, smoke))
     result.allow(allowed)
+    _finish(out, result, locked, json_mode, junit, lock, against)
+
+
+def _finish(out: Any, result: Any, locked: Any, json_mode: bool, junit: str | None, lock: str | None,
+            against: str | None) -> None:
+    """Lock, JUnit, the table or the JSON document, and the exit code: the same with or without --via."""
     if lock or against:
         result.lock = _lock(out, result, locked, lock, against)
     if junit:
@@ -78,6 +94,36 @@ def check(
 
         check_table(out, result)
     raise typer.Exit(result.exit_code)
+
+
+def _check_via(out: Any, gateway_url: str, body: dict[str, Any], local: dict[str, Any], json_mode: bool,
+               junit: str | None, lock: str | None, against: str | None) -> None:
+    """`check --via URL`: the gateway probes its servers afresh; lock, JUnit and output are made here."""
+    from miroctl import lockfile, warm
+    from miroctl.check_report import CheckRun
+    from miroctl.client_http import GatewayClient
+
+    try:
+        _local_only(local)
+        locked = lockfile.read(against) if against else None
+        for path in (junit, lock):
+            _writable(path)
+    except UsageError as exc:
+        fail(out, exc)
+    with out.progress(f"checking through {gateway_url}"):
+        document = warm.guarded(out, lambda: GatewayClient(gateway_url).check(body))
+    if isinstance(document, int):
+        raise typer.Exit(document)
+    surface = document.pop("surface", None)
+    _finish(out, CheckRun.from_dict(document, surface), locked, json_mode, junit, lock, against)
+
+
+def _local_only(options: dict[str, Any]) -> None:
+    """Options that set this process's own policy, which a check through a gateway would silently drop."""
+    given = [name for name, value in options.items() if value]
+    if given:
+        raise UsageError(f"{given[0]} does not apply to a check through a gateway: it probes with its own "
+                         "policy, task id and log", hint=f"drop {given[0]}, or set it on `miroctl serve`")
 
 
 def _check_inputs(loaded: Any, specs: list[Any], allow_fail: list[str], against: str | None,
