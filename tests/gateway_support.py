@@ -56,7 +56,8 @@ class GatewayProcess:
             [sys.executable, "-m", "miroctl", "serve", *args], stdin=stdin, stdout=subprocess.PIPE,
             stderr=subprocess.PIPE, text=True, env={**os.environ, **(env or {})}, cwd=ROOT)
         self.lines: list[str] = []
-        threading.Thread(target=self._drain, daemon=True).start()
+        self._reader = threading.Thread(target=self._drain, daemon=True)
+        self._reader.start()
 
     def _drain(self) -> None:
         assert self.proc.stderr is not None
@@ -92,6 +93,17 @@ class GatewayProcess:
             self.proc.kill()
             self.proc.wait()
             raise AssertionError(f"gateway did not stop within {timeout}s of {signal.Signals(sig).name}") from None
+        finally:
+            self._close_pipes()
+
+    def _close_pipes(self) -> None:
+        """Close our ends of the pipes now: left to the garbage collector, they warn in some later test."""
+        for stream in (self.proc.stdin, self.proc.stdout):
+            if stream is not None:
+                stream.close()
+        self._reader.join(timeout=5)
+        if self.proc.stderr is not None:
+            self.proc.stderr.close()
 
 
 @contextmanager
