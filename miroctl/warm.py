@@ -3,7 +3,7 @@
 `main()` is what the `miroctl` command runs. A plain `call` or `list` that goes through a gateway
 (--via URL or $MIROCTL_URL) is recognised here and answered without importing Typer, the mcp SDK or
 OmegaConf, so a call from a shell loop costs little more than starting Python. Anything else (and
-anything this narrow parser is unsure of) goes to the Typer app in cli.py, which calls the same
+anything this narrow parser is unsure of) goes to the Typer app in miroctl/cli/, which calls the same
 functions below for its own --via handling: one behaviour, two ways in.
 """
 
