@@ -65,7 +65,8 @@ class Config:
     def select(self, names: Sequence[str] = ()) -> list[ServerSpec]:
         """The named servers (ConfigError for an unknown one), or the default set."""
         if not names:
-            return [s for s in self.servers if s.name in self.default_names]
+            by_name = {s.name: s for s in self.servers}
+            return [by_name[name] for name in self.default_names if name in by_name]  # the profile's order
         chosen = []
         for name in names:
             spec = self.get(name)

@@ -197,3 +197,9 @@ def test_interpolated_paths_and_numbers_are_not_treated_as_secrets_but_tokens_ar
                                     "VALUE": "${oc.env:MIROCTL_SOME_VALUE}"})
     secrets = config.load(str(write_config({"s": server}))).get("s").secrets
     assert secrets == {"tok-9f8e7d"}
+
+
+def test_the_default_servers_come_in_the_profiles_order(write_config):
+    path = write_config({"a": fixture_yaml("a"), "b": fixture_yaml("b"), "c": fixture_yaml("c")},
+                        tool_config=["c", "a", "b"])
+    assert [s.name for s in config.load(str(path)).select()] == ["c", "a", "b"]
