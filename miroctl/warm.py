@@ -30,10 +30,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     words = list(sys.argv[1:] if argv is None else argv)
     parsed = parse(words, os.environ)
     if parsed is None:
-        from miroctl.cli import app
-
-        app(args=words, prog_name="miroctl")
-        return
+        sys.exit(run_cli(words))
     command, options, rest = parsed
     from miroctl.render import Output
 
@@ -41,6 +38,27 @@ def main(argv: Sequence[str] | None = None) -> None:
     if command == "call":
         sys.exit(call(options.pop("via"), rest, out=out, **options))
     sys.exit(list_servers(options.pop("via"), rest, out=out, **options))
+
+
+def run_cli(words: list[str]) -> int:
+    """The Typer app, with its usage errors as one line (and a hint) instead of a framed block."""
+    from miroctl.cli import app
+
+    try:
+        code = app(args=words, prog_name="miroctl", standalone_mode=False)
+    except KeyboardInterrupt:
+        return int(ExitCode.INTERRUPTED)
+    except Exception as exc:  # only the command line's own usage errors (they can format a message)
+        if not hasattr(exc, "format_message"):
+            raise
+        from miroctl.render import Output
+
+        context = getattr(exc, "ctx", None)
+        where = context.command_path if context is not None else "miroctl"
+        if exc.format_message():  # empty after a bare `miroctl`, whose help was just printed
+            Output().error(exc.format_message(), f"see: {where} --help", label="usage")
+        return int(getattr(exc, "exit_code", ExitCode.USAGE))
+    return code if isinstance(code, int) else 0
 
 
 def parse(argv: Sequence[str], env: Mapping[str, str]) -> tuple[str, dict[str, Any], list[str]] | None:

@@ -123,3 +123,17 @@ def test_stderr_temp_files_are_removed_after_the_run(pool, tmp_path):
     assert result.returncode == 0, result.stderr
     assert not list(Path(tmp_path).glob("miroctl-*.stderr"))
     assert os.environ.get("TMPDIR") != str(tmp_path)
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["list", "--startup-timeout", "soon"], "miroctl: usage: Invalid value for '--startup-timeout'"),
+    (["lsit"], "miroctl: usage: No such command 'lsit'."),
+    (["call", "--no-such-option"], "miroctl: usage: No such option: --no-such-option"),
+])
+def test_command_line_mistakes_are_one_line_with_a_hint_and_exit_2(args, message):
+    result = run_miroctl(*args)
+    assert result.returncode == 2
+    lines = result.stderr.splitlines()
+    assert lines[0].startswith(message)
+    assert lines[1].startswith("  hint: see: miroctl")
+    assert len(lines) == 2

@@ -1,5 +1,5 @@
-"""`python -m miroctl.cli` runs the command line."""
+"""`python -m miroctl.cli` runs the command line, as the `miroctl` command does."""
 
-from miroctl.cli import app
+from miroctl.warm import main
 
-app(prog_name="miroctl")
+main()
