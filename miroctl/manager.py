@@ -23,12 +23,12 @@ from miroctl import envelopes, truncation, urlrules
 from miroctl.calllog import CallLog
 from miroctl.config import Config
 from miroctl.errors import MiroctlError
-from miroctl.failures import CONNECTION_CLOSED, REQUEST_TIMEOUT, died_during, leaf
+from miroctl.failures import REQUEST_TIMEOUT, died_during, leaf
 from miroctl.fallbacks import TRIGGER_KINDS, FallbackError, MarkItDownFallback, url_argument
 from miroctl.masking import Masker
 from miroctl.models import CallOutcome, ServerSpec, ServerTools, ToolInfo
 from miroctl.policy import Decision, Policy, ToolMeta
-from miroctl.pool import ServerHandle, Unavailable
+from miroctl.pool import ServerHandle, Unavailable, closed
 from miroctl.routing import Route, Router
 from miroctl.transports import RUN_ID, RUN_MARKER, sweep_orphans
 
@@ -202,9 +202,10 @@ class Manager:
         except Unavailable as exc:
             outcome = envelopes.unavailable(request.server, request.tool, exc)
         outcome.duration_ms = _ms(started)
-        event, fields = envelopes.log_summary(outcome)
-        self.emit(event, **fields)
-        self.emit("call_end", outcome=outcome.to_dict())
+        if self._log is not None or self._on_event is not None:  # building these costs a copy of the result
+            event, fields = envelopes.log_summary(outcome)
+            self.emit(event, **fields)
+            self.emit("call_end", outcome=outcome.to_dict())
         return outcome
 
     async def _call(self, request: CallRequest) -> CallOutcome:
@@ -336,7 +337,7 @@ class Manager:
         code = getattr(exc, "code", None)
         if code == REQUEST_TIMEOUT:
             return envelopes.timed_out(route, timeout)
-        if code == CONNECTION_CLOSED or isinstance(exc, (anyio.ClosedResourceError, anyio.BrokenResourceError)):
+        if closed(exc):
             wire = await handle.lost()
             failure = died_during(wire, f"the call to {route.tool.name}") if wire else None
             outcome = envelopes.unavailable(route.spec.name, route.tool.name, Unavailable(failure))  # type: ignore[arg-type]

@@ -63,7 +63,6 @@ class ServerHandle:
         self._tg = task_group
         self._lock = anyio.Lock()
         self._current: _Generation | None = None
-        self._wires: list[Wire] = []
         self._gens: list[_Generation] = []
         self._tools: tuple[ToolInfo, ...] | None = None
         self.starts = 0
@@ -152,7 +151,6 @@ class ServerHandle:
         gen = _Generation(wire=Wire(self.spec))
         self.restarted = self._current is not None
         self._current, self._tools = gen, None
-        self._wires.append(gen.wire)
         self._gens.append(gen)
         self.starts += 1
         started = time.perf_counter()
@@ -187,15 +185,8 @@ class ServerHandle:
         connection = await self.connect()
         if self._tools is not None:
             return self._tools
-        found: list[ToolInfo] = []
-        cursor = None
         with anyio.move_on_after(self.startup_timeout) as waited:
-            for _ in range(MAX_TOOL_PAGES):
-                page = await connection.client.list_tools(cursor=cursor)
-                found.extend(tool_info(self.spec.name, tool) for tool in page.tools)
-                cursor = page.next_cursor
-                if not cursor:
-                    break
+            found, _, _ = await list_all_tools(self.spec.name, connection.client)
         if waited.cancelled_caught:
             raise Unavailable(startup_timeout(connection.wire, self.startup_timeout, phase="tools/list"))
         self._tools = tuple(found)
@@ -245,8 +236,19 @@ class ServerHandle:
             self._current.stop.set()
 
     def discard_logs(self) -> None:
-        for wire in self._wires:
-            wire.discard()
+        for gen in self._gens:
+            gen.wire.discard()
+
+
+async def list_all_tools(server: str, client: Any) -> tuple[list[ToolInfo], int, str | None]:
+    """Every page of tools/list (at most MAX_TOOL_PAGES): the tools, the pages read, a cursor still left."""
+    found: list[ToolInfo] = []
+    cursor, pages = None, 0
+    while pages == 0 or (cursor and pages < MAX_TOOL_PAGES):
+        page = await client.list_tools(cursor=cursor)
+        found.extend(tool_info(server, tool) for tool in page.tools)
+        cursor, pages = page.next_cursor, pages + 1
+    return found, pages, cursor
 
 
 def tool_info(server: str, tool: Any) -> ToolInfo:

@@ -16,9 +16,9 @@ import anyio
 
 from miroctl.check_report import DEFAULT_CONCURRENCY, ProbeReport, SmokeCall
 from miroctl.errors import ConfigError
-from miroctl.failures import CONNECTION_CLOSED, after_initialize, config_failure, leaf, stdout_noise
+from miroctl.failures import after_initialize, config_failure, leaf, stdout_noise
 from miroctl.models import Failure, ServerSpec, ToolInfo
-from miroctl.pool import MAX_TOOL_PAGES, ServerHandle, Unavailable, tool_info
+from miroctl.pool import MAX_TOOL_PAGES, ServerHandle, Unavailable, closed, list_all_tools
 
 TIMEOUT_HINT = "raise --timeout (or the server's startup_timeout) if the server is just slow"
 SMOKE_KEYS = {"tool", "arguments"}
@@ -147,7 +147,7 @@ class Prober:
         error: Exception | None = None
         with anyio.move_on_after(budget.remaining()):
             try:
-                listing = await self._pages(handle, connection)
+                listing = await list_all_tools(handle.spec.name, connection.client)
             except Exception as exc:  # noqa: BLE001 - the session's failures, classified below
                 error = exc
         failure = await self._list_failure(handle, connection, listing, error, budget)
@@ -160,15 +160,6 @@ class Prober:
         hidden = f", {len(found) - len(visible)} hidden by policy" if len(visible) < len(found) else ""
         report.passed("tools", _ms(began), f"{len(visible)} tools{hidden}, {pages} page{'s' if pages > 1 else ''}")
         return True
-
-    async def _pages(self, handle: ServerHandle, connection: Any) -> tuple[list[ToolInfo], int, Any]:
-        found: list[ToolInfo] = []
-        cursor, pages = None, 0
-        while pages == 0 or (cursor and pages < MAX_TOOL_PAGES):
-            page = await connection.client.list_tools(cursor=cursor)
-            found.extend(tool_info(handle.spec.name, tool) for tool in page.tools)
-            cursor, pages = page.next_cursor, pages + 1
-        return found, pages, cursor
 
     async def _list_failure(self, handle: ServerHandle, connection: Any, listing: Any, error: Exception | None,
                             budget: Budget) -> Failure | None:
@@ -185,9 +176,7 @@ class Prober:
     async def _request_failed(self, handle: ServerHandle, exc: BaseException, phase: str) -> Failure:
         """Classify a failed request; a broken session is closed first, so the exit status is known."""
         exc = leaf(exc)
-        broken = getattr(exc, "code", None) == CONNECTION_CLOSED or isinstance(
-            exc, (anyio.ClosedResourceError, anyio.BrokenResourceError))
-        wire = await handle.lost() if broken else handle.wire
+        wire = await handle.lost() if closed(exc) else handle.wire
         return after_initialize(exc, wire, phase)  # type: ignore[arg-type]
 
     # ------------------------------------------------------------------------------------- ping

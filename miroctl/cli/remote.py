@@ -7,8 +7,8 @@ from typing import Any
 
 import typer
 
-from miroctl.cli.base import fail, guard, run
-from miroctl.errors import ExitCode, UsageError
+from miroctl.cli.base import guard, run
+from miroctl.errors import ExitCode
 
 
 def resolve_via(via: str | None, config: str | None, stdio: list[str] | None, url: list[str] | None,
@@ -16,10 +16,7 @@ def resolve_via(via: str | None, config: str | None, stdio: list[str] | None, ur
     """The gateway URL to go through (miroctl.warm decides); a usage error exits 2 here."""
     from miroctl import warm
 
-    try:
-        return warm.resolve_via(via, bool(config or stdio or url))
-    except UsageError as exc:
-        fail(out, exc)
+    return guard(out, lambda: warm.resolve_via(via, bool(config or stdio or url)))
 
 
 def call_via(gateway_url: str, target: list[str], args: str | None, timeout: float | None,

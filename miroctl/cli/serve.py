@@ -71,11 +71,17 @@ def serve(
         out.masker = out.masker.with_secrets([token])
     # No one can answer mode ask's questions for a remote caller: ask means denied unless --yes in the profile.
     options = {"separator": separator, "lazy": lazy, "manager": {"mode": mode, "task_id": task_id, "log": log}}
+    settings = None
     if transport == "http":
-        _serve_http(servers, options, out, config, stdio, url, header, startup_timeout, host=host, port=port,
-                    token=token, allow_hosts=allow_host or (), allow_origins=allow_origin or (), max_body=max_body)
+        from miroctl.gateway_http import HttpSettings, check_bind
+
+        settings = HttpSettings(host=host, port=port, token=token, allow_hosts=allow_host or (),
+                                allow_origins=allow_origin or (), max_body=max_body)
+        guard(out, lambda: check_bind(settings))
     loaded = load_config(config, stdio, url, header, out, startup_timeout)
     specs = select(loaded, servers, out)
+    if settings is not None:
+        _serve_http(loaded, specs, options, out, settings)
     run(out, lambda: _gateway(loaded, specs, options, out))
     raise typer.Exit(0)
 
@@ -92,18 +98,9 @@ def _token(token_env: str | None) -> str | None:
     return value.strip()
 
 
-def _serve_http(servers: list[str] | None, options: dict[str, Any], out: Any, config: str | None,
-                stdio: list[str] | None, url: list[str] | None, header: list[str] | None,
-                startup_timeout: float | None, **http: Any) -> None:
-    from miroctl.gateway_http import HttpSettings, bind, check_bind
+def _serve_http(loaded: Any, specs: list[Any], options: dict[str, Any], out: Any, settings: Any) -> None:
+    from miroctl.gateway_http import bind
 
-    settings = HttpSettings(**http)
-    try:
-        check_bind(settings)
-    except UsageError as exc:
-        fail(out, exc)
-    loaded = load_config(config, stdio, url, header, out, startup_timeout)
-    specs = select(loaded, servers, out)
     sock = guard(out, lambda: bind(settings))
     try:
         run(out, lambda: _gateway(loaded, specs, options, out, (settings, sock)))
