@@ -6,7 +6,8 @@ import signal
 from typing import Any
 
 from miroctl.models import Failure
-from miroctl.transports import MAX_MESSAGE_BYTES, SpawnError, Wire
+from miroctl.processes import SpawnError
+from miroctl.transports import MAX_MESSAGE_BYTES, Wire
 
 CONNECTION_CLOSED = -32000
 REQUEST_TIMEOUT = -32001

@@ -84,7 +84,7 @@ def _allowed(names: list[str], specs: list[ServerSpec], gateway: Gateway) -> tup
 
 def probe_manager(gateway: Gateway) -> Manager:
     """A Manager with the gateway's config, policy, task id and log, its servers apart from the served ones."""
-    from miroctl.transports import sub_run_id
+    from miroctl.processes import sub_run_id
 
     served = gateway.manager
     return Manager(served.config, policy=served.policy, log_path=served.log_path, task_id=served.task_id,

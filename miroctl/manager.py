@@ -29,8 +29,8 @@ from miroctl.masking import Masker
 from miroctl.models import CallOutcome, ServerSpec, ServerTools, ToolInfo
 from miroctl.policy import Decision, Policy, ToolMeta
 from miroctl.pool import ServerHandle, Unavailable, closed
+from miroctl.processes import RUN_ID, RUN_MARKER, sweep_orphans
 from miroctl.routing import Route, Router
-from miroctl.transports import RUN_ID, RUN_MARKER, sweep_orphans
 
 ProgressFn = Callable[[float, float | None, str | None], Awaitable[None]]
 EventFn = Callable[[str, Mapping[str, Any]], None]
@@ -70,7 +70,7 @@ class Manager:
                  on_event: EventFn | None = None, confirm: ConfirmFn | None = None,
                  log_path: str | None = None, task_id: str | None = None, run_id: str | None = None) -> None:
         """`confirm` answers mode ask's questions, `log_path` gets the call log, `task_id` goes to servers."""
-        # `run_id` (transports.sub_run_id) marks this Manager's stdio servers apart from others in the process,
+        # `run_id` (processes.sub_run_id) marks this Manager's stdio servers apart from others in the process,
         # so its sweep at exit leaves theirs alone (a gateway's check must not stop the served sessions).
         # Without `confirm`, ask mode means denied unless the policy assumes yes (a gateway with no one to ask).
         # Without `log_path`, the profile's `log` is used; without `task_id`, the config's or miroctl's TASK_ID.

@@ -10,14 +10,10 @@ from __future__ import annotations
 
 import os
 import signal
-import sys
-import tempfile
 import time
-import uuid
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager, suppress
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -25,10 +21,8 @@ import anyio
 from miroctl import __version__
 from miroctl.masking import Masker
 from miroctl.models import ServerSpec
+from miroctl.processes import signal_group, spawn
 
-RUN_MARKER = "MIROCTL_RUN"
-RUN_ID = f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
-INHERITED_ENV = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LC_ALL", "TMPDIR")
 EOF_GRACE = 2.0
 TERM_GRACE = 1.0
 MAX_MESSAGE_BYTES = int(os.environ.get("MIROCTL_MAX_MESSAGE_BYTES") or 64 * 1024 * 1024)
@@ -164,67 +158,12 @@ def quiet_sdk_loggers() -> None:
 # ---------------------------------------------------------------------------------------------- stdio
 
 
-def child_environment(spec: ServerSpec) -> dict[str, str]:
-    """A small inherited environment, the config's env over it, and the run marker."""
-    env = {k: os.environ[k] for k in INHERITED_ENV if k in os.environ and not os.environ[k].startswith("()")}
-    env.update(spec.env)
-    if "TASK_ID" not in env and os.environ.get("TASK_ID"):  # the seeds: per-task state stays apart
-        env["TASK_ID"] = os.environ["TASK_ID"]
-    env[RUN_MARKER] = run_marker(spec.env)
-    return env
-
-
-def sub_run_id(label: str) -> str:
-    """A marker for one Manager's servers within this run: swept with that Manager, and with the whole run."""
-    return f"{RUN_ID}/{label}-{uuid.uuid4().hex[:8]}"
-
-
-def run_marker(env: Any) -> str:
-    """The marker a child carries: this run's, or a sub-run's of it (never one a config made up)."""
-    given = env.get(RUN_MARKER) or ""
-    return given if given.startswith(f"{RUN_ID}/") else RUN_ID
-
-
-class SpawnError(Exception):
-    """The server process could not be started at all."""
-
-    def __init__(self, message: str, *, kind: str = "not_found", hint: str | None = None) -> None:
-        super().__init__(message)
-        self.kind = kind
-        self.hint = hint
-
-
-async def spawn(spec: ServerSpec, wire: Wire) -> anyio.abc.Process:
-    """Start the server in its own process group with stderr going to a temp file."""
-    if spec.cwd and not Path(spec.cwd).is_dir():
-        raise SpawnError(f"working directory does not exist: {spec.cwd}", kind="config")
-    fd, wire.stderr_path = tempfile.mkstemp(prefix=f"miroctl-{_safe(spec.name)}-", suffix=".stderr")
-    try:
-        return await anyio.open_process(
-            [spec.command or "", *spec.args],
-            stdin=-1, stdout=-1, stderr=fd,
-            env=child_environment(spec), cwd=spec.cwd, start_new_session=True,
-        )
-    except FileNotFoundError:
-        raise SpawnError(f"command not found: {spec.command}", hint="is it installed and on PATH?") from None
-    except PermissionError:
-        raise SpawnError(f"command is not executable: {spec.command}", hint="check its permissions") from None
-    except OSError as exc:
-        raise SpawnError(f"cannot start {spec.command}: {exc.strerror or exc}") from None
-    finally:
-        os.close(fd)
-
-
-def _safe(name: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_" else "_" for c in name)[:40]
-
-
 @asynccontextmanager
 async def stdio_transport(spec: ServerSpec, wire: Wire) -> AsyncIterator[tuple[Any, Any]]:
     """The server as a child process speaking newline-delimited JSON-RPC on stdin/stdout."""
     from mcp.shared.message import SessionMessage
 
-    process = await spawn(spec, wire)
+    process, wire.stderr_path = await spawn(spec)
     wire.pid = process.pid
     wire.spawned_at = time.perf_counter()
     read_in, read_out = anyio.create_memory_object_stream[Any](0)
@@ -305,12 +244,12 @@ async def stop_process(process: Any, wire: Wire) -> None:
     with suppress(Exception):
         await process.stdin.aclose()
     if not await _exited(process, 0.2 if wire.hurry else EOF_GRACE):
-        _signal_group(process.pid, signal.SIGTERM)
+        signal_group(process.pid, signal.SIGTERM)
         if not await _exited(process, TERM_GRACE):
-            _signal_group(process.pid, signal.SIGKILL)
+            signal_group(process.pid, signal.SIGKILL)
             await _exited(process, 2.0)
     # Whatever the server left running in its group goes with it.
-    _signal_group(process.pid, signal.SIGKILL)
+    signal_group(process.pid, signal.SIGKILL)
     wire.returncode = process.returncode
     with suppress(Exception):
         await process.stdout.aclose()
@@ -327,29 +266,3 @@ async def _exited(process: Any, timeout: float) -> bool:
             return False
         await anyio.sleep(0.01)
     return True
-
-
-def _signal_group(pgid: int, sig: int) -> None:
-    if sys.platform == "win32":  # pragma: no cover
-        return
-    with suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, sig)
-
-
-def sweep_orphans(run_id: str = RUN_ID) -> int:
-    """Kill processes that carry this run's marker (or a sub-run's of it) but escaped their server's group."""
-    import psutil
-
-    victims = []
-    for proc in psutil.process_iter():
-        try:
-            marker = proc.environ().get(RUN_MARKER) or ""
-            if proc.pid != os.getpid() and (marker == run_id or marker.startswith(f"{run_id}/")):
-                victims.append(proc)
-        except (psutil.Error, OSError):
-            continue
-    for proc in victims:
-        with suppress(psutil.Error):
-            proc.kill()
-    psutil.wait_procs(victims, timeout=2)
-    return len(victims)

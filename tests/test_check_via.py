@@ -260,7 +260,7 @@ def _environ() -> dict[str, str]:
 
 def test_a_server_carries_its_managers_sub_run_marker_but_never_one_its_config_made_up():
     from miroctl.models import ServerSpec
-    from miroctl.transports import RUN_ID, RUN_MARKER, child_environment, sub_run_id
+    from miroctl.processes import RUN_ID, RUN_MARKER, child_environment, sub_run_id
 
     mine = sub_run_id("check")
     assert mine.startswith(f"{RUN_ID}/check-")

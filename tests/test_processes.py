@@ -125,6 +125,24 @@ def test_stderr_temp_files_are_removed_after_the_run(pool, tmp_path):
     assert os.environ.get("TMPDIR") != str(tmp_path)
 
 
+
+@pytest.mark.parametrize(("command", "reason"), [
+    ("no-such-command-miroctl", "command not found: no-such-command-miroctl"),
+    (__file__, f"command is not executable: {__file__}"),
+])
+def test_a_server_that_cannot_start_is_named_and_leaves_no_stderr_file(monkeypatch, tmp_path, command, reason):
+    import anyio
+
+    from miroctl.models import ServerSpec
+    from miroctl.processes import SpawnError, spawn
+
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setattr("tempfile.tempdir", None)
+    with pytest.raises(SpawnError) as caught:
+        anyio.run(spawn, ServerSpec(name="ghost", command=command))
+    assert str(caught.value) == reason
+    assert not list(tmp_path.iterdir())
+
 @pytest.mark.parametrize(("args", "message"), [
     (["list", "--startup-timeout", "soon"], "miroctl: usage: Invalid value for '--startup-timeout'"),
     (["lsit"], "miroctl: usage: No such command 'lsit'."),
