@@ -8,6 +8,7 @@ from typing import Any
 from miroctl.models import Failure
 from miroctl.processes import SpawnError
 from miroctl.transports import MAX_MESSAGE_BYTES, Wire
+from miroctl.wording import counted
 
 CONNECTION_CLOSED = -32000
 REQUEST_TIMEOUT = -32001
@@ -103,8 +104,7 @@ def _noise_reason(wire: Wire) -> str:
     if wire.oversize:
         return f"server wrote a line of over {_size(MAX_MESSAGE_BYTES)} to stdout without a newline"
     sample = f" (first: {wire.noise_samples[0]!r})" if wire.noise_samples else ""
-    lines = "line" if wire.noise_lines == 1 else "lines"
-    return f"server wrote {wire.noise_lines} non-JSON {lines} to stdout{sample}"
+    return f"server wrote {counted(wire.noise_lines, 'non-JSON line')} to stdout{sample}"
 
 
 def _size(count: int) -> str:

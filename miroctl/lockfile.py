@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from miroctl.errors import ConfigError
+from miroctl.wording import counted
 
 SCHEMA = "miroctl.lock/1"
 Surface = dict[str, dict[str, dict[str, Any]]]  # server -> tool -> {description, input_schema}
@@ -127,7 +128,7 @@ def compare(locked: Mapping[str, Any], current: Surface) -> LockCheck:
         if server not in locked_servers:
             count = len(current[server])
             result.changes.append(Change(server, None, "added", "drift",
-                                         f"server is not in the lock file ({count} tools)"))
+                                         f"server is not in the lock file ({counted(count, 'tool')})"))
             continue
         result.changes.extend(compare_tools(server, locked_servers[server]["tools"], current[server]))
     result.unchecked = sorted(s for s in locked_servers if s not in current)

@@ -19,6 +19,7 @@ from miroctl.errors import ConfigError
 from miroctl.failures import after_initialize, config_failure, leaf, stdout_noise
 from miroctl.models import Failure, ServerSpec, ToolInfo
 from miroctl.pool import MAX_TOOL_PAGES, ServerHandle, Unavailable, closed, list_all_tools
+from miroctl.wording import counted
 
 TIMEOUT_HINT = "raise --timeout (or the server's startup_timeout) if the server is just slow"
 SMOKE_KEYS = {"tool", "arguments"}
@@ -158,7 +159,7 @@ class Prober:
         visible = [tool for tool in found if self.manager.policy.visible(handle.spec, tool)]
         report.tools = tuple(visible)
         hidden = f", {len(found) - len(visible)} hidden by policy" if len(visible) < len(found) else ""
-        report.passed("tools", _ms(began), f"{len(visible)} tools{hidden}, {pages} page{'s' if pages > 1 else ''}")
+        report.passed("tools", _ms(began), f"{counted(len(visible), 'tool')}{hidden}, {counted(pages, 'page')}")
         return True
 
     async def _list_failure(self, handle: ServerHandle, connection: Any, listing: Any, error: Exception | None,

@@ -20,6 +20,7 @@ from rich.table import Table
 from rich.text import Text
 
 from miroctl.masking import Masker
+from miroctl.wording import counted
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 _C1_AND_SEPARATORS = re.compile(r"[\x7f-\x9f\u2028\u2029]")
@@ -139,7 +140,7 @@ def list_tables(out: Output, entries: Iterable[Any], *, schema: bool = False) ->
             _failed_server(out, entry)
             continue
         title = Text(out.safe(entry.server), style="bold")
-        meta = [entry.transport, f"{len(entry.tools)} tools", entry.server_version, f"{entry.duration_ms:.0f} ms"]
+        meta = [entry.transport, counted(len(entry.tools), "tool"), entry.server_version, f"{entry.duration_ms:.0f} ms"]
         title.append("  " + out.safe(" · ".join(m for m in meta if m)), style="dim")
         table = Table(title=title, title_justify="left", show_lines=schema, expand=False)
         table.add_column("tool", style="cyan", no_wrap=True)
@@ -394,8 +395,7 @@ def serve_report(out: Output, health: Mapping[str, Any], where: str, separator: 
     shape = "two meta-tools (list_tools, call_tool)" if health.get("lazy") else f"SERVER{separator}TOOL"
     line = Text("miroctl serve: ", style="bold green")
     tools, total = health.get("tools", 0), len(servers)
-    line.append(f"{tools} tool{'' if tools == 1 else 's'} from {up} of {total} server{'' if total == 1 else 's'} "
-                f"as {shape}, on {where}")
+    line.append(f"{counted(tools, 'tool')} from {up} of {counted(total, 'server')} as {shape}, on {where}")
     out.err.print(line, soft_wrap=True)
     for server in servers:
         if server.get("state") != "connected":

@@ -54,7 +54,7 @@ def test_compare_reports_removed_and_added_tools_and_servers_missing_from_the_lo
     check = lockfile.compare(locked, current)
     assert [(c.server, c.tool, c.kind, c.severity) for c in check.changes] == [
         ("a", "gone", "removed", "breaking"), ("a", "new", "added", "drift"), ("b", None, "added", "drift")]
-    assert check.changes[2].detail == "server is not in the lock file (1 tools)"
+    assert check.changes[2].detail == "server is not in the lock file (1 tool)"
     assert check.unchecked == ["down"]
     assert (len(check.breaking), len(check.drift)) == (1, 2)
 

@@ -65,6 +65,7 @@ def test_list_human_output_shows_tables_and_failures_and_keeps_server_text_liter
     result = CliRunner().invoke(app, ["list", "--config", str(path)], env={"COLUMNS": "200"})
     assert result.exit_code == 1
     assert "a*: integer" in result.stdout
+    assert "alpha  stdio · 2 tools · " in result.stdout
     assert "[red]markup[/red]" in result.stdout and "\\x1b[31mANSI" in result.stdout
     assert "\x1b" not in result.stdout
     assert "quitter  exited: server exited with code 3" in result.stdout
@@ -86,6 +87,9 @@ def test_list_hides_blacklisted_tools(write_config):
     result = CliRunner().invoke(app, ["list", "--json", "--config", str(path)])
     assert result.exit_code == 0
     assert [t["name"] for t in parse_json(result.stdout)["servers"][0]["tools"]] == ["add"]
+    human = CliRunner().invoke(app, ["list", "--config", str(path)], env={"COLUMNS": "200"})
+    assert human.exit_code == 0
+    assert "alpha  stdio · 1 tool · " in human.stdout and "echo" not in human.stdout
 
 
 def test_list_reports_a_missing_env_var_and_a_missing_command_as_config_and_not_found(write_config, monkeypatch):
