@@ -56,7 +56,9 @@ def test_a_call_outliving_its_timeout_exits_4_soon_after_and_leaves_nothing(pool
     elapsed = time.monotonic() - started
     assert result.returncode == 4, result.stderr
     assert json.loads(result.stdout)["error"] == "sleep did not answer within 1.5s"
-    assert elapsed < cold + 1.5 + 5, f"took {elapsed:.1f}s, a quick call {cold:.1f}s"
+    # Start-up counts twice (the machine's load can change between the two runs); a server left to
+    # its 600 s, or a slow kill, is still far outside this bound.
+    assert elapsed < 2 * cold + 1.5 + 5, f"took {elapsed:.1f}s, a quick call {cold:.1f}s"
     assert not wait_for_no_tagged(leak_tag, timeout=5)
 
 
