@@ -11,6 +11,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import anyio
+
 from miroctl import __version__, toolmap
 from miroctl.manager import CallRequest, Manager, ProgressFn
 from miroctl.masking import Masker
@@ -32,12 +34,38 @@ class Gateway:
         self.masker = masker or Masker(manager.config.secrets())
         self.entries: list[ServerTools] = []
         self.map = toolmap.ToolMap()
+        self.bus: Any = None  # the SDK's subscription bus, once a server is built: hosts listen to it for changes
+        self._surface: str | None = None
 
     async def refresh(self) -> toolmap.ToolMap:
         """List every server again: open sessions answer from cache, failed ones are retried when due."""
         self.entries = await self.manager.list_tools(self.specs)
         self.map = toolmap.build(self.entries, self.separator, [s.name for s in self.specs])
+        await self._announce_changes()
         return self.map
+
+    def exposed(self) -> list[dict[str, Any]]:
+        """The tools as hosts see them: the two meta-tools with --lazy, else every mapped upstream tool."""
+        if self.lazy:
+            return meta_tools(self.specs)
+        return [mcp_tool(name, info) for name, info in self.map.tools.items()]
+
+    async def _announce_changes(self) -> None:
+        """Tell listening hosts (subscriptions/listen) when the exposed tools differ from the last listing."""
+        surface = json.dumps(self.exposed(), sort_keys=True, default=str)
+        previous, self._surface = self._surface, surface
+        if previous is not None and surface != previous and self.bus is not None:
+            from mcp.server.subscriptions import ToolsListChanged
+
+            await self.bus.publish(ToolsListChanged())
+
+    async def watch(self, interval: float) -> None:
+        """While a server is down, list again every `interval` seconds: its restart is tried when the pool's
+        backoff allows, and hosts hear of the tools that came back (or went) without listing themselves."""
+        while True:
+            await anyio.sleep(interval)
+            if any(self.manager.handle(spec).state != "connected" for spec in self.specs):
+                await self.refresh()
 
     def spec(self, name: str) -> ServerSpec | None:
         """A selected server by name (`reading` finds `tool-reading`); others are not served."""
@@ -59,11 +87,9 @@ class Gateway:
     async def on_list_tools(self, ctx: Any, params: Any) -> Any:
         import mcp_types as types
 
-        if self.lazy:
-            return types.ListToolsResult.model_validate({"tools": meta_tools(self.specs)})
-        await self.refresh()
-        tools = [mcp_tool(name, info) for name, info in self.map.tools.items()]
-        return types.ListToolsResult.model_validate({"tools": tools})
+        if not self.lazy:
+            await self.refresh()
+        return types.ListToolsResult.model_validate({"tools": self.exposed()})
 
     async def on_call_tool(self, ctx: Any, params: Any) -> Any:
         arguments = dict(params.arguments or {})
@@ -221,13 +247,15 @@ def meta_tools(specs: Sequence[ServerSpec]) -> list[dict[str, Any]]:
 def build_server(gateway: Gateway) -> Any:
     """The low-level MCP server whose handlers are the gateway's."""
     from mcp.server.lowlevel import Server
+    from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
 
     names = ", ".join(spec.name for spec in gateway.specs)
+    gateway.bus = gateway.bus or InMemorySubscriptionBus()
     server = Server(
         "miroctl", version=__version__,
         instructions=f"miroctl gateway for these MCP servers: {names}.",
         on_list_tools=gateway.on_list_tools, on_call_tool=gateway.on_call_tool,
-        get_tool_input_schema=gateway.input_schema,
+        get_tool_input_schema=gateway.input_schema, on_subscriptions_listen=ListenHandler(gateway.bus),
     )
     server.middleware = []  # the default OpenTelemetry middleware costs every relayed call ~0.1 ms, for no exporter
     return server

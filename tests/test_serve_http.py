@@ -255,3 +255,28 @@ def test_serve_refuses_bad_options_with_exit_2_before_starting_anything(args, re
     result = CliRunner().invoke(app, ["serve", *args])
     assert result.exit_code == 2
     assert reason in result.stderr
+
+
+def test_a_host_listening_over_http_hears_when_a_left_out_server_comes_back(tmp_path, leak_tag):
+    ready = tmp_path / "ready"
+    late = {"name": "late", "tool_command": "python", "args": [FIXTURE, "--name", "late", "--mode", "late"],
+            "env": {"FIXTURE_READY_FILE": str(ready), "MIROCTL_TEST_TAG": leak_tag}}
+    config = write_pool(tmp_path, {"late": late})
+    gateway, url = start_http_gateway(config, "--retry-every", "0.5")
+
+    async def session() -> tuple[set[str], Any, set[str]]:
+        async with http_client(url, {}) as client:
+            before = {tool.name for tool in (await client.list_tools()).tools}
+            async with client.listen(tools_list_changed=True) as changes:
+                ready.touch()
+                with anyio.fail_after(30):  # the pool tries a server that failed to start again after 5 s
+                    event = await changes.__anext__()
+            return before, event, {tool.name for tool in (await client.list_tools()).tools}
+
+    try:
+        before, event, after = anyio.run(session)
+    finally:
+        assert gateway.stop() == 143
+    assert type(event).__name__ == "ToolsListChanged"
+    assert before == set() and "late__echo" in after
+    assert not wait_for_no_tagged(leak_tag, timeout=10)

@@ -17,7 +17,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 from miroctl.gateway import META_KEY
-from tests.conftest import ROOT, tagged_processes
+from tests.conftest import ROOT, fixture_yaml, tagged_processes
 from tests.gateway_support import pool_files, running, wait_until, write_pool
 
 pytestmark = pytest.mark.anyio
@@ -86,6 +86,23 @@ async def test_cancelling_a_call_at_the_gateway_cancels_it_upstream(tmp_path, le
         still_works = await client.call_tool("alpha__echo", {"text": "ok"})
     assert still_works.content[0].text == "ok"
 
+
+
+async def test_a_host_listening_for_changes_hears_when_a_left_out_server_comes_back(tmp_path, leak_tag):
+    ready = tmp_path / "ready"
+    late = fixture_yaml("late", "--mode", "late", "--tools", "echo",
+                        env={"FIXTURE_READY_FILE": str(ready), "MIROCTL_TEST_TAG": leak_tag})
+    config = write_pool(tmp_path, pool_files(leak_tag, late=late))
+    async with stdio_gateway(config, "alpha", "late", "--retry-every", "0.5") as client:
+        before = {tool.name for tool in (await client.list_tools()).tools}
+        async with client.listen(tools_list_changed=True) as changes:
+            ready.touch()
+            with anyio.fail_after(30):  # the pool tries a server that failed to start again after 5 s
+                event = await changes.__anext__()
+        after = {tool.name for tool in (await client.list_tools()).tools}
+    assert type(event).__name__ == "ToolsListChanged"
+    assert "late__echo" not in before and "alpha__echo" in before
+    assert after == before | {"late__echo"}
 
 async def _wait_for_text(path: Path, text: str, timeout: float = 30) -> None:
     with anyio.fail_after(timeout):

@@ -47,6 +47,10 @@ def serve(
                                                               "accept, e.g. https://app.example (http).")] = None,
     max_body: Annotated[int, typer.Option("--max-body", min=1, help="Largest request body in bytes (http).")]
     = 4 * 1024 * 1024,
+    retry_every: Annotated[float, typer.Option("--retry-every", min=0, help="While a server is down, look again "
+                                               "this often (seconds; its own backoff still applies) and tell "
+                                               "listening hosts when tools come or go; 0: only when a client "
+                                               "lists tools.")] = 5.0,
     config: ConfigOpt = None,
     stdio: StdioOpt = None,
     url: UrlOpt = None,
@@ -70,7 +74,8 @@ def serve(
     if token:
         out.masker = out.masker.with_secrets([token])
     # No one can answer mode ask's questions for a remote caller: ask means denied unless --yes in the profile.
-    options = {"separator": separator, "lazy": lazy, "manager": {"mode": mode, "task_id": task_id, "log": log}}
+    options = {"separator": separator, "lazy": lazy, "manager": {"mode": mode, "task_id": task_id, "log": log},
+               "retry_every": retry_every}
     settings = None
     if transport == "http":
         from miroctl.gateway_http import HttpSettings, check_bind
@@ -114,21 +119,34 @@ async def _gateway(loaded: Any, specs: list[Any], options: dict[str, Any], out: 
     """Start the pool, report what is served, and serve (stdio, or http: settings and bound socket)."""
     from dataclasses import replace
 
-    from miroctl.gateway import Gateway, serve_stdio
-    from miroctl.render import serve_report
+    import anyio
+
+    from miroctl.gateway import Gateway
 
     served = replace(loaded, servers=tuple(specs), default_names=tuple(s.name for s in specs))
-    manager_options = options.pop("manager")
+    manager_options, retry_every = options.pop("manager"), options.pop("retry_every")
     async with manager_for(served, out, **manager_options, ask_on_terminal=False) as manager:
         gateway = Gateway(manager, specs, masker=out.masker, **options)
         await gateway.refresh()
-        if http is None:
-            serve_report(out, gateway.health(), "stdio", options["separator"])
-            await serve_stdio(gateway)
-            return
-        from miroctl.gateway_http import address_of, serve_http
+        async with anyio.create_task_group() as watching:
+            if retry_every > 0:
+                watching.start_soon(gateway.watch, retry_every)
+            await _serve(gateway, out, options["separator"], http)
+            watching.cancel_scope.cancel()
 
-        settings, sock = http
-        serve_report(out, gateway.health(), f"{address_of(sock)}/mcp", options["separator"])
-        await serve_http(gateway, settings, sock)
+
+async def _serve(gateway: Any, out: Any, separator: str, http: tuple[Any, Any] | None) -> None:
+    """Report what is served, then serve it until the caller stops (stdio: until stdin ends)."""
+    from miroctl.gateway import serve_stdio
+    from miroctl.render import serve_report
+
+    if http is None:
+        serve_report(out, gateway.health(), "stdio", separator)
+        await serve_stdio(gateway)
+        return
+    from miroctl.gateway_http import address_of, serve_http
+
+    settings, sock = http
+    serve_report(out, gateway.health(), f"{address_of(sock)}/mcp", separator)
+    await serve_http(gateway, settings, sock)
 

@@ -12,6 +12,9 @@ import time
 
 
 def misbehave(mode: str) -> None:
+    if mode == "late" and not os.path.exists(os.environ.get("FIXTURE_READY_FILE", "")):
+        print("fixture: not ready yet", file=sys.stderr)
+        sys.exit(4)
     if mode == "exit":
         print("fixture: cannot start, FIXTURE_SECRET is " + os.environ.get("FIXTURE_SECRET", "unset"), file=sys.stderr)
         print("fixture: giving up", file=sys.stderr)
