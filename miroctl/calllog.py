@@ -1,7 +1,7 @@
 """The call log: one JSON object per line for every step of a call, secrets masked, appended to a file.
 
 Lines carry at least `ts` (UTC, ISO 8601) and `event` (call_start, decision, autocorrect, server_retry,
-fallback, call_success, call_error, server_failed, ...), plus the step's fields: server, tool,
+fallback, call_success, call_error, server_failed, tools_changed, ...), plus the step's fields: server, tool,
 duration_ms, arguments. Whole results are never logged (`call_end` is left out for that reason).
 """
 

@@ -8,10 +8,9 @@ MCPServer, whose constructor configures logging for the whole process. Every cal
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
-
-import anyio
 
 from miroctl import __version__, toolmap
 from miroctl.manager import CallRequest, Manager, ProgressFn
@@ -60,11 +59,11 @@ class Gateway:
             await self.bus.publish(ToolsListChanged())
 
     async def watch(self, interval: float) -> None:
-        """While a server is down, list again every `interval` seconds: its restart is tried when the pool's
-        backoff allows, and hosts hear of the tools that came back (or went) without listing themselves."""
+        """List again when a server announces new tools and, while a server is down, every `interval` seconds
+        (0: never), its restart tried when the pool's backoff allows: hosts hear of tools that came or went."""
         while True:
-            await anyio.sleep(interval)
-            if any(self.manager.handle(spec).state != "connected" for spec in self.specs):
+            changed = await self.manager.next_change(interval if interval > 0 else math.inf)
+            if changed or any(self.manager.handle(spec).state != "connected" for spec in self.specs):
                 await self.refresh()
 
     def spec(self, name: str) -> ServerSpec | None:

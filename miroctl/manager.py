@@ -68,8 +68,10 @@ class Manager:
 
     def __init__(self, config: Config, *, policy: Policy | None = None, concurrency: int | None = None,
                  on_event: EventFn | None = None, confirm: ConfirmFn | None = None,
-                 log_path: str | None = None, task_id: str | None = None, run_id: str | None = None) -> None:
-        """`confirm` answers mode ask's questions, `log_path` gets the call log, `task_id` goes to servers."""
+                 log_path: str | None = None, task_id: str | None = None, run_id: str | None = None,
+                 follow_changes: bool = False) -> None:
+        """`confirm` answers mode ask's questions, `log_path` gets the call log, `task_id` goes to servers;
+        with `follow_changes`, sessions follow their servers' tool-list changes (see `next_change`)."""
         # `run_id` (processes.sub_run_id) marks this Manager's stdio servers apart from others in the process,
         # so its sweep at exit leaves theirs alone (a gateway's check must not stop the served sessions).
         # Without `confirm`, ask mode means denied unless the policy assumes yes (a gateway with no one to ask).
@@ -89,6 +91,8 @@ class Manager:
         self._log: CallLog | None = None
         self._exclusive_locks: dict[str, anyio.Lock] = {}
         self.run_id = run_id
+        self.follow_changes = follow_changes
+        self._changed: anyio.Event | None = None
 
     @property
     def log_path(self) -> str | None:
@@ -98,6 +102,7 @@ class Manager:
         if self._log_path:
             self._log = CallLog(self._log_path, self.masker, task_id=self.task_id or os.environ.get("TASK_ID"))
         self._tg = anyio.create_task_group()
+        self._changed = anyio.Event()
         await self._tg.__aenter__()
         return self
 
@@ -122,9 +127,27 @@ class Manager:
     def handle(self, spec: ServerSpec) -> ServerHandle:
         if spec.name not in self._handles:
             assert self._tg is not None, "use the Manager as an async context manager"
+            following = self._tools_changed if self.follow_changes else None
             self._handles[spec.name] = ServerHandle(self._child_spec(spec), self._tg,
-                                                    self.config.profile.startup_timeout, on_event=self.emit)
+                                                    self.config.profile.startup_timeout, on_event=self.emit,
+                                                    on_tools_changed=following)
         return self._handles[spec.name]
+
+    def _tools_changed(self, server: str) -> None:
+        self.emit("tools_changed", server=server)
+        if self._changed is not None:
+            self._changed.set()
+
+    async def next_change(self, timeout: float) -> bool:
+        """Wait up to `timeout` seconds for a followed server to announce a new tool list; True if one did
+        since the last wait. Its cached tools are gone already: the next listing asks it again."""
+        assert self._changed is not None, "use the Manager as an async context manager"
+        with anyio.move_on_after(timeout):
+            await self._changed.wait()
+        if not self._changed.is_set():
+            return False
+        self._changed = anyio.Event()
+        return True
 
     def _child_spec(self, spec: ServerSpec) -> ServerSpec:
         """A stdio server's spec with the task id and the URL rules (for bundled search tools) in its env."""

@@ -56,9 +56,12 @@ class ServerHandle:
     """The lazily opened session to one server, shared by every caller in the process."""
 
     def __init__(self, spec: ServerSpec, task_group: TaskGroup, startup_timeout: float,
-                 on_event: Callable[..., None] | None = None) -> None:
+                 on_event: Callable[..., None] | None = None,
+                 on_tools_changed: Callable[[str], None] | None = None) -> None:
+        """With `on_tools_changed`, the session follows the server's tool-list changes and reports them."""
         self.spec = spec
         self._on_event = on_event
+        self._on_tools_changed = on_tools_changed
         self.startup_timeout = spec.startup_timeout or startup_timeout
         self._tg = task_group
         self._lock = anyio.Lock()
@@ -169,10 +172,15 @@ class ServerHandle:
     async def _own(self, gen: _Generation) -> None:
         try:
             with gen.scope:
-                async with open_connection(self.spec, gen.wire) as connection:
+                following = self._tools_changed if self._on_tools_changed is not None else None
+                async with open_connection(self.spec, gen.wire, on_tools_changed=following) as connection, \
+                        anyio.create_task_group() as changes:
                     gen.connection = Connection(BoundedClient(connection.client, self, gen), connection.wire)
                     gen.ready.set()
+                    if following is not None and _announces_tool_changes(connection.client):
+                        changes.start_soon(_listen_for_tool_changes, connection.client, following)
                     await gen.stop.wait()
+                    changes.cancel_scope.cancel()
         except Exception as exc:  # noqa: BLE001 - reported through the generation, never raised into the pool
             gen.error = exc
         finally:
@@ -180,8 +188,15 @@ class ServerHandle:
             gen.ready.set()
             gen.done.set()
 
+    def _tools_changed(self) -> None:
+        """The server announced a new tool list: forget the cached one and pass the news on."""
+        self._tools = None
+        if self._on_tools_changed is not None:
+            self._on_tools_changed(self.spec.name)
+
     async def tools(self) -> tuple[ToolInfo, ...]:
-        """Every tool the server lists, all pages; cached for the life of the session."""
+        """Every tool the server lists, all pages; cached until the session ends or the server announces a
+        change (when followed)."""
         connection = await self.connect()
         if self._tools is not None:
             return self._tools
@@ -294,3 +309,19 @@ def closed(exc: BaseException) -> bool:
     exc = leaf(exc)
     return getattr(exc, "code", None) == CONNECTION_CLOSED or isinstance(
         exc, (anyio.ClosedResourceError, anyio.BrokenResourceError))
+
+
+def _announces_tool_changes(client: Any) -> bool:
+    capabilities = client.server_capabilities
+    return bool(capabilities is not None and capabilities.tools is not None and capabilities.tools.list_changed)
+
+
+async def _listen_for_tool_changes(client: Any, changed: Callable[[], None]) -> None:
+    """Follow a server's tool-list changes on a subscriptions/listen stream (protocol 2026-07-28); servers on
+    older versions send them unsolicited, which the connection's message handler takes instead."""
+    try:
+        async with client.listen(tools_list_changed=True) as events:
+            async for _ in events:
+                changed()
+    except Exception:  # noqa: BLE001 - a server that cannot keep the stream is still served, only not followed
+        return

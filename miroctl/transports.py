@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import signal
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack, asynccontextmanager, suppress
 from dataclasses import dataclass, field
 from typing import Any
@@ -92,8 +92,13 @@ class Connection:
 
 
 @asynccontextmanager
-async def open_connection(spec: ServerSpec, wire: Wire) -> AsyncIterator[Connection]:
-    """Start or reach the server, run the handshake, and yield the session; close it all on exit."""
+async def open_connection(spec: ServerSpec, wire: Wire,
+                          on_tools_changed: Callable[[], None] | None = None) -> AsyncIterator[Connection]:
+    """Start or reach the server, run the handshake, and yield the session; close it all on exit.
+
+    `on_tools_changed` hears the tools/list_changed notifications that servers on protocols before
+    2026-07-28 send unsolicited (later ones announce changes on a subscriptions/listen stream).
+    """
     from mcp import Client
     from mcp.types import Implementation
 
@@ -104,14 +109,21 @@ async def open_connection(spec: ServerSpec, wire: Wire) -> AsyncIterator[Connect
             target,
             mode="auto",
             client_info=Implementation(name="miroctl", version=__version__),
-            message_handler=_ignore_messages,
+            message_handler=_message_handler(on_tools_changed),
         )
         await stack.enter_async_context(client)
         yield Connection(client=client, wire=wire)
 
 
-async def _ignore_messages(message: Any) -> None:
-    await anyio.lowlevel.checkpoint()
+def _message_handler(on_tools_changed: Callable[[], None] | None) -> Callable[[Any], Awaitable[None]]:
+    """Server notifications miroctl does not relay are dropped; a tool-list change is passed on if asked."""
+
+    async def handle(message: Any) -> None:
+        if on_tools_changed is not None and getattr(message, "method", None) == "notifications/tools/list_changed":
+            on_tools_changed()
+        await anyio.lowlevel.checkpoint()
+
+    return handle
 
 
 async def _transport(spec: ServerSpec, wire: Wire, stack: AsyncExitStack) -> Any:

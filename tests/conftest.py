@@ -21,6 +21,7 @@ from miroctl.models import ServerSpec
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = str(ROOT / "tests" / "servers" / "fixture.py")
+LEGACY = str(ROOT / "tests" / "servers" / "legacy.py")
 HEALTHY_STARTUP = 30.0  # generous: a loaded 2-core machine must never flake a healthy server
 
 

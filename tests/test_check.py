@@ -3,15 +3,13 @@
 import sys
 import time
 import xml.etree.ElementTree as ET
-from pathlib import Path
 
 from typer.testing import CliRunner
 
 from miroctl.cli import app
-from tests.conftest import fixture_yaml, parse_json, run_miroctl, wait_for_no_tagged
+from tests.conftest import LEGACY, fixture_yaml, parse_json, run_miroctl, wait_for_no_tagged
 from tests.servers.unauthorized import serving
 
-LEGACY = str(Path(__file__).parent / "servers" / "legacy.py")
 BROKEN_TIMEOUT = 3.0  # only for the servers meant to time out
 SECRET = "hunter2-very-secret"
 TOKEN = "tok-abc-123-secret"

@@ -1,17 +1,20 @@
 """The manager core used directly, as the commands and other programs use it."""
 
+import sys
+
 import anyio
 
 from miroctl.config import Config, Profile
 from miroctl.manager import CallRequest, Manager
-from tests.conftest import fixture_spec
+from miroctl.models import ServerSpec
+from tests.conftest import LEGACY, fixture_spec
 
 
-def run(specs, work, **profile):
+def run(specs, work, follow_changes=False, **profile):
     config = Config(servers=tuple(specs), profile=Profile(**profile), default_names=tuple(s.name for s in specs))
 
     async def main():
-        async with Manager(config) as manager:
+        async with Manager(config, follow_changes=follow_changes) as manager:
             return await work(manager)
 
     return anyio.run(main)
@@ -93,3 +96,47 @@ def test_an_in_process_server_works_like_any_other():
         return await manager.call(CallRequest("inproc", "shout", pairs=["text=hi"]))
 
     assert run([spec], work).result == "HI"
+
+
+async def _tools_before_and_after(manager, server, call):
+    """Names listed before `call`, whether a change was announced after it, and the names listed then."""
+    before = [t.name for t in (await manager.list_tools())[0].tools]
+    outcome = await manager.call(call)
+    assert outcome.ok, outcome.error
+    announced = await manager.next_change(30)
+    after = [t.name for t in (await manager.list_tools())[0].tools]
+    return before, announced, after
+
+
+def test_a_followed_server_announcing_new_tools_on_a_listen_stream_is_listed_again():
+    async def work(manager):
+        return await _tools_before_and_after(manager, "g", CallRequest("g", "grow", {"tool_name": "fresh"}))
+
+    before, announced, after = run([fixture_spec("g", "--tools", "grow,echo")], work, follow_changes=True)
+    assert announced is True
+    assert sorted(before) == ["echo", "grow"]
+    assert sorted(after) == ["echo", "fresh", "grow"]
+
+
+def test_a_followed_server_on_an_older_protocol_announcing_changes_unsolicited_is_listed_again():
+    spec = ServerSpec(name="old", command=sys.executable, args=(LEGACY, "--upgradable"))
+
+    async def work(manager):
+        return await _tools_before_and_after(manager, "old", CallRequest("old", "upgrade", {}))
+
+    before, announced, after = run([spec], work, follow_changes=True)
+    assert announced is True
+    assert before == ["echo", "fail", "add", "upgrade"]
+    assert after == ["echo", "add", "upgrade"]
+
+
+def test_without_following_changes_the_tool_list_stays_cached_for_the_session():
+    async def work(manager):
+        before = [t.name for t in (await manager.list_tools())[0].tools]
+        await manager.call(CallRequest("g", "grow", {"tool_name": "fresh"}))
+        announced = await manager.next_change(0.5)
+        return before, announced, [t.name for t in (await manager.list_tools())[0].tools]
+
+    before, announced, after = run([fixture_spec("g", "--tools", "grow,echo")], work)
+    assert announced is False
+    assert before == after

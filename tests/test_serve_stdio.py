@@ -104,6 +104,20 @@ async def test_a_host_listening_for_changes_hears_when_a_left_out_server_comes_b
     assert "late__echo" not in before and "alpha__echo" in before
     assert after == before | {"late__echo"}
 
+
+async def test_a_host_listening_for_changes_hears_when_an_upstream_announces_new_tools(tmp_path, leak_tag):
+    config = write_pool(tmp_path, pool_files(leak_tag))
+    async with stdio_gateway(config, "alpha") as client:
+        async with client.listen(tools_list_changed=True) as changes:
+            grown = await client.call_tool("alpha__grow", {"tool_name": "fresh"})
+            with anyio.fail_after(30):
+                await changes.__anext__()
+        names = {tool.name for tool in (await client.list_tools()).tools}
+        fresh = await client.call_tool("alpha__fresh", {"text": "new here"})
+    assert grown.content[0].text == "added fresh"
+    assert "alpha__fresh" in names
+    assert fresh.is_error is False and fresh.content[0].text == "new here"
+
 async def _wait_for_text(path: Path, text: str, timeout: float = 30) -> None:
     with anyio.fail_after(timeout):
         while not (path.exists() and path.read_text() == text):

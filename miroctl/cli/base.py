@@ -136,7 +136,7 @@ def make_output(json_mode: bool) -> Any:
 
 
 def manager_for(loaded: Any, out: Any, mode: Mode | None = None, yes: bool = False, task_id: str | None = None,
-                log: str | None = None, *, ask_on_terminal: bool = True) -> Any:
+                log: str | None = None, *, ask_on_terminal: bool = True, follow_changes: bool = False) -> Any:
     """A Manager with the profile's policy and the command line's --mode, --yes, --task-id and --log."""
     from miroctl.manager import Manager
     from miroctl.policy import Policy
@@ -144,7 +144,8 @@ def manager_for(loaded: Any, out: Any, mode: Mode | None = None, yes: bool = Fal
     policy = Policy.from_profile(loaded.profile).with_overrides(mode=mode.value if mode else None,
                                                                 assume_yes=True if yes else None)
     confirm = _confirm_on_terminal(out) if ask_on_terminal else None
-    return Manager(loaded, policy=policy, confirm=confirm, log_path=log, task_id=task_id)
+    return Manager(loaded, policy=policy, confirm=confirm, log_path=log, task_id=task_id,
+                   follow_changes=follow_changes)
 
 
 def _confirm_on_terminal(out: Any) -> Any:

@@ -125,12 +125,11 @@ async def _gateway(loaded: Any, specs: list[Any], options: dict[str, Any], out: 
 
     served = replace(loaded, servers=tuple(specs), default_names=tuple(s.name for s in specs))
     manager_options, retry_every = options.pop("manager"), options.pop("retry_every")
-    async with manager_for(served, out, **manager_options, ask_on_terminal=False) as manager:
+    async with manager_for(served, out, **manager_options, ask_on_terminal=False, follow_changes=True) as manager:
         gateway = Gateway(manager, specs, masker=out.masker, **options)
         await gateway.refresh()
         async with anyio.create_task_group() as watching:
-            if retry_every > 0:
-                watching.start_soon(gateway.watch, retry_every)
+            watching.start_soon(gateway.watch, retry_every)
             await _serve(gateway, out, options["separator"], http)
             watching.cancel_scope.cancel()
 

@@ -115,6 +115,13 @@ def build(name: str, only: set[str] | None):
         os._exit(code)
 
     @tool()
+    async def grow(tool_name: str, ctx: Context) -> str:
+        """Add a tool that echoes its text, and announce that the tool list changed."""
+        server.add_tool(lambda text: text, name=tool_name, description="Added while running.")
+        await ctx.notify_tools_changed()
+        return f"added {tool_name}"
+
+    @tool()
     def fail(message: str = "it broke") -> str:
         """Report a tool error."""
         raise ToolError(message)

@@ -1,7 +1,7 @@
 """A small MCP server on the standard library alone, speaking only the initialize-era protocol.
 
     python tests/servers/legacy.py [--delay S] [--protocol V] [--pages N] [--die-on M] [--hang-on M]
-                                   [--noise N] [--changed]
+                                   [--noise N] [--changed] [--upgradable]
 
 It answers `server/discover` with "method not found", so clients fall back to `initialize`
 (and `ping` still exists). It starts in milliseconds, which makes start-up latency something a
@@ -36,6 +36,9 @@ CHANGED = [
                                                       "c": {"type": "integer"}}, "required": ["a"]}},
 ]
 
+UPGRADE = {"name": "upgrade", "description": "Switch to the changed tool surface and announce it.",
+           "inputSchema": {"type": "object", "properties": {}}}
+
 
 def options() -> argparse.Namespace:
     parser = argparse.ArgumentParser()
@@ -47,6 +50,8 @@ def options() -> argparse.Namespace:
     parser.add_argument("--hang-on", default="", help="never answer this method")
     parser.add_argument("--noise", type=int, default=0, help="print this many non-JSON lines to stdout first")
     parser.add_argument("--changed", action="store_true", help="list a changed tool surface (see CHANGED)")
+    parser.add_argument("--upgradable", action="store_true",
+                        help="list an `upgrade` tool that switches to CHANGED and announces it")
     return parser.parse_args()
 
 
@@ -57,12 +62,13 @@ def send(message: dict) -> None:
 
 def result_for(method: str, params: dict, opts: argparse.Namespace) -> dict | None:
     if method == "initialize":
-        return {"protocolVersion": opts.protocol, "capabilities": {"tools": {"listChanged": False}},
+        return {"protocolVersion": opts.protocol, "capabilities": {"tools": {"listChanged": opts.upgradable}},
                 "serverInfo": {"name": opts.name, "version": "1.2.3"}}
     if method == "ping":
         return {}
     if method == "tools/list":
-        return tools_page(CHANGED if opts.changed else TOOLS, params.get("cursor"), opts.pages)
+        tools = (CHANGED if opts.changed else TOOLS) + ([UPGRADE] if opts.upgradable else [])
+        return tools_page(tools, params.get("cursor"), opts.pages)
     if method == "tools/call":
         return call(params.get("name"), params.get("arguments") or {})
     return None
@@ -84,6 +90,8 @@ def call(name: str, arguments: dict) -> dict:
         return {"content": [{"type": "text", "text": str(arguments.get("a", 0) + arguments.get("b", 0))}]}
     if name == "fail":
         return {"content": [{"type": "text", "text": "it broke"}], "isError": True}
+    if name == "upgrade":
+        return {"content": [{"type": "text", "text": "upgraded"}]}
     return {"content": [{"type": "text", "text": f"Unknown tool: {name}"}], "isError": True}
 
 
@@ -98,6 +106,9 @@ def serve(opts: argparse.Namespace) -> None:
             os._exit(5)
         if ident is None or method == opts.hang_on:
             continue
+        if method == "tools/call" and (message.get("params") or {}).get("name") == "upgrade":
+            opts.changed = True
+            send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
         result = result_for(method, message.get("params") or {}, opts)
         if result is None:
             send({"jsonrpc": "2.0", "id": ident, "error": {"code": METHOD_NOT_FOUND, "message": f"no {method}"}})
