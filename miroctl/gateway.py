@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import json
 import math
+import weakref
 from collections.abc import Mapping, Sequence
+from contextlib import suppress
 from typing import Any
 
 from miroctl import __version__, toolmap
@@ -35,6 +37,7 @@ class Gateway:
         self.map = toolmap.ToolMap()
         self.bus: Any = None  # the SDK's subscription bus, once a server is built: hosts listen to it for changes
         self._surface: str | None = None
+        self._listers: weakref.WeakSet[Any] = weakref.WeakSet()  # connections of older-protocol hosts that listed
 
     async def refresh(self) -> toolmap.ToolMap:
         """List every server again: open sessions answer from cache, failed ones are retried when due."""
@@ -53,10 +56,15 @@ class Gateway:
         """Tell listening hosts (subscriptions/listen) when the exposed tools differ from the last listing."""
         surface = json.dumps(self.exposed(), sort_keys=True, default=str)
         previous, self._surface = self._surface, surface
-        if previous is not None and surface != previous and self.bus is not None:
+        if previous is None or surface == previous:
+            return
+        if self.bus is not None:
             from mcp.server.subscriptions import ToolsListChanged
 
             await self.bus.publish(ToolsListChanged())
+        for session in list(self._listers):  # hosts before 2026-07-28 are told unsolicited
+            with suppress(Exception):  # a host that went away is simply not told
+                await session.send_tool_list_changed()
 
     async def watch(self, interval: float) -> None:
         """List again when a server announces new tools and, while a server is down, every `interval` seconds
@@ -85,6 +93,14 @@ class Gateway:
 
     async def on_list_tools(self, ctx: Any, params: Any) -> Any:
         import mcp_types as types
+        from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+        # A request's session lives as long as the request: changes go out on the connection behind it, which
+        # the SDK (2.3) keeps private. Without one, a host on an older protocol is simply not told.
+        connection = getattr(ctx.session, "_connection", None)
+        if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS and connection is not None:
+            with suppress(TypeError):
+                self._listers.add(connection)
 
         if not self.lazy:
             await self.refresh()
@@ -245,12 +261,18 @@ def meta_tools(specs: Sequence[ServerSpec]) -> list[dict[str, Any]]:
 
 def build_server(gateway: Gateway) -> Any:
     """The low-level MCP server whose handlers are the gateway's."""
-    from mcp.server.lowlevel import Server
+    from mcp.server.lowlevel import NotificationOptions, Server
     from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
+
+    class GatewayServer(Server):
+        def create_initialization_options(self, notification_options: Any = None, *args: Any, **kwargs: Any) -> Any:
+            """Hosts on older protocols are told that the tool list changes (2026-07-28 derives it itself)."""
+            options = notification_options or NotificationOptions(tools_changed=True)
+            return super().create_initialization_options(options, *args, **kwargs)
 
     names = ", ".join(spec.name for spec in gateway.specs)
     gateway.bus = gateway.bus or InMemorySubscriptionBus()
-    server = Server(
+    server = GatewayServer(
         "miroctl", version=__version__,
         instructions=f"miroctl gateway for these MCP servers: {names}.",
         on_list_tools=gateway.on_list_tools, on_call_tool=gateway.on_call_tool,

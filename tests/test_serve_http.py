@@ -280,3 +280,32 @@ def test_a_host_listening_over_http_hears_when_a_left_out_server_comes_back(tmp_
     assert type(event).__name__ == "ToolsListChanged"
     assert before == set() and "late__echo" in after
     assert not wait_for_no_tagged(leak_tag, timeout=10)
+
+
+def test_a_host_on_an_older_protocol_over_http_is_told_when_the_tools_change(tmp_path, leak_tag):
+    config = write_pool(tmp_path, pool_files(leak_tag))
+    gateway, url = start_http_gateway(config, "alpha")
+
+    async def session() -> tuple[bool, set[str]]:
+        told = anyio.Event()
+
+        async def messages(message: Any) -> None:
+            if getattr(message, "method", None) == "notifications/tools/list_changed":
+                told.set()
+
+        async with httpx2.AsyncClient(timeout=60) as http, \
+                Client(streamable_http_client(f"{url}/mcp", http_client=http), mode="legacy",
+                       message_handler=messages) as client:
+            listed = client.server_capabilities.tools.list_changed
+            await client.list_tools()
+            await client.call_tool("alpha__grow", {"tool_name": "fresh"})
+            with anyio.fail_after(30):
+                await told.wait()
+            return listed, {tool.name for tool in (await client.list_tools()).tools}
+
+    try:
+        listed, names = anyio.run(session)
+    finally:
+        assert gateway.stop() == 143
+    assert listed is True
+    assert "alpha__fresh" in names

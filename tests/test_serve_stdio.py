@@ -29,11 +29,11 @@ def anyio_backend() -> str:
 
 
 @asynccontextmanager
-async def stdio_gateway(config: Path, *args: str) -> AsyncIterator[Any]:
+async def stdio_gateway(config: Path, *args: str, **client_options: Any) -> AsyncIterator[Any]:
     params = StdioServerParameters(command=sys.executable, args=["-m", "miroctl", "serve", "--config", str(config),
                                                                  *args], cwd=str(ROOT))
     with tempfile.TemporaryFile("w+") as errlog:
-        async with Client(stdio_client(params, errlog=errlog)) as client:
+        async with Client(stdio_client(params, errlog=errlog), **client_options) as client:
             yield client
 
 
@@ -117,6 +117,25 @@ async def test_a_host_listening_for_changes_hears_when_an_upstream_announces_new
     assert grown.content[0].text == "added fresh"
     assert "alpha__fresh" in names
     assert fresh.is_error is False and fresh.content[0].text == "new here"
+
+
+async def test_a_host_on_an_older_protocol_is_told_unsolicited_when_the_tools_change(tmp_path, leak_tag):
+    config = write_pool(tmp_path, pool_files(leak_tag))
+    told = anyio.Event()
+
+    async def messages(message: Any) -> None:
+        if getattr(message, "method", None) == "notifications/tools/list_changed":
+            told.set()
+
+    async with stdio_gateway(config, "alpha", mode="legacy", message_handler=messages) as client:
+        assert client.protocol_version < "2026-07-28"
+        assert client.server_capabilities.tools.list_changed is True
+        await client.list_tools()
+        await client.call_tool("alpha__grow", {"tool_name": "fresh"})
+        with anyio.fail_after(30):
+            await told.wait()
+        names = {tool.name for tool in (await client.list_tools()).tools}
+    assert "alpha__fresh" in names
 
 async def _wait_for_text(path: Path, text: str, timeout: float = 30) -> None:
     with anyio.fail_after(timeout):
