@@ -19,7 +19,7 @@ import anyio
 from anyio.abc import TaskGroup
 
 from miroctl import args as arguments_
-from miroctl import envelopes, truncation, urlrules
+from miroctl import catalog, envelopes, truncation, urlrules
 from miroctl.calllog import CallLog
 from miroctl.config import Config
 from miroctl.errors import MiroctlError
@@ -169,25 +169,28 @@ class Manager:
 
     # ------------------------------------------------------------------------------------------ listing
 
-    async def list_tools(self, specs: Sequence[ServerSpec] | None = None) -> list[ServerTools]:
-        """Every selected server's visible tools, concurrently (bounded); failures become entries."""
+    async def list_tools(self, specs: Sequence[ServerSpec] | None = None,
+                         extras: frozenset[str] = frozenset()) -> list[ServerTools]:
+        """Every selected server's visible tools, concurrently (bounded); failures become entries.
+        `extras` ("resources", "prompts") adds what the servers offer besides tools."""
         specs = list(specs) if specs is not None else self.config.select()
         results: list[ServerTools | None] = [None] * len(specs)
 
         async def one(index: int, spec: ServerSpec) -> None:
-            results[index] = await self.server_tools(spec)
+            results[index] = await self.server_tools(spec, extras)
 
         async with anyio.create_task_group() as tg:
             for index, spec in enumerate(specs):
                 tg.start_soon(one, index, spec)
         return [r for r in results if r is not None]
 
-    async def server_tools(self, spec: ServerSpec) -> ServerTools:
+    async def server_tools(self, spec: ServerSpec, extras: frozenset[str] = frozenset()) -> ServerTools:
         started = time.perf_counter()
         handle = self.handle(spec)
         try:
             async with self._limiter:
                 tools = await self.tools_of(spec)
+                offered = await catalog.offered_by(handle, extras)
         except Unavailable as exc:
             self.emit("server_failed", server=spec.name, failure=exc.failure.to_dict())
             return ServerTools(spec.name, spec.transport, failure=exc.failure, duration_ms=_ms(started))
@@ -195,7 +198,7 @@ class Manager:
         return ServerTools(
             spec.name, spec.transport, tools=tuple(t for t in tools if self.policy.visible(spec, t)),
             duration_ms=_ms(started), protocol_version=connection.protocol_version if connection else None,
-            server_version=connection.server_version if connection else None,
+            server_version=connection.server_version if connection else None, **offered,
         )
 
     async def tools_of(self, spec: ServerSpec) -> tuple[ToolInfo, ...]:

@@ -114,13 +114,17 @@ class ServerTools:
     duration_ms: float = 0.0
     protocol_version: str | None = None
     server_version: str | None = None
+    # What the server offers besides tools, as it sent them; None when not asked for (list --resources/--prompts)
+    resources: tuple[dict[str, Any], ...] | None = None
+    resource_templates: tuple[dict[str, Any], ...] | None = None
+    prompts: tuple[dict[str, Any], ...] | None = None
 
     @property
     def ok(self) -> bool:
         return self.failure is None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        body = {
             "name": self.server,
             "ok": self.ok,
             "transport": self.transport,
@@ -130,6 +134,10 @@ class ServerTools:
             "tools": [tool.to_dict() for tool in self.tools],
             "error": self.failure.to_dict() if self.failure else None,
         }
+        for key in ("resources", "resource_templates", "prompts"):
+            if getattr(self, key) is not None:
+                body[key] = list(getattr(self, key))
+        return body
 
 
 @dataclass

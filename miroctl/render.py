@@ -150,6 +150,38 @@ def list_tables(out: Output, entries: Iterable[Any], *, schema: bool = False) ->
             table.add_row(Text(out.safe(tool.name)), Text(out.safe(_summary(tool, schema))),
                           _parameters(out, tool, type_label))
         out.out.print(table)
+        _offered(out, entry)
+
+
+def _offered(out: Output, entry: Any) -> None:
+    """The resources, templates and prompts of `list --resources --prompts`, when asked for and offered."""
+    sections = (
+        ("resources", "resource", ("uri", "name", "mimeType")),
+        ("resource_templates", "resource template", ("uriTemplate", "name", "mimeType")),
+        ("prompts", "prompt", ("name", "arguments")),
+    )
+    for key, noun, columns in sections:
+        items = getattr(entry, key)
+        if items is None or (not items and key == "resource_templates"):
+            continue
+        if not items:
+            out.out.print(Text(f"{out.safe(entry.server)}  no {noun}s", style="dim"))
+            continue
+        title = Text(f"{out.safe(entry.server)}  {counted(len(items), noun)}", style="dim")
+        table = Table(title=title, title_justify="left", expand=False)
+        for column in (*columns, "description"):
+            table.add_column(column, style="cyan" if column in ("uri", "uriTemplate", "name") else "")
+        for item in items:
+            table.add_row(*(Text(out.safe(_offer_cell(item, column))) for column in (*columns, "description")))
+        out.out.print(table)
+
+
+def _offer_cell(item: Mapping[str, Any], column: str) -> str:
+    if column == "arguments":
+        return ", ".join(f"{a.get('name')}{'*' if a.get('required') else ''}" for a in item.get("arguments") or ())
+    if column == "description":
+        return next((line.strip() for line in str(item.get("description") or "").splitlines() if line.strip()), "")
+    return str(item.get(column) or "")
 
 
 def _summary(tool: Any, full: bool) -> str:
@@ -205,6 +237,25 @@ def call_result(out: Output, outcome: Any, saved: Sequence[str] = ()) -> None:
         out.error(outcome.error or "", outcome.hint, tail, label=outcome.error_kind or "error")
         if outcome.fallback and not outcome.fallback.get("ok"):
             out.note(f"the MarkItDown fallback failed too: {outcome.fallback['error']}")
+    for path in saved:
+        out.note(f"saved: {path}", style="green")
+
+
+def fetched_result(out: Output, fetched: Any, saved: Sequence[str] = ()) -> None:
+    """A resource's text contents, or a prompt's messages role by role; errors on stderr."""
+    if not fetched.ok:
+        tail = fetched.failure.stderr_tail if fetched.failure else ()
+        out.error(fetched.error or "", fetched.hint, tail, label=fetched.error_kind or "error")
+        return
+    if fetched.what == "prompt" and fetched.description:
+        out.note(fetched.description, style="dim")
+    for item in fetched.content:
+        block = item if fetched.what == "resource" else item.get("content") or {}
+        if fetched.what == "prompt":
+            out.text(f"[{item.get('role', '')}]")
+        text = block.get("text") if "text" in block else (block.get("resource") or {}).get("text")
+        if isinstance(text, str):
+            out.text(text)
     for path in saved:
         out.note(f"saved: {path}", style="green")
 

@@ -37,6 +37,10 @@ def list_(
     servers: Annotated[list[str] | None, typer.Argument(help="Servers to list (default: the profile's).")] = None,
     json_mode: JsonOpt = False,
     schema: Annotated[bool, typer.Option("--schema", help="Show each tool's full description and input schema.")] = False,
+    resources: Annotated[bool, typer.Option("--resources", help="Also list each server's resources and resource "
+                                            "templates (read one with miroctl read).")] = False,
+    prompts: Annotated[bool, typer.Option("--prompts", help="Also list each server's prompts (get one with "
+                                          "miroctl prompt).")] = False,
     config: ConfigOpt = None,
     stdio: StdioOpt = None,
     url: UrlOpt = None,
@@ -51,8 +55,11 @@ def list_(
     from miroctl.render import list_tables
 
     out = make_output(json_mode)
+    extras = frozenset(name for name, asked in (("resources", resources), ("prompts", prompts)) if asked)
+    if via and extras:
+        fail(out, UsageError("--resources and --prompts are not served through a gateway", hint="drop --via"))
     gateway_url = remote.resolve_via(via, config, stdio, url, out)
-    if gateway_url:
+    if gateway_url and not extras:  # MIROCTL_URL set: resources and prompts come from the servers directly
         remote.list_via(gateway_url, servers or [], json_mode, schema, out)
     loaded = load_config(config, stdio, url, header, out, startup_timeout)
     specs = select(loaded, servers, out)
@@ -60,7 +67,7 @@ def list_(
 
     async def work() -> list[Any]:
         async with manager_for(loaded, out, mode, task_id=task_id, log=log) as manager:
-            return await manager.list_tools(specs)
+            return await manager.list_tools(specs, extras)
 
     entries = run(out, work)
     if json_mode:

@@ -10,6 +10,8 @@ import os
 import sys
 import time
 
+PIXEL = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+
 
 def misbehave(mode: str) -> None:
     if mode == "late" and not os.path.exists(os.environ.get("FIXTURE_READY_FILE", "")):
@@ -114,6 +116,32 @@ def build(name: str, only: set[str] | None):
         print("fixture: crashing on purpose", file=sys.stderr, flush=True)
         os._exit(code)
 
+    @server.resource("fixture://notes", name="notes", description="Plain notes.\nSecond line.",
+                     mime_type="text/plain")
+    def notes() -> str:
+        return f"notes of {name}"
+
+    @server.resource("fixture://pixel.png", name="pixel", description="A one-pixel image.", mime_type="image/png")
+    def pixel() -> bytes:
+        import base64
+
+        return base64.b64decode(PIXEL)
+
+    @server.resource("fixture://items/{item}", name="item", description="One item by its id.")
+    def item(item: str) -> str:
+        return f"item {item}"
+
+    @server.resource("fixture://slow", name="slow", description="Arrives after a minute.")
+    async def slow() -> str:
+        import anyio
+
+        await anyio.sleep(60)
+        return "late"
+
+    @server.prompt(name="review", description="Ask for a review of some code.")
+    def review(code: str, focus: str = "bugs") -> str:
+        return f"Review this code for {focus}:\n{code}"
+
     @tool()
     async def grow(tool_name: str, ctx: Context) -> str:
         """Add a tool that echoes its text, and announce that the tool list changed."""
@@ -148,8 +176,7 @@ def build(name: str, only: set[str] | None):
     @tool()
     def image() -> list:
         """Return a tiny PNG and a caption."""
-        png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
-        return [TextContent(type="text", text="a pixel"), ImageContent(type="image", data=png, mimeType="image/png")]
+        return [TextContent(type="text", text="a pixel"), ImageContent(type="image", data=PIXEL, mimeType="image/png")]
 
     @tool()
     def escape() -> str:
