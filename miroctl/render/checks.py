@@ -1,0 +1,158 @@
+"""`check`: the health table, the reasons and stderr tails of failing servers, and lock drift."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from rich import box
+from rich.table import Table
+from rich.text import Text
+
+from miroctl.render.output import Output
+
+_PHASE_COLUMNS = (("start", "start"), ("initialize", "init"), ("tools", "list"), ("ping", "ping"))
+CHECK_LOG_WIDTH = 140  # a CI log has no width of its own; rows this wide stay one line each
+CHECK_WIDE = 120  # narrower terminals get the reasons under the table instead of in a column
+
+
+def check_table(out: Output, run: Any) -> None:
+    """The check as one table (a row per server), failure details under it, then lock changes and a summary."""
+    if not out.out.is_terminal and out.out.width < CHECK_LOG_WIDTH:
+        out.out.width = CHECK_LOG_WIDTH
+    wide = out.out.width >= CHECK_WIDE
+    out.out.print(_check_rows(out, run, wide, reasons=wide and any(not r.ok for r in run.reports)))
+    for report in run.reports:
+        if report.failure is not None and (not wide or report.failure.hint or report.failure.stderr_tail):
+            _check_details(out, report, with_reason=not wide)
+    if run.lock is not None:
+        lock_changes(out, run.lock)
+    out.out.print(Text(_check_summary(run), style="bold green" if run.exit_code == 0 else "bold red"))
+
+
+def _check_rows(out: Output, run: Any, wide: bool, reasons: bool) -> Table:
+    columns = [*_PHASE_COLUMNS, *((("smoke", "smoke"),) if run.smoke else ())]
+    table = Table(caption=_check_caption(run), caption_justify="left", expand=False,
+                  **({} if wide else {"box": box.SIMPLE_HEAD, "padding": (0, 1), "collapse_padding": True,
+                                       "pad_edge": False}))
+    table.add_column("server", no_wrap=True, min_width=6, style="bold")
+    if wide:
+        table.add_column("status", no_wrap=True)
+    table.add_column("protocol", no_wrap=True, min_width=10)
+    table.add_column("version", overflow="fold", min_width=7)
+    table.add_column("tools", justify="right", no_wrap=True)
+    for key, header in columns:
+        table.add_column(_start_header(run) if key == "start" else header, justify="right", no_wrap=True)
+    if reasons:
+        table.add_column("reason", overflow="fold", min_width=16, ratio=1)
+    for report in run.reports:
+        table.add_row(*_check_cells(out, report, columns, wide, reasons))
+    return table
+
+
+def _start_header(run: Any) -> str:
+    kinds = {r.start_phase for r in run.reports}
+    return kinds.pop() if len(kinds) == 1 else "start"
+
+
+def _check_caption(run: Any) -> Text:
+    text = "phase times in ms; ✗ failed there, – not run"
+    if _start_header(run) == "start":
+        text += "; start: spawn (stdio) or connect (HTTP)"
+    modern = sorted({r.protocol_version for r in run.reports if _ping_removed(r)})
+    if modern:
+        text += f"; ping n/a: protocol {', '.join(modern)} has no ping"
+    return Text(text, style="dim")
+
+
+def _check_cells(out: Output, report: Any, columns: Sequence[tuple[str, str]], wide: bool,
+                 reasons: bool) -> list[Text]:
+    tools = str(len(report.tools)) if report.phases["tools"].status == "ok" else "–"
+    cells = [Text(out.safe(report.protocol_version or "–")), Text(out.safe(report.server_version or "–")), Text(tools)]
+    cells += [_phase_cell(report.phases[report.start_phase if key == "start" else key]) for key, _ in columns]
+    if not wide:  # the mark alone says healthy or not; the reason follows under the table
+        mark, style = _status(report)
+        return [Text(f"{mark[0]} {out.safe(report.server)}", style=style), *cells]
+    mark, style = _status(report)
+    return [Text(out.safe(report.server)), Text(mark, style=style), *cells,
+            *([_reason_cell(out, report)] if reasons else [])]
+
+
+def _status(report: Any) -> tuple[str, str]:
+    if report.ok:
+        return "✓ healthy", "green"
+    return ("✗ allowed", "yellow") if report.allowed_failure else ("✗ unhealthy", "red")
+
+
+def _ping_removed(report: Any) -> bool:
+    ping = report.phases["ping"]
+    return ping.status == "skipped" and "not supported" in (ping.detail or "")
+
+
+def _phase_cell(phase: Any) -> Text:
+    if phase.status == "ok":
+        return Text(f"{phase.ms:.0f}" if phase.ms is not None else "ok")
+    if phase.status == "failed":
+        return Text(f"✗ {phase.ms:.0f}" if phase.ms is not None else "✗", style="red")
+    if phase.status == "skipped":
+        return Text("n/a" if "not supported" in (phase.detail or "") else "–", style="dim")
+    return Text("")
+
+
+def _reason_cell(out: Output, report: Any) -> Text:
+    if report.failure is None:
+        return Text("")
+    text = Text(f"{report.failure.kind}: ", style="yellow" if report.allowed_failure else "red")
+    text.append(out.safe(report.failure.message))
+    return text
+
+
+def _check_details(out: Output, report: Any, with_reason: bool) -> None:
+    """Under the table: the reason (if the table had no room for it), the hint, the last stderr lines."""
+    failure = report.failure
+    tail = failure.stderr_tail[-5:]
+    line = Text("✗ ", style="yellow" if report.allowed_failure else "red")
+    line.append(out.safe(report.server), style="bold")
+    if with_reason:
+        out.out.print(line + Text("  ") + _reason_cell(out, report))
+        line = Text("")
+    if failure.hint and not (tail and failure.hint.startswith("its stderr ends:")):
+        line.append(f"  hint: {out.safe(failure.hint)}", style="yellow")
+    elif tail:
+        line.append(f"  stderr (last {len(tail)} line{'s' if len(tail) > 1 else ''}):", style="dim")
+    if line.plain:
+        out.out.print(line)
+    for text in tail:
+        out.out.print(Text(f"  | {out.safe(text)}", style="dim"))
+
+
+def lock_changes(out: Output, lock: Any) -> None:
+    """The tool-surface comparison: what was written, then each change with its severity."""
+    if lock.written:
+        out.out.print(Text(f"wrote the tool surface of the healthy servers to {out.safe(lock.written)}", style="dim"))
+    if lock.against is None:
+        return
+    if not lock.changes:
+        out.out.print(Text(f"tool surface matches {out.safe(lock.against)}", style="green"))
+    else:
+        head = f"tool surface differs from {lock.against}: {len(lock.breaking)} breaking, {len(lock.drift)} drift"
+        out.out.print(Text(out.safe(head), style="bold red"))
+    for change in lock.changes:
+        mark = {"added": "+", "removed": "-"}.get(change.kind, "~")
+        line = Text(f"  {mark} ", style="red" if change.severity == "breaking" else "yellow")
+        line.append(out.safe(f"{change.server} {change.tool or '(server)'}: {change.detail}"))
+        line.append(f"  [{change.severity}]", style="red" if change.severity == "breaking" else "yellow")
+        out.out.print(line)
+    if lock.unchecked:
+        out.out.print(Text("  not compared (unhealthy or not selected): " + out.safe(", ".join(lock.unchecked)),
+                           style="dim"))
+
+
+def _check_summary(run: Any) -> str:
+    counts = run.summary()
+    parts = [f"{counts['healthy']} of {counts['servers']} servers healthy"]
+    if counts["allowed_failures"]:
+        parts.append(f"{counts['allowed_failures']} allowed to fail")
+    if run.lock is not None and run.lock.changes:
+        parts.append(f"tool surface changed: {len(run.lock.breaking)} breaking, {len(run.lock.drift)} drift")
+    return ", ".join(parts) + f" ({run.duration_ms / 1000:.1f} s)"

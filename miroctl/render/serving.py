@@ -1,0 +1,30 @@
+"""`serve`: the ready line on stderr, each left-out server and each name collision."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from rich.text import Text
+
+from miroctl.render.output import Output
+from miroctl.wording import counted
+
+
+def serve_report(out: Output, health: Mapping[str, Any], where: str, separator: str) -> None:
+    """What the gateway serves, on stderr: one ready line, then each left-out server and collision."""
+    servers = health.get("servers", [])
+    up = sum(1 for s in servers if s.get("state") == "connected")
+    shape = "two meta-tools (list_tools, call_tool)" if health.get("lazy") else f"SERVER{separator}TOOL"
+    line = Text("miroctl serve: ", style="bold green")
+    tools, total = health.get("tools", 0), len(servers)
+    line.append(f"{counted(tools, 'tool')} from {up} of {counted(total, 'server')} as {shape}, on {where}")
+    out.err.print(line, soft_wrap=True)
+    for server in servers:
+        if server.get("state") != "connected":
+            error = server.get("error") or {}
+            reason = f"{error.get('kind')}: {error.get('message')}" if error else server.get("state")
+            out.err.print(Text(f"  left out for now (tried again later): {out.safe(server['name'])}: "
+                               f"{out.safe(reason)}", style="yellow"), soft_wrap=True)
+    for collision in health.get("collisions", []):
+        out.err.print(Text(f"  name collision: {out.safe(collision['message'])}", style="yellow"), soft_wrap=True)
