@@ -14,9 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from miroctl.errors import ExitCode, exit_code_for_kind
 from miroctl.failures import died_during, leaf, startup_timeout
-from miroctl.models import Failure, ServerSpec
+from miroctl.models import Envelope, Failure, ServerSpec
 from miroctl.pool import Unavailable, closed
 from miroctl.specs import suggest
 from miroctl.wording import counted
@@ -30,7 +29,7 @@ METHOD_NOT_FOUND, RESOURCE_NOT_FOUND, INVALID_PARAMS = -32601, -32002, -32602
 
 
 @dataclass
-class Fetched:
+class Fetched(Envelope):
     """The envelope of one resource read or prompt fetch: its `content`, or why there is none."""
 
     server_name: str | None
@@ -43,16 +42,6 @@ class Fetched:
     hint: str | None = None
     failure: Failure | None = None
     duration_ms: float = 0.0
-
-    @property
-    def ok(self) -> bool:
-        return self.error is None
-
-    @property
-    def exit_code(self) -> ExitCode:
-        if self.failure is not None and self.error_kind == "unavailable":
-            return self.failure.exit_code
-        return exit_code_for_kind(self.error_kind)
 
     def blocks(self) -> list[dict[str, Any]]:
         """The content as MCP content blocks (a resource's contents become embedded resources)."""

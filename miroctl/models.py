@@ -140,8 +140,26 @@ class ServerTools:
         return body
 
 
+class Envelope:
+    """What an envelope with `error`, `error_kind` and `failure` says of itself: ok, and its exit code."""
+
+    error: str | None
+    error_kind: str | None
+    failure: Failure | None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    @property
+    def exit_code(self) -> ExitCode:
+        if self.failure is not None and self.error_kind == "unavailable":
+            return self.failure.exit_code
+        return exit_code_for_kind(self.error_kind)
+
+
 @dataclass
-class CallOutcome:
+class CallOutcome(Envelope):
     """The envelope of one tool call: exactly one of `result` or `error`, plus metadata."""
 
     server_name: str | None
@@ -162,16 +180,6 @@ class CallOutcome:
     decision: dict[str, Any] | None = None
     notes: list[str] = field(default_factory=list)
     output: dict[str, Any] | None = None  # {"path", "chars"}: the whole result text went to this file
-
-    @property
-    def ok(self) -> bool:
-        return self.error is None
-
-    @property
-    def exit_code(self) -> ExitCode:
-        if self.failure is not None and self.error_kind == "unavailable":
-            return self.failure.exit_code
-        return exit_code_for_kind(self.error_kind)
 
     def to_dict(self) -> dict[str, Any]:
         body: dict[str, Any] = {
