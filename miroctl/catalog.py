@@ -23,7 +23,6 @@ from miroctl.wording import counted
 if TYPE_CHECKING:
     from miroctl.manager import Manager
 
-EXTRAS = ("resources", "prompts")
 MAX_PAGES = 100
 METHOD_NOT_FOUND, RESOURCE_NOT_FOUND, INVALID_PARAMS = -32601, -32002, -32602
 

@@ -53,7 +53,8 @@ class Gateway:
         return [mcp_tool(name, info) for name, info in self.map.tools.items()]
 
     async def _announce_changes(self) -> None:
-        """Tell listening hosts (subscriptions/listen) when the exposed tools differ from the last listing."""
+        """Tell hosts when the exposed tools differ from the last listing: those listening on 2026-07-28
+        through the bus, those on older protocols that listed tools on their connection."""
         surface = json.dumps(self.exposed(), sort_keys=True, default=str)
         previous, self._surface = self._surface, surface
         if previous is None or surface == previous:
@@ -67,11 +68,11 @@ class Gateway:
                 await session.send_tool_list_changed()
 
     async def watch(self, interval: float) -> None:
-        """List again when a server announces new tools and, while a server is down, every `interval` seconds
-        (0: never), its restart tried when the pool's backoff allows: hosts hear of tools that came or went."""
+        """List again when a server announces new tools and, every `interval` seconds (0: never), when a server
+        that is down may be started again (the pool's backoff): hosts hear of tools that came or went."""
         while True:
             changed = await self.manager.next_change(interval if interval > 0 else math.inf)
-            if changed or any(self.manager.handle(spec).state != "connected" for spec in self.specs):
+            if changed or any(self.manager.handle(spec).restart_due for spec in self.specs):
                 await self.refresh()
 
     def spec(self, name: str) -> ServerSpec | None:

@@ -240,6 +240,15 @@ class ServerHandle:
             return "idle"
         return "lost"
 
+    @property
+    def restart_due(self) -> bool:
+        """Down, and its backoff (after a failed start, or after crashes) has passed: a start may be tried now."""
+        if self.connected:
+            return False
+        if self.failure is not None:
+            return time.monotonic() - self._failed_at >= self._retry_after
+        return self.crash_backoff() <= time.monotonic() - self._lost_at
+
     async def close(self) -> None:
         gen = self._current
         if gen is not None:
