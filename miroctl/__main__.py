@@ -1,5 +1,5 @@
 """`python -m miroctl` runs the command line (a call through a gateway takes the warm path)."""
 
-from miroctl.warm import main
+from miroctl.cli.entry import main
 
 main()

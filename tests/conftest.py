@@ -17,7 +17,7 @@ import psutil
 import pytest
 import yaml
 
-from miroctl.models import ServerSpec
+from miroctl.base.models import ServerSpec
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = str(ROOT / "tests" / "servers" / "fixture.py")

@@ -12,8 +12,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from miroctl.config import Config, Profile
-from miroctl.models import ServerSpec
+from miroctl.base.models import ServerSpec
+from miroctl.config.loader import Config, Profile
 from tests.conftest import HEALTHY_STARTUP, ROOT
 
 WEBTOOLS = str(ROOT / "tests" / "servers" / "webtools.py")

@@ -4,9 +4,9 @@ import io
 
 import pytest
 
-from miroctl import args
-from miroctl.errors import ArgumentError
-from miroctl.models import ToolInfo
+from miroctl.base.errors import ArgumentError
+from miroctl.base.models import ToolInfo
+from miroctl.core import arguments as args
 
 SCHEMA = {
     "type": "object",

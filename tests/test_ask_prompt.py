@@ -11,7 +11,8 @@ import time
 
 import pytest
 
-from miroctl.manager import CallRequest, Confirmation, Manager
+from miroctl.base.models import CallRequest
+from miroctl.core.manager import Confirmation, Manager
 from tests.conftest import ROOT
 from tests.policy_support import calls, memory_spec, pool, webtools_yaml
 

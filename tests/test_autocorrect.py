@@ -3,7 +3,7 @@
 import pytest
 from typer.testing import CliRunner
 
-from miroctl.cli import app
+from miroctl.cli.app import app
 from tests.conftest import fixture_yaml, parse_json
 
 

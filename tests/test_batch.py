@@ -9,10 +9,9 @@ import anyio
 import pytest
 from typer.testing import CliRunner
 
-from miroctl import batch
-from miroctl.cli import app
-from miroctl.manager import CallRequest
-from miroctl.models import CallOutcome
+from miroctl.base.models import CallOutcome, CallRequest
+from miroctl.cli.app import app
+from miroctl.core import batch
 from tests.gateway_support import pool_files, write_pool
 
 

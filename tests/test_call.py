@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from miroctl.cli import app
+from miroctl.cli.app import app
 from tests.conftest import fixture_yaml, parse_json
 
 ENVELOPE_KEYS = {"schema", "server_name", "tool_name", "is_error", "content", "structured_content",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from typer.testing import CliRunner
 
-from miroctl.cli import app
+from miroctl.cli.app import app
 from tests.conftest import LEGACY, fixture_yaml, parse_json
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"

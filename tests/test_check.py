@@ -6,7 +6,7 @@ import xml.etree.ElementTree as ET
 
 from typer.testing import CliRunner
 
-from miroctl.cli import app
+from miroctl.cli.app import app
 from tests.conftest import LEGACY, fixture_yaml, parse_json, run_miroctl, wait_for_no_tagged
 from tests.servers.unauthorized import serving
 

@@ -4,10 +4,10 @@ import json
 
 import pytest
 
-from miroctl import lockfile
-from miroctl.check_report import ProbeReport
-from miroctl.errors import ConfigError
-from miroctl.models import ToolInfo
+from miroctl.base.errors import ConfigError
+from miroctl.base.models import ToolInfo
+from miroctl.check import lockfile
+from miroctl.check.report import ProbeReport
 
 NUMBER = {"type": "integer"}
 TEXT = {"type": "string"}

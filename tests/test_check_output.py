@@ -5,11 +5,12 @@ import xml.etree.ElementTree as ET
 
 from rich.console import Console
 
-from miroctl import junit
-from miroctl.check_report import CheckRun, ProbeReport
-from miroctl.lockfile import Change, LockCheck
-from miroctl.models import Failure, ServerSpec, ToolInfo
-from miroctl.render import Output, check_table
+from miroctl.base.models import Failure, ServerSpec, ToolInfo
+from miroctl.check import junit
+from miroctl.check.lockfile import Change, LockCheck
+from miroctl.check.report import CheckRun, ProbeReport
+from miroctl.render.checks import check_table
+from miroctl.render.output import Output
 
 REASON = "server exited with code 3 before initialize finished"
 

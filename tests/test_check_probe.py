@@ -7,11 +7,11 @@ from pathlib import Path
 import anyio
 import pytest
 
-from miroctl.config import Config, Profile
-from miroctl.errors import ConfigError
-from miroctl.manager import Manager
-from miroctl.models import ServerSpec
-from miroctl.probe import probe_all, smoke_calls
+from miroctl.base.errors import ConfigError
+from miroctl.base.models import ServerSpec
+from miroctl.check.probe import probe_all, smoke_calls
+from miroctl.config.loader import Config, Profile
+from miroctl.core.manager import Manager
 from tests.conftest import HEALTHY_STARTUP, fixture_spec, free_port
 
 LEGACY = str(Path(__file__).parent / "servers" / "legacy.py")

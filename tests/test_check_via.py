@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from miroctl.check_report import CheckRun
-from miroctl.cli import app
+from miroctl.check.report import CheckRun
+from miroctl.cli.app import app
 from tests.conftest import ROOT, fixture_yaml, free_port, tagged_processes, wait_for_no_tagged
 from tests.gateway_support import post_json, request, start_http_gateway, wait_until, write_pool
 
@@ -235,7 +235,7 @@ def test_check_via_imports_neither_the_sdk_nor_omegaconf_nor_markitdown(pool):
              "sys.argv = ['miroctl', 'check', 'good', '--json', '--via', sys.argv[1]]\n"
              "try:\n    runpy.run_module('miroctl', run_name='__main__')\nexcept SystemExit as exit:\n"
              "    heavy = sorted({m.split('.')[0] for m in sys.modules} & {'mcp', 'mcp_types', 'omegaconf',"
-             " 'markitdown', 'anyio', 'httpx2'})\n"
+             " 'markitdown', 'httpx2'})\n"
              "    print(exit.code, heavy, file=sys.stderr)\n")
     done = subprocess.run([sys.executable, "-c", probe, pool["url"]], capture_output=True, text=True, cwd=ROOT,
                           check=False, timeout=120, env={**_environ(), **AUTH})
@@ -259,8 +259,8 @@ def _environ() -> dict[str, str]:
 
 
 def test_a_server_carries_its_managers_sub_run_marker_but_never_one_its_config_made_up():
-    from miroctl.models import ServerSpec
-    from miroctl.processes import RUN_ID, RUN_MARKER, child_environment, sub_run_id
+    from miroctl.base.models import ServerSpec
+    from miroctl.sessions.processes import RUN_ID, RUN_MARKER, child_environment, sub_run_id
 
     mine = sub_run_id("check")
     assert mine.startswith(f"{RUN_ID}/check-")

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from miroctl import config
-from miroctl.cli import app
-from miroctl.errors import ConfigError
+from miroctl.base.errors import ConfigError
+from miroctl.cli.app import app
+from miroctl.config import loader as config
 from tests.conftest import fixture_yaml, parse_json
 
 
@@ -128,7 +128,7 @@ def test_invalid_json_config_is_one_line_with_position(tmp_path):
 
 def test_adhoc_stdio_and_url_servers_replace_the_configured_ones(write_config):
     path = write_config({"a": fixture_yaml("a")})
-    loaded = config.load(str(path), stdio=["python -m servers.reading"], urls=["http://127.0.0.1:9/mcp"],
+    loaded = config.load(str(path), stdio=["python -m miroctl.servers.reading"], urls=["http://127.0.0.1:9/mcp"],
                          headers=["Authorization: Bearer zz-top"])
     assert [s.name for s in loaded.select()] == ["reading", "127.0.0.1"]
     assert loaded.get("reading").command == sys.executable
@@ -185,7 +185,8 @@ def test_wheel_ships_the_default_config_and_servers_as_package_data(tmp_path):
     names = set(zipfile.ZipFile(wheel).namelist())
     assert "miroctl/bundled_config/miroctl.yaml" in names
     assert "miroctl/bundled_config/tool/tool-reading.yaml" in names
-    assert "servers/reading.py" in names
+    assert "miroctl/servers/reading.py" in names
+    assert not any(name.startswith("servers/") for name in names)  # no top-level package to clash with a user's
 
 
 def test_interpolated_paths_and_numbers_are_not_treated_as_secrets_but_tokens_are(write_config, tmp_path,

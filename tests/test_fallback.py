@@ -5,9 +5,10 @@ from __future__ import annotations
 import anyio
 from typer.testing import CliRunner
 
-from miroctl.cli import app
-from miroctl.fallbacks import url_argument
-from miroctl.manager import CallRequest, Manager
+from miroctl.base.models import CallRequest
+from miroctl.cli.app import app
+from miroctl.core.fallbacks import url_argument
+from miroctl.core.manager import Manager
 from tests.conftest import parse_json
 from tests.policy_support import memory_spec, pool, web_server, webtools_yaml
 

@@ -4,7 +4,7 @@ import time
 
 from typer.testing import CliRunner
 
-from miroctl.cli import app
+from miroctl.cli.app import app
 from tests.conftest import fixture_yaml, parse_json, wait_for_no_tagged
 
 BROKEN_TIMEOUT = 5.0
@@ -124,8 +124,8 @@ def test_list_of_an_http_server_that_is_not_there_is_a_connect_failure():
 
 def test_a_server_flooding_stdout_without_newlines_is_cut_off_as_a_protocol_failure(write_config, leak_tag,
                                                                                     monkeypatch):
-    monkeypatch.setattr("miroctl.transports.MAX_MESSAGE_BYTES", 1024 * 1024)
-    monkeypatch.setattr("miroctl.failures.MAX_MESSAGE_BYTES", 1024 * 1024)
+    monkeypatch.setattr("miroctl.sessions.transports.MAX_MESSAGE_BYTES", 1024 * 1024)
+    monkeypatch.setattr("miroctl.sessions.failures.MAX_MESSAGE_BYTES", 1024 * 1024)
     path = write_config({"flood": fixture_yaml("flood", "--mode", "flood", env={"MIROCTL_TEST_TAG": leak_tag})})
     result = CliRunner().invoke(app, ["list", "--json", "--config", str(path)])
     assert result.exit_code == 1

@@ -4,9 +4,9 @@ import sys
 
 import anyio
 
-from miroctl.config import Config, Profile
-from miroctl.manager import CallRequest, Manager
-from miroctl.models import ServerSpec
+from miroctl.base.models import CallRequest, ServerSpec
+from miroctl.config.loader import Config, Profile
+from miroctl.core.manager import Manager
 from tests.conftest import LEGACY, fixture_spec
 
 
@@ -88,7 +88,7 @@ def test_an_in_process_server_works_like_any_other():
         """Upper-case the text."""
         return text.upper()
 
-    from miroctl.models import ServerSpec
+    from miroctl.base.models import ServerSpec
 
     spec = ServerSpec(name="inproc", transport="memory", target=server)
 

@@ -8,7 +8,8 @@ import time
 
 import anyio
 
-from miroctl.manager import CallRequest, Manager
+from miroctl.base.models import CallRequest
+from miroctl.core.manager import Manager
 from tests.policy_support import calls, memory_spec, pool, webtools_spec
 
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from typer.testing import CliRunner
 
-from miroctl import config as config_
-from miroctl.cli import app
-from miroctl.errors import ConfigError
-from miroctl.policy import Policy
+from miroctl.base.errors import ConfigError
+from miroctl.cli.app import app
+from miroctl.config import loader as config_
+from miroctl.policy.decisions import Policy
 from tests.conftest import parse_json
 from tests.policy_support import webtools_yaml
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import anyio
 
-from miroctl.manager import CallRequest, Manager
+from miroctl.base.models import CallRequest
+from miroctl.core.manager import Manager
 from tests.policy_support import calls, memory_spec, pool
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from miroctl.config import Profile
-from miroctl.models import ServerSpec, ToolInfo
-from miroctl.policy import Policy, merge_meta, tool_settings
+from miroctl.base.models import ServerSpec, ToolInfo
+from miroctl.config.loader import Profile
+from miroctl.policy.decisions import Policy, merge_meta, tool_settings
 
 
 def tool(name: str, **annotations: bool) -> ToolInfo:

@@ -99,11 +99,11 @@ def test_a_signal_during_a_call_stops_every_server_and_exits_with_its_code(pool,
 
 
 def test_help_and_version_import_neither_mcp_nor_markitdown_nor_omegaconf():
-    probe = ("import sys; from typer.testing import CliRunner; from miroctl.cli import app;"
+    probe = ("import sys; from typer.testing import CliRunner; from miroctl.cli.app import app;"
              "r1 = CliRunner().invoke(app, ['--help']); r2 = CliRunner().invoke(app, ['--version']);"
              "r3 = CliRunner().invoke(app, ['call', '--help']);"
              "assert r1.exit_code == r2.exit_code == r3.exit_code == 0;"
-             "print(sorted(m for m in ('mcp', 'markitdown', 'omegaconf', 'anyio') if m in sys.modules))")
+             "print(sorted(m for m in ('mcp', 'markitdown', 'omegaconf', 'httpx2') if m in sys.modules))")
     result = subprocess.run([sys.executable, "-c", probe], check=False, capture_output=True, text=True, cwd=ROOT,
                             timeout=60)
     assert result.returncode == 0, result.stderr
@@ -135,8 +135,8 @@ def test_stderr_temp_files_are_removed_after_the_run(pool, tmp_path):
 def test_a_server_that_cannot_start_is_named_and_leaves_no_stderr_file(monkeypatch, tmp_path, command, reason):
     import anyio
 
-    from miroctl.models import ServerSpec
-    from miroctl.processes import SpawnError, spawn
+    from miroctl.base.models import ServerSpec
+    from miroctl.sessions.processes import SpawnError, spawn
 
     monkeypatch.setenv("TMPDIR", str(tmp_path))
     monkeypatch.setattr("tempfile.tempdir", None)

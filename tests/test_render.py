@@ -6,8 +6,8 @@ import json
 import anyio
 from rich.console import Console
 
-from miroctl.masking import Masker
-from miroctl.render import Output, dumps, literal
+from miroctl.base.masking import Masker
+from miroctl.render.output import Output, dumps, literal
 
 
 def test_control_characters_become_visible_escapes_but_newlines_and_tabs_stay():

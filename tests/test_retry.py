@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import anyio
 
-from miroctl.manager import CallRequest, Manager
+from miroctl.base.models import CallRequest
+from miroctl.core.manager import Manager
 from tests.policy_support import calls, pool, webtools_spec
 
 
@@ -44,7 +45,7 @@ def test_a_server_whose_first_start_fails_works_after_the_retry(tmp_path, leak_t
 
 
 def test_a_missing_command_is_not_retried(tmp_path):
-    from miroctl.models import ServerSpec
+    from miroctl.base.models import ServerSpec
 
     spec = ServerSpec("ghost", command=str(tmp_path / "no-such-server"), startup_timeout=20)
     events = []

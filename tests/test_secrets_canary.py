@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from typer.testing import CliRunner
 
-from miroctl.cli import app
+from miroctl.cli.app import app
 from tests.conftest import free_port
 from tests.policy_support import webtools_yaml
 

@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from miroctl import pool
-from miroctl.config import Config, Profile
-from miroctl.gateway import META_KEY, Gateway, build_server
-from miroctl.manager import Manager
-from miroctl.models import ServerSpec
+from miroctl.base.models import ServerSpec
+from miroctl.config.loader import Config, Profile
+from miroctl.core.manager import Manager
+from miroctl.gateway.server import META_KEY, Gateway, build_server
+from miroctl.sessions import pool
 from tests.conftest import FIXTURE
 from tests.servers.fixture import build
 

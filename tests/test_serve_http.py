@@ -18,7 +18,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from typer.testing import CliRunner
 
-from miroctl.cli import app
+from miroctl.cli.app import app
 from tests.conftest import FIXTURE, free_port, tagged_processes, wait_for_no_tagged, wait_for_port
 from tests.gateway_support import (
     pool_files,
@@ -231,13 +231,13 @@ def test_json_api_call_is_cancelled_upstream_when_its_client_goes_away(secured, 
     (None, False),
 ])
 def test_token_check_accepts_only_the_bearer_token(header, ok):
-    from miroctl.gateway_http import token_ok
+    from miroctl.gateway.http import token_ok
 
     assert token_ok(header, TOKEN) is ok
 
 
 def test_settings_accept_loopback_names_and_any_host_only_beyond_loopback_without_allow_host():
-    from miroctl.gateway_http import HttpSettings, matches
+    from miroctl.gateway.http import HttpSettings, matches
 
     local = HttpSettings()
     assert matches("localhost:8765", local.hosts) and matches("[::1]:1", local.hosts)

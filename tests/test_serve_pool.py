@@ -5,10 +5,10 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from miroctl import pool
-from miroctl.config import Config, Profile
-from miroctl.manager import CallRequest, Manager
-from miroctl.models import ServerSpec
+from miroctl.base.models import CallRequest, ServerSpec
+from miroctl.config.loader import Config, Profile
+from miroctl.core.manager import Manager
+from miroctl.sessions import pool
 from tests.conftest import fixture_spec
 from tests.servers.fixture import build
 

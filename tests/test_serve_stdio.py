@@ -16,7 +16,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from miroctl.gateway import META_KEY
+from miroctl.gateway.server import META_KEY
 from tests.conftest import ROOT, fixture_yaml, tagged_processes
 from tests.gateway_support import pool_files, running, wait_until, write_pool
 

@@ -7,7 +7,7 @@ import threading
 
 import anyio
 
-from miroctl.stdio_wire import StdoutWriter, claimed_stdout, stdin_lines
+from miroctl.gateway.stdio import StdoutWriter, claimed_stdout, stdin_lines
 
 
 async def _collect(fd: int) -> list[str]:

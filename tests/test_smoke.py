@@ -2,7 +2,7 @@
 
 from typer.testing import CliRunner
 
-from miroctl.cli import app
+from miroctl.cli.app import app
 from tests.conftest import parse_json
 
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 import anyio
 from typer.testing import CliRunner
 
-from miroctl.cli import app
-from miroctl.manager import CallRequest, Manager
+from miroctl.base.models import CallRequest
+from miroctl.cli.app import app
+from miroctl.core.manager import Manager
 from tests.conftest import parse_json
 from tests.policy_support import log_lines, memory_spec, pool, webtools_spec, webtools_yaml
 

@@ -8,10 +8,11 @@ import anyio
 from mcp.types import CallToolResult, EmbeddedResource, TextContent, TextResourceContents
 from typer.testing import CliRunner
 
-from miroctl.cli import app
-from miroctl.manager import CallRequest, Manager
-from miroctl.masking import Masker
-from miroctl.truncation import cut_text, limit_result, text_length, write_full
+from miroctl.base.masking import Masker
+from miroctl.base.models import CallRequest
+from miroctl.cli.app import app
+from miroctl.core.manager import Manager
+from miroctl.core.truncation import cut_text, limit_result, text_length, write_full
 from tests.conftest import parse_json
 from tests.policy_support import memory_spec, pool, webtools_yaml
 

@@ -6,9 +6,10 @@ import anyio
 import pytest
 from typer.testing import CliRunner
 
-from miroctl.cli import app
-from miroctl.manager import CallRequest, Manager
-from miroctl.urlrules import UrlRules, from_env, to_env
+from miroctl.base.models import CallRequest
+from miroctl.cli.app import app
+from miroctl.core.manager import Manager
+from miroctl.policy.urls import UrlRules, from_env, to_env
 from tests.conftest import parse_json
 from tests.policy_support import calls, memory_spec, pool, webtools_yaml
 

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from miroctl import warm
-from miroctl.cli import app
+from miroctl.cli import entry as warm
+from miroctl.cli.app import app
 from tests.conftest import ROOT, free_port, wait_for_no_tagged
 from tests.gateway_support import pool_files, start_http_gateway, without_timing, write_pool
 

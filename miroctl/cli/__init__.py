@@ -1,10 +1,3 @@
-"""The miroctl command line: each command parses, loads the config, asks the core, renders, exits.
-
-The package is the one error boundary: only here do exceptions become exit codes.
-"""
-
-from miroctl.cli import check, commands, fetch, serve  # noqa: F401 - importing a command module registers it
-from miroctl.cli.base import app, run
-from miroctl.cli.commands import split_target
-
-__all__ = ["app", "run", "split_target"]
+"""The command line: the console entry (cheap: a call through a gateway imports neither Typer nor the mcp
+SDK nor OmegaConf), the Typer app and its commands, and the one error boundary that turns errors into
+messages and exit codes."""

@@ -2,32 +2,28 @@
 
 from __future__ import annotations
 
+import time
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-from miroctl.cli import remote
-from miroctl.cli.base import (
-    ConfigOpt,
-    HeaderOpt,
-    JsonOpt,
-    LogOpt,
-    ModeOpt,
-    StdioOpt,
-    TaskIdOpt,
-    UrlOpt,
-    app,
-    fail,
-    load_config,
-    make_output,
-    manager_for,
-    run,
-    select,
-)
-from miroctl.errors import ExitCode, UsageError
+from miroctl.base.errors import UsageError
+from miroctl.base.models import ServerSpec
+from miroctl.base.text import suggest
+from miroctl.check import junit, lockfile
+from miroctl.check.probe import probe_all, warm_up
+from miroctl.check.report import CheckRun, ProbeReport
+from miroctl.cli import boundary, remote
+from miroctl.cli.common import load_config, manager_for, run
+from miroctl.cli.options import ConfigOpt, HeaderOpt, JsonOpt, LogOpt, ModeOpt, StdioOpt, TaskIdOpt, UrlOpt
+from miroctl.config.loader import Config
+from miroctl.core.manager import Manager
+from miroctl.remote import GatewayClient
+from miroctl.render.checks import check_table
+from miroctl.render.output import Output
 
 
-@app.command()
 def check(
     servers: Annotated[list[str] | None, typer.Argument(help="Servers to check (default: the profile's).")] = None,
     json_mode: JsonOpt = False,
@@ -60,8 +56,8 @@ def check(
         "[env: MIROCTL_URL, unless --config/--stdio/--url is given]")] = None,
 ) -> None:
     """Probe every selected server phase by phase; exit 1 if any is unhealthy or its tools drifted."""
-    out = make_output(json_mode)
-    gateway_url = remote.resolve_via(via, config, stdio, url, out)
+    out = boundary.output(json_mode)
+    gateway_url = remote.resolve_via(via, bool(config or stdio or url))
     if gateway_url:
         body = {"servers": servers or [], "timeout": timeout, "concurrency": concurrency, "smoke": smoke,
                 "allow_fail": allow_fail or [], "surface": bool(lock or against)}
@@ -69,18 +65,15 @@ def check(
                    json_mode, junit, lock, against)
     loaded = load_config(config, stdio, url, header, out)
     concurrency = concurrency or loaded.profile.concurrency
-    specs = list({spec.name: spec for spec in select(loaded, servers, out)}.values())
-    try:
-        allowed, locked = _check_inputs(loaded, specs, allow_fail or [], against, (junit, lock))
-    except UsageError as exc:
-        fail(out, exc)
+    specs = list({spec.name: spec for spec in loaded.select(servers or ())}.values())
+    allowed, locked = _check_inputs(loaded, specs, allow_fail or [], against, (junit, lock))
     manager = manager_for(loaded, out, mode, task_id=task_id, log=log)
-    result = run(out, lambda: _probe(out, manager, specs, timeout, concurrency, smoke))
+    result = run(lambda: _probe(out, manager, specs, timeout, concurrency, smoke))
     result.allow(allowed)
     _finish(out, result, locked, json_mode, junit, lock, against)
 
 
-def _finish(out: Any, result: Any, locked: Any, json_mode: bool, junit: str | None, lock: str | None,
+def _finish(out: Output, result: CheckRun, locked: dict[str, Any] | None, json_mode: bool, junit: str | None, lock: str | None,
             against: str | None) -> None:
     """Lock, JUnit, the table or the JSON document, and the exit code: the same with or without --via."""
     if lock or against:
@@ -90,30 +83,19 @@ def _finish(out: Any, result: Any, locked: Any, json_mode: bool, junit: str | No
     if json_mode:
         out.json(result.to_dict())
     else:
-        from miroctl.render import check_table
-
         check_table(out, result)
     raise typer.Exit(result.exit_code)
 
 
-def _check_via(out: Any, gateway_url: str, body: dict[str, Any], local: dict[str, Any], json_mode: bool,
+def _check_via(out: Output, gateway_url: str, body: dict[str, Any], local: dict[str, Any], json_mode: bool,
                junit: str | None, lock: str | None, against: str | None) -> None:
     """`check --via URL`: the gateway probes its servers afresh; lock, JUnit and output are made here."""
-    from miroctl import lockfile, warm
-    from miroctl.check_report import CheckRun
-    from miroctl.client_http import GatewayClient
-
-    try:
-        _local_only(local)
-        locked = lockfile.read(against) if against else None
-        for path in (junit, lock):
-            _writable(path)
-    except UsageError as exc:
-        fail(out, exc)
+    _local_only(local)
+    locked = lockfile.read(against) if against else None
+    for path in (junit, lock):
+        _writable(path)
     with out.progress(f"checking through {gateway_url}"):
-        document = warm.guarded(out, lambda: GatewayClient(gateway_url).check(body))
-    if isinstance(document, int):
-        raise typer.Exit(document)
+        document = GatewayClient(gateway_url).check(body)
     surface = document.pop("surface", None)
     _finish(out, CheckRun.from_dict(document, surface), locked, json_mode, junit, lock, against)
 
@@ -126,11 +108,9 @@ def _local_only(options: dict[str, Any]) -> None:
                          "policy, task id and log", hint=f"drop {given[0]}, or set it on `miroctl serve`")
 
 
-def _check_inputs(loaded: Any, specs: list[Any], allow_fail: list[str], against: str | None,
-                  outputs: tuple[str | None, ...]) -> tuple[list[str], Any]:
+def _check_inputs(loaded: Config, specs: list[ServerSpec], allow_fail: list[str], against: str | None,
+                  outputs: tuple[str | None, ...]) -> tuple[list[str], dict[str, Any] | None]:
     """Everything about a check's command line that can be wrong, found before any server starts."""
-    from miroctl import lockfile
-
     if not specs:
         raise UsageError(f"no servers to check in {loaded.source}", hint="name some, or add server files")
     allowed = _allowed_failures(loaded, specs, allow_fail)
@@ -140,19 +120,14 @@ def _check_inputs(loaded: Any, specs: list[Any], allow_fail: list[str], against:
     return allowed, locked
 
 
-async def _probe(out: Any, manager: Any, specs: list[Any], timeout: float | None, concurrency: int,
-                 smoke: bool) -> Any:
-    import time
-
-    from miroctl.check_report import CheckRun
-    from miroctl.probe import probe_all, warm_up
-
+async def _probe(out: Output, manager: Manager, specs: list[ServerSpec], timeout: float | None, concurrency: int,
+                 smoke: bool) -> CheckRun:
     warm_up(specs)  # miroctl's own import of the SDK is not part of any server's time, nor of the run's
     started = time.perf_counter()
     with out.progress(f"checking {len(specs)} servers") as progress:
         finished: list[str] = []
 
-        async def done(report: Any) -> None:
+        async def done(report: ProbeReport) -> None:
             finished.append(report.server)
             await progress(len(finished), len(specs), report.server)
 
@@ -163,10 +138,8 @@ async def _probe(out: Any, manager: Any, specs: list[Any], timeout: float | None
                     concurrency=concurrency, timeout=timeout, smoke=smoke)
 
 
-def _allowed_failures(loaded: Any, specs: list[Any], names: list[str]) -> list[str]:
+def _allowed_failures(loaded: Config, specs: list[ServerSpec], names: list[str]) -> list[str]:
     """--allow-fail names as the selected servers' names; an unknown name is a usage error."""
-    from miroctl.specs import suggest
-
     selected = [spec.name for spec in specs]
     allowed = []
     for name in names:
@@ -179,15 +152,12 @@ def _allowed_failures(loaded: Any, specs: list[Any], names: list[str]) -> list[s
 
 
 def _writable(path: str | None) -> None:
-    from pathlib import Path
-
     if path and not Path(path).expanduser().resolve().parent.is_dir():
         raise UsageError(f"cannot write {path}: its directory does not exist")
 
 
-def _lock(out: Any, result: Any, locked: Any, lock: str | None, against: str | None) -> Any:
-    from miroctl import lockfile
-
+def _lock(out: Output, result: CheckRun, locked: dict[str, Any] | None, lock: str | None,
+          against: str | None) -> lockfile.LockCheck:
     current = lockfile.surface(result.reports, mask=out.masker.data)
     check = lockfile.compare(locked, current) if locked is not None else lockfile.LockCheck()
     check.against = against
@@ -196,18 +166,13 @@ def _lock(out: Any, result: Any, locked: Any, lock: str | None, against: str | N
         try:
             lockfile.write(lock, lockfile.document(current, previous))
         except OSError as exc:
-            out.error(f"cannot write lock file {lock}: {exc.strerror or exc}", label="usage")
-            raise typer.Exit(int(ExitCode.USAGE)) from None
+            raise UsageError(f"cannot write lock file {lock}: {exc.strerror or exc}") from None
         check.written = lock
     return check
 
 
-def _previous_lock(path: str) -> Any:
+def _previous_lock(path: str) -> dict[str, Any] | None:
     """The lock file being replaced, if it is one: servers this run did not see healthy stay in it."""
-    from pathlib import Path
-
-    from miroctl import lockfile
-
     if not Path(path).is_file():
         return None
     try:
@@ -216,11 +181,8 @@ def _previous_lock(path: str) -> Any:
         return None
 
 
-def _write_junit(out: Any, path: str, document: Any) -> None:
-    from miroctl import junit
-
+def _write_junit(out: Output, path: str, document: dict[str, Any]) -> None:
     try:
         junit.write(path, out.masker.data(document))
     except OSError as exc:
-        out.error(f"cannot write JUnit file {path}: {exc.strerror or exc}", label="usage")
-        raise typer.Exit(int(ExitCode.USAGE)) from None
+        raise UsageError(f"cannot write JUnit file {path}: {exc.strerror or exc}") from None

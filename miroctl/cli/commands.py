@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
-from miroctl.cli import remote
-from miroctl.cli.base import (
+from miroctl.base.errors import UsageError
+from miroctl.base.models import CallOutcome, CallRequest, ServerTools
+from miroctl.cli import boundary, remote
+from miroctl.cli.common import check_log, check_output, load_config, manager_for, run
+from miroctl.cli.options import (
     ConfigOpt,
     HeaderOpt,
     JsonOpt,
@@ -19,20 +22,16 @@ from miroctl.cli.base import (
     UrlOpt,
     ViaOpt,
     YesOpt,
-    app,
-    check_log,
-    check_output,
-    fail,
-    load_config,
-    make_output,
-    manager_for,
-    run,
-    select,
 )
-from miroctl.errors import UsageError
+from miroctl.core import batch
+from miroctl.core.arguments import load_base, split_pair, split_target
+from miroctl.core.manager import Manager
+from miroctl.render import blobs
+from miroctl.render.listing import list_tables
+from miroctl.render.output import Output
+from miroctl.render.results import call_result
 
 
-@app.command("list")
 def list_(
     servers: Annotated[list[str] | None, typer.Argument(help="Servers to list (default: the profile's).")] = None,
     json_mode: JsonOpt = False,
@@ -52,24 +51,22 @@ def list_(
     via: ViaOpt = None,
 ) -> None:
     """List the tools of every selected server; failing servers are reported in place (exit 1)."""
-    from miroctl.render import list_tables
-
-    out = make_output(json_mode)
+    out = boundary.output(json_mode)
     extras = frozenset(name for name, asked in (("resources", resources), ("prompts", prompts)) if asked)
     if via and extras:
-        fail(out, UsageError("--resources and --prompts are not served through a gateway", hint="drop --via"))
-    gateway_url = remote.resolve_via(via, config, stdio, url, out)
+        raise UsageError("--resources and --prompts are not served through a gateway", hint="drop --via")
+    gateway_url = remote.resolve_via(via, bool(config or stdio or url))
     if gateway_url and not extras:  # MIROCTL_URL set: resources and prompts come from the servers directly
-        remote.list_via(gateway_url, servers or [], json_mode, schema, out)
+        raise typer.Exit(remote.list_servers(gateway_url, servers or [], out=out, schema=schema))
     loaded = load_config(config, stdio, url, header, out, startup_timeout)
-    specs = select(loaded, servers, out)
-    check_log(loaded, log, out)
+    specs = loaded.select(servers or ())
+    check_log(loaded, log)
 
-    async def work() -> list[Any]:
+    async def work() -> list[ServerTools]:
         async with manager_for(loaded, out, mode, task_id=task_id, log=log) as manager:
             return await manager.list_tools(specs, extras)
 
-    entries = run(out, work)
+    entries = run(work)
     if json_mode:
         out.json({"schema": "miroctl.list/1", "config": loaded.source, "servers": [e.to_dict() for e in entries]})
     else:
@@ -77,27 +74,6 @@ def list_(
     raise typer.Exit(0 if all(e.ok for e in entries) else 1)
 
 
-# ---------------------------------------------------------------------------------------------- call
-
-
-def split_target(words: list[str], config: Any) -> tuple[str | None, str, list[str]]:
-    """SERVER TOOL [k=v...], SERVER.TOOL [k=v...], or TOOL [k=v...] (the server found by its tool)."""
-    if not words:
-        raise UsageError("call needs a tool: miroctl call SERVER TOOL [key=value ...]")
-    first, rest = words[0], words[1:]
-    if "." in first and "=" not in first:
-        server, _, tool = first.partition(".")
-        if config.get(server) is not None:
-            return server, tool, rest
-    if rest and "=" not in rest[0]:
-        return first, rest[0], rest[1:]
-    if "=" in first:
-        raise UsageError(f"expected a tool name before the arguments, got {first!r}")
-    only = config.select() if len(config.default_names) == 1 else []
-    return (only[0].name if only else None), first, rest
-
-
-@app.command()
 def call(
     target: Annotated[list[str] | None, typer.Argument(
         help="SERVER TOOL, SERVER.TOOL or TOOL, then key=value pairs (key:=json for raw JSON).",
@@ -129,41 +105,51 @@ def call(
     jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, help="Calls in flight at once with --batch.")] = 8,
 ) -> None:
     """Call one tool and print its result; the exit code says how it went."""
-    from miroctl import args as args_
-    from miroctl import blobs
-    from miroctl.manager import CallRequest
-    from miroctl.render import call_result
-
-    out = make_output(json_mode)
-    check_output(output, out)
-    gateway_url = remote.resolve_via(via, config, stdio, url, out)
+    out = boundary.output(json_mode)
+    check_output(output)
+    gateway_url = remote.resolve_via(via, bool(config or stdio or url))
     if batch_file is not None:
-        remote.call_batch(batch_file, target, args, jobs, timeout, no_autocorrect, gateway_url, out,
-                          lambda: manager_for(load_config(config, stdio, url, header, out, startup_timeout), out,
-                                              mode, yes, task_id, log))
+        if target or args:
+            raise UsageError("--batch reads every call from its lines", hint="drop SERVER TOOL, key=value and --args")
+        text = batch.read_source(batch_file)
+        if gateway_url:
+            raise typer.Exit(remote.batch(gateway_url, text, out=out, jobs=jobs, timeout=timeout,
+                                          no_autocorrect=no_autocorrect))
+        loaded = load_config(config, stdio, url, header, out, startup_timeout)
+        raise typer.Exit(_batch(out, manager_for(loaded, out, mode, yes, task_id, log), text, jobs, timeout,
+                                no_autocorrect))
     if gateway_url:
-        remote.call_via(gateway_url, target or [], args, timeout, no_autocorrect, save_dir, json_mode, out)
+        raise typer.Exit(remote.call(gateway_url, target or [], out=out, args=args, timeout=timeout,
+                                     no_autocorrect=no_autocorrect, save_dir=save_dir))
     loaded = load_config(config, stdio, url, header, out, startup_timeout)
-    check_log(loaded, log, out)
-    try:
-        server, tool, pairs = split_target(target, loaded)
-        for pair in pairs:
-            args_.split_pair(pair)
-        base = args_.load_base(args)
-    except UsageError as exc:
-        fail(out, exc)
+    check_log(loaded, log)
+    server, tool, pairs = split_target(target or [], loaded)
+    for pair in pairs:
+        split_pair(pair)
+    base = load_base(args)
 
-    async def work() -> Any:
+    async def work() -> CallOutcome:
         async with manager_for(loaded, out, mode, yes, task_id, log) as manager:
             with out.progress(f"{tool}") as progress:
                 request = CallRequest(server, tool, base, pairs, timeout=timeout,
                                       autocorrect=not no_autocorrect, progress=progress, output=output)
                 return await manager.call(request)
 
-    outcome = run(out, work)
+    outcome = run(work)
     if json_mode:
         out.json(outcome.to_dict())
     else:
         saved = blobs.save(outcome.content, outcome.tool_name, save_dir) if outcome.ok else []
         call_result(out, outcome, saved)
     raise typer.Exit(int(outcome.exit_code))
+
+
+def _batch(out: Output, manager: Manager, text: str, jobs: int, timeout: float | None, no_autocorrect: bool) -> int:
+    """--batch: JSON lines in, one envelope per line out (always JSON lines), in input order."""
+    lines = batch.with_defaults(batch.parse_lines(text), timeout, not no_autocorrect)
+
+    async def work() -> list[CallOutcome]:
+        async with manager:
+            return await batch.run(lines, manager.call, lambda outcome: out.json(outcome.to_dict()), jobs)
+
+    return batch.exit_code(run(work))

@@ -4,25 +4,20 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from pathlib import PurePosixPath
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
-from miroctl.cli.base import (
-    ConfigOpt,
-    HeaderOpt,
-    JsonOpt,
-    StartupOpt,
-    StdioOpt,
-    UrlOpt,
-    app,
-    fail,
-    load_config,
-    make_output,
-    manager_for,
-    run,
-)
-from miroctl.errors import UsageError
+from miroctl.cli import boundary
+from miroctl.cli.common import load_config, manager_for, run
+from miroctl.cli.options import ConfigOpt, HeaderOpt, JsonOpt, StartupOpt, StdioOpt, UrlOpt
+from miroctl.config.loader import Config
+from miroctl.core import catalog
+from miroctl.core.arguments import split_pair
+from miroctl.core.manager import Manager
+from miroctl.render import blobs
+from miroctl.render.output import Output
+from miroctl.render.results import fetched_result
 
 TimeoutOpt = Annotated[float | None, typer.Option(
     "--timeout", "-t", min=0.001, help="Seconds the request may take (default: server, profile, 900).")]
@@ -30,7 +25,6 @@ SaveDirOpt = Annotated[str | None, typer.Option(
     "--save-dir", help="Where binary contents are saved (default: a new temp dir).")]
 
 
-@app.command()
 def read(
     server: Annotated[str, typer.Argument(help="The server that offers the resource.", show_default=False)],
     uri: Annotated[str, typer.Argument(help="The resource's URI (miroctl list SERVER --resources lists them).",
@@ -45,14 +39,11 @@ def read(
     startup_timeout: StartupOpt = None,
 ) -> None:
     """Read one resource of a server: text on stdout, binary contents saved to files."""
-    from miroctl import catalog
-
-    out = make_output(json_mode)
+    out = boundary.output(json_mode)
     loaded = load_config(config, stdio, url, header, out, startup_timeout)
     _fetch(out, loaded, json_mode, save_dir, lambda manager: catalog.read_resource(manager, server, uri, timeout))
 
 
-@app.command()
 def prompt(
     server: Annotated[str, typer.Argument(help="The server that offers the prompt.", show_default=False)],
     name: Annotated[str, typer.Argument(help="The prompt's name (miroctl list SERVER --prompts lists them).",
@@ -69,30 +60,22 @@ def prompt(
     startup_timeout: StartupOpt = None,
 ) -> None:
     """Get one prompt of a server, filled in with its arguments: its messages, role by role."""
-    from miroctl import catalog
-    from miroctl.args import split_pair
-
-    out = make_output(json_mode)
-    try:
-        arguments = {key: value for key, value, _ in map(split_pair, pairs or [])}  # a prompt's arguments are text
-    except UsageError as exc:
-        fail(out, exc)
+    out = boundary.output(json_mode)
+    arguments = {key: value for key, value, _ in map(split_pair, pairs or [])}  # a prompt's arguments are text
     loaded = load_config(config, stdio, url, header, out, startup_timeout)
     _fetch(out, loaded, json_mode, save_dir,
            lambda manager: catalog.get_prompt(manager, server, name, arguments, timeout))
 
 
-def _fetch(out: Any, loaded: Any, json_mode: bool, save_dir: str | None,
-           ask: Callable[[Any], Awaitable[Any]]) -> None:
+def _fetch(out: Output, loaded: Config, json_mode: bool, save_dir: str | None,
+           ask: Callable[[Manager], Awaitable[catalog.Fetched]]) -> None:
     """Ask on a fresh manager, print the envelope (JSON) or its content (human), exit with its code."""
-    from miroctl import blobs
-    from miroctl.render import fetched_result
 
-    async def work() -> Any:
+    async def work() -> catalog.Fetched:
         async with manager_for(loaded, out) as manager:
             return await ask(manager)
 
-    fetched = run(out, work)
+    fetched = run(work)
     if json_mode:
         out.json(fetched.to_dict())
     else:

@@ -1,58 +1,62 @@
-"""The warm path (`--via` a running gateway) and `call --batch` for the list and call commands."""
+"""`call`, `list` and `call --batch` through a running gateway (--via URL or $MIROCTL_URL).
+
+No Typer, no mcp SDK, no OmegaConf: the console entry answers these before loading the full command
+line, and the Typer commands call the same functions for their own --via handling. Errors are raised
+to the boundary like everywhere else.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+import os
 
-import typer
-
-from miroctl.cli.base import guard, run
-from miroctl.errors import ExitCode
-
-
-def resolve_via(via: str | None, config: str | None, stdio: list[str] | None, url: list[str] | None,
-                 out: Any) -> str | None:
-    """The gateway URL to go through (miroctl.warm decides); a usage error exits 2 here."""
-    from miroctl import warm
-
-    return guard(out, lambda: warm.resolve_via(via, bool(config or stdio or url)))
+from miroctl.base.errors import UsageError
+from miroctl.core.arguments import load_base
+from miroctl.remote import URL_ENV, GatewayClient, outcome_from_dict, server_tools_from_dict
+from miroctl.render import blobs
+from miroctl.render.listing import list_tables
+from miroctl.render.output import Output
+from miroctl.render.results import call_result
 
 
-def call_via(gateway_url: str, target: list[str], args: str | None, timeout: float | None,
-              no_autocorrect: bool, save_dir: str | None, json_mode: bool, out: Any) -> None:
-    from miroctl import warm
-
-    raise typer.Exit(warm.call(gateway_url, target, out=out, args=args, timeout=timeout,
-                               no_autocorrect=no_autocorrect, save_dir=save_dir, json_mode=json_mode))
-
-
-def list_via(gateway_url: str, servers: list[str], json_mode: bool, schema: bool, out: Any) -> None:
-    from miroctl import warm
-
-    raise typer.Exit(warm.list_servers(gateway_url, servers, out=out, json_mode=json_mode, schema=schema))
+def resolve_via(via: str | None, named_servers: bool) -> str | None:
+    """The gateway to go through: --via, else $MIROCTL_URL unless servers were named another way."""
+    if via and named_servers:
+        raise UsageError("--via goes through a gateway, which has its own servers",
+                         hint="drop --config/--stdio/--url, or drop --via")
+    if via or named_servers:
+        return via
+    return os.environ.get(URL_ENV) or None
 
 
-def call_batch(source: str, target: list[str] | None, args: str | None, jobs: int, timeout: float | None,
-               no_autocorrect: bool, gateway_url: str | None, out: Any, make_manager: Callable[[], Any]) -> None:
-    """--batch: JSON lines in, one envelope per line out (always JSON lines), in input order."""
-    from miroctl import batch
+def call(via: str, target: list[str], *, out: Output, args: str | None = None, timeout: float | None = None,
+         no_autocorrect: bool = False, save_dir: str | None = None) -> int:
+    """`miroctl call ... --via URL`: the gateway's envelope, printed as the direct path would; the exit code."""
+    if not target:
+        raise UsageError("call needs a tool: miroctl call SERVER TOOL [key=value ...]")
+    body = {"target": target, "arguments": load_base(args), "timeout": timeout, "autocorrect": not no_autocorrect}
+    envelope = GatewayClient(via).call(body)
+    outcome = outcome_from_dict(envelope)
+    if out.json_mode:
+        out.json(envelope)
+    else:
+        call_result(out, outcome, blobs.save(outcome.content, outcome.tool_name, save_dir) if outcome.ok else [])
+    return int(outcome.exit_code)
 
-    if target or args:
-        out.error("--batch reads every call from its lines", "drop SERVER TOOL, key=value and --args",
-                  label="usage")
-        raise typer.Exit(int(ExitCode.USAGE))
-    text = guard(out, lambda: batch.read_source(source))
-    if gateway_url:
-        from miroctl import warm
 
-        raise typer.Exit(warm.batch(gateway_url, text, out=out, jobs=jobs, timeout=timeout,
-                                    no_autocorrect=no_autocorrect))
-    manager = make_manager()
-    lines = batch.with_defaults(batch.parse_lines(text), timeout, not no_autocorrect)
+def list_servers(via: str, servers: list[str], *, out: Output, schema: bool = False) -> int:
+    """`miroctl list ... --via URL`: the gateway's list document, as `list` prints it; the exit code."""
+    document = GatewayClient(via).list(servers)
+    entries = [server_tools_from_dict(entry) for entry in document.get("servers", [])]
+    if out.json_mode:
+        out.json(document)
+    else:
+        list_tables(out, entries, schema=schema)
+    return 0 if all(entry.ok for entry in entries) else 1
 
-    async def work() -> list[Any]:
-        async with manager:
-            return await batch.run(lines, manager.call, lambda outcome: out.json(outcome.to_dict()), jobs)
 
-    raise typer.Exit(batch.exit_code(run(out, work)))
+def batch(via: str, text: str, *, out: Output, jobs: int, timeout: float | None, no_autocorrect: bool) -> int:
+    """`miroctl call --batch FILE --via URL`: the gateway's envelopes, one JSON line each; the exit code."""
+    documents = GatewayClient(via).batch(text, jobs, timeout, no_autocorrect)
+    for document in documents:
+        out.json(document)
+    return 0 if all(document.get("exit_code") == 0 for document in documents) else 1

@@ -2,32 +2,27 @@
 
 from __future__ import annotations
 
+import os
+import socket
+from dataclasses import replace
 from typing import Annotated, Any
 
+import anyio
 import typer
 
-from miroctl.cli.base import (
-    ConfigOpt,
-    HeaderOpt,
-    LogOpt,
-    ModeOpt,
-    StartupOpt,
-    StdioOpt,
-    TaskIdOpt,
-    UrlOpt,
-    app,
-    fail,
-    guard,
-    load_config,
-    make_output,
-    manager_for,
-    run,
-    select,
-)
-from miroctl.errors import UsageError
+from miroctl.base.errors import UsageError
+from miroctl.base.models import ServerSpec
+from miroctl.cli import boundary
+from miroctl.cli.common import load_config, manager_for, run
+from miroctl.cli.options import ConfigOpt, HeaderOpt, LogOpt, ModeOpt, StartupOpt, StdioOpt, TaskIdOpt, UrlOpt
+from miroctl.config.loader import Config
+from miroctl.gateway import toolmap
+from miroctl.gateway.http import HttpSettings, address_of, bind, check_bind, serve_http
+from miroctl.gateway.server import Gateway, serve_stdio
+from miroctl.render.output import Output
+from miroctl.render.serving import serve_report
 
 
-@app.command()
 def serve(
     servers: Annotated[list[str] | None, typer.Argument(help="Servers to serve (default: the profile's).")] = None,
     transport: Annotated[str, typer.Option("--transport", "-T", help="stdio (for an MCP host that starts "
@@ -61,16 +56,11 @@ def serve(
     log: LogOpt = None,
 ) -> None:
     """Serve the selected servers as one MCP server (stdio or HTTP); stop it with Ctrl-C or SIGTERM."""
-    from miroctl import toolmap
-
-    out = make_output(False)
-    try:
-        toolmap.check_separator(separator)
-        if transport not in ("stdio", "http"):
-            raise UsageError(f"unknown transport {transport!r}", hint="use stdio or http")
-        token = _token(token_env)
-    except UsageError as exc:
-        fail(out, exc)
+    out = boundary.output(False)
+    toolmap.check_separator(separator)
+    if transport not in ("stdio", "http"):
+        raise UsageError(f"unknown transport {transport!r}", hint="use stdio or http")
+    token = _token(token_env)
     if token:
         out.masker = out.masker.with_secrets([token])
     # No one can answer mode ask's questions for a remote caller: ask means denied unless --yes in the profile.
@@ -78,22 +68,18 @@ def serve(
                "retry_every": retry_every}
     settings = None
     if transport == "http":
-        from miroctl.gateway_http import HttpSettings, check_bind
-
         settings = HttpSettings(host=host, port=port, token=token, allow_hosts=allow_host or (),
                                 allow_origins=allow_origin or (), max_body=max_body)
-        guard(out, lambda: check_bind(settings))
+        check_bind(settings)
     loaded = load_config(config, stdio, url, header, out, startup_timeout)
-    specs = select(loaded, servers, out)
+    specs = loaded.select(servers or ())
     if settings is not None:
         _serve_http(loaded, specs, options, out, settings)
-    run(out, lambda: _gateway(loaded, specs, options, out))
-    raise typer.Exit(0)
+    else:
+        run(lambda: _gateway(loaded, specs, options, out))
 
 
 def _token(token_env: str | None) -> str | None:
-    import os
-
     if token_env is None:
         return None
     value = os.environ.get(token_env, "")
@@ -103,26 +89,18 @@ def _token(token_env: str | None) -> str | None:
     return value.strip()
 
 
-def _serve_http(loaded: Any, specs: list[Any], options: dict[str, Any], out: Any, settings: Any) -> None:
-    from miroctl.gateway_http import bind
-
-    sock = guard(out, lambda: bind(settings))
+def _serve_http(loaded: Config, specs: list[ServerSpec], options: dict[str, Any], out: Output,
+                settings: HttpSettings) -> None:
+    sock = bind(settings)
     try:
-        run(out, lambda: _gateway(loaded, specs, options, out, (settings, sock)))
+        run(lambda: _gateway(loaded, specs, options, out, (settings, sock)))
     finally:
         sock.close()
-    raise typer.Exit(0)
 
 
-async def _gateway(loaded: Any, specs: list[Any], options: dict[str, Any], out: Any,
-                   http: tuple[Any, Any] | None = None) -> None:
+async def _gateway(loaded: Config, specs: list[ServerSpec], options: dict[str, Any], out: Output,
+                   http: tuple[HttpSettings, socket.socket] | None = None) -> None:
     """Start the pool, report what is served, and serve (stdio, or http: settings and bound socket)."""
-    from dataclasses import replace
-
-    import anyio
-
-    from miroctl.gateway import Gateway
-
     served = replace(loaded, servers=tuple(specs), default_names=tuple(s.name for s in specs))
     manager_options, retry_every = options.pop("manager"), options.pop("retry_every")
     async with manager_for(served, out, **manager_options, ask_on_terminal=False, follow_changes=True) as manager:
@@ -134,17 +112,13 @@ async def _gateway(loaded: Any, specs: list[Any], options: dict[str, Any], out: 
             watching.cancel_scope.cancel()
 
 
-async def _serve(gateway: Any, out: Any, separator: str, http: tuple[Any, Any] | None) -> None:
+async def _serve(gateway: Gateway, out: Output, separator: str, http: tuple[HttpSettings, socket.socket] | None
+                 ) -> None:
     """Report what is served, then serve it until the caller stops (stdio: until stdin ends)."""
-    from miroctl.gateway import serve_stdio
-    from miroctl.render import serve_report
-
     if http is None:
         serve_report(out, gateway.health(), "stdio", separator)
         await serve_stdio(gateway)
         return
-    from miroctl.gateway_http import address_of, serve_http
-
     settings, sock = http
     serve_report(out, gateway.health(), f"{address_of(sock)}/mcp", separator)
     await serve_http(gateway, settings, sock)

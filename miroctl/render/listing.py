@@ -9,14 +9,13 @@ from typing import Any
 from rich.table import Table
 from rich.text import Text
 
+from miroctl.base.text import counted
+from miroctl.core.arguments import type_label
 from miroctl.render.output import Output
-from miroctl.wording import counted
 
 
 def list_tables(out: Output, entries: Iterable[Any], *, schema: bool = False) -> None:
     """One table per healthy server; failing servers in place with their reason."""
-    from miroctl.args import type_label
-
     for entry in entries:
         if not entry.ok:
             _failed_server(out, entry)

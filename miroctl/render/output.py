@@ -12,7 +12,7 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text
 
-from miroctl.masking import Masker
+from miroctl.base.masking import Masker
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 _C1_AND_SEPARATORS = re.compile(r"[\x7f-\x9f\u2028\u2029]")

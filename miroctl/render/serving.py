@@ -7,8 +7,8 @@ from typing import Any
 
 from rich.text import Text
 
+from miroctl.base.text import counted
 from miroctl.render.output import Output
-from miroctl.wording import counted
 
 
 def serve_report(out: Output, health: Mapping[str, Any], where: str, separator: str) -> None:

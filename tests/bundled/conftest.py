@@ -13,10 +13,10 @@ import anyio
 import pytest
 from typer.testing import CliRunner
 
-from miroctl import config as config_
-from miroctl.cli import app
-from miroctl.manager import CallRequest, Manager
-from miroctl.models import CallOutcome, ServerSpec, ServerTools
+from miroctl.base.models import CallOutcome, CallRequest, ServerSpec, ServerTools
+from miroctl.cli.app import app
+from miroctl.config import loader as config_
+from miroctl.core.manager import Manager
 from tests.conftest import HEALTHY_STARTUP, ROOT
 
 CONFIG = ROOT / "config" / "miroctl.yaml"
@@ -38,7 +38,7 @@ def bundled_spec(name: str, env: Mapping[str, str] | None = None, *, rename: str
 def memory_spec(name: str) -> ServerSpec:
     """The shipped spec of a bundled server, run in this process (its settings come from os.environ)."""
     spec = bundled_spec(name)
-    module = importlib.import_module(f"servers.{spec.name.removeprefix('tool-')}")
+    module = importlib.import_module(f"miroctl.servers.{spec.name.removeprefix('tool-')}")
     return replace(spec, transport="memory", target=module.mcp, command=None, args=())
 
 

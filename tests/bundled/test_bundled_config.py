@@ -9,7 +9,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from miroctl.cli import app
+from miroctl.cli.app import app
 from tests.bundled.conftest import BUNDLED, CONFIG, bundled_config, bundled_spec, listed_tools
 from tests.conftest import parse_json
 
@@ -23,7 +23,7 @@ def test_the_default_profile_enables_the_five_bundled_servers():
     for name in BUNDLED:
         spec = config.get(name)
         assert spec.error is None and spec.command == sys.executable
-        assert spec.args == ("-m", f"servers.{name.removeprefix('tool-')}")
+        assert spec.args == ("-P", "-m", f"miroctl.servers.{name.removeprefix('tool-')}")
 
 
 def test_every_bundled_tool_has_yaml_metadata_that_matches_its_annotations():

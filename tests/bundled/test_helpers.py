@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from servers._common import cut_middle, human_bytes, of_total, percent
-from servers.planner import task_file_name
-from servers.sandbox_run import Capture
+from miroctl.servers.helpers.common import cut_middle, human_bytes, of_total, percent
+from miroctl.servers.helpers.sandbox_run import Capture
+from miroctl.servers.planner import task_file_name
 
 
 @pytest.mark.parametrize(("count", "words"), [(0, "0 B"), (1023, "1023 B"), (1536, "1.5 KB"),

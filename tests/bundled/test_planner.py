@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import anyio
 
-from miroctl import config as config_
-from miroctl.manager import CallRequest, Manager
-from miroctl.models import ServerSpec
+from miroctl.base.models import CallRequest, ServerSpec
+from miroctl.config import loader as config_
+from miroctl.core.manager import Manager
 from tests.bundled.conftest import bundled_spec, cli_call, memory_spec, session
 
 

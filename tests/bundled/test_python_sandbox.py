@@ -10,10 +10,10 @@ from pathlib import Path
 
 import anyio
 
-from miroctl import config as config_
-from miroctl.manager import CallRequest, Manager
-from miroctl.models import ServerSpec
-from servers.sandbox_run import Limits, run_limited
+from miroctl.base.models import CallRequest, ServerSpec
+from miroctl.config import loader as config_
+from miroctl.core.manager import Manager
+from miroctl.servers.helpers.sandbox_run import Limits, run_limited
 from tests.bundled.conftest import bundled_spec, cli_call, memory_spec, session, text_of
 from tests.conftest import tagged_processes, wait_for_no_tagged
 

@@ -1,0 +1,123 @@
+"""The errors miroctl reports, each of one kind, each kind tied to one exit code.
+
+    MiroctlError                 1  the thing asked about failed
+    ├── UsageError               2  bad command line; nothing was started or sent
+    │   ├── ConfigError          2  unreadable or invalid configuration
+    │   └── ArgumentError        2  arguments that do not fit the tool's input schema
+    ├── ServerUnavailable        3  could not start, connect or initialize; died
+    ├── PolicyDenied             5  blacklist, permission mode, URL rule
+    ├── NotFound                 6  no such server or tool
+    └── Interrupted            130  SIGINT (128 + the signal's number for SIGTERM, SIGHUP)
+
+Outcomes that the core returns instead of raising (a call's envelope) carry the same `ErrorKind`;
+`EXIT_CODES` maps every kind once, so every command exits alike. A timeout is only ever an outcome.
+"""
+
+from __future__ import annotations
+
+import signal
+from enum import IntEnum, StrEnum
+
+
+class ExitCode(IntEnum):
+    OK = 0
+    FAILED = 1
+    USAGE = 2
+    UNAVAILABLE = 3
+    TIMEOUT = 4
+    DENIED = 5
+    NOT_FOUND = 6
+    INTERNAL = 70  # a defect in miroctl itself (EX_SOFTWARE): run again with --traceback
+    INTERRUPTED = 130
+
+
+class ErrorKind(StrEnum):
+    """What went wrong, as `error_kind` in every JSON document and as the label of every message."""
+
+    TOOL_ERROR = "tool_error"
+    FAILED = "failed"
+    USAGE = "usage"
+    CONFIG = "config"
+    ARGUMENTS = "arguments"
+    UNAVAILABLE = "unavailable"
+    TIMEOUT = "timeout"
+    DENIED = "denied"
+    NOT_FOUND = "not_found"
+    INTERRUPTED = "interrupted"
+    INTERNAL = "internal"
+
+
+EXIT_CODES: dict[ErrorKind, ExitCode] = {
+    ErrorKind.TOOL_ERROR: ExitCode.FAILED,
+    ErrorKind.FAILED: ExitCode.FAILED,
+    ErrorKind.USAGE: ExitCode.USAGE,
+    ErrorKind.CONFIG: ExitCode.USAGE,
+    ErrorKind.ARGUMENTS: ExitCode.USAGE,
+    ErrorKind.UNAVAILABLE: ExitCode.UNAVAILABLE,
+    ErrorKind.TIMEOUT: ExitCode.TIMEOUT,
+    ErrorKind.DENIED: ExitCode.DENIED,
+    ErrorKind.NOT_FOUND: ExitCode.NOT_FOUND,
+    ErrorKind.INTERRUPTED: ExitCode.INTERRUPTED,
+    ErrorKind.INTERNAL: ExitCode.INTERNAL,
+}
+
+
+def exit_code_for_kind(kind: str | None) -> ExitCode:
+    """The exit code of an error kind (None means success); an unknown kind raises ValueError."""
+    if kind is None:
+        return ExitCode.OK
+    return EXIT_CODES[ErrorKind(kind)]
+
+
+class MiroctlError(Exception):
+    """Base of every error miroctl reports to its user: a one-line message, a hint, a kind."""
+
+    kind = ErrorKind.FAILED
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    @property
+    def exit_code(self) -> int:
+        return int(EXIT_CODES[self.kind])
+
+
+class UsageError(MiroctlError):
+    kind = ErrorKind.USAGE
+
+
+class ConfigError(UsageError):
+    kind = ErrorKind.CONFIG
+
+
+class ArgumentError(UsageError):
+    kind = ErrorKind.ARGUMENTS
+
+
+class ServerUnavailable(MiroctlError):
+    kind = ErrorKind.UNAVAILABLE
+
+
+class PolicyDenied(MiroctlError):
+    kind = ErrorKind.DENIED
+
+
+class NotFound(MiroctlError):
+    kind = ErrorKind.NOT_FOUND
+
+
+class Interrupted(MiroctlError):
+    """A signal stopped the run (after every server was stopped); exit 130, or 128 + the signal's number."""
+
+    kind = ErrorKind.INTERRUPTED
+
+    def __init__(self, signum: int = signal.SIGINT, *, stopped: bool = True) -> None:
+        name = signal.Signals(signum).name
+        super().__init__(f"interrupted by {name}; every server was stopped" if stopped else f"interrupted by {name}")
+        self.signum = signum
+
+    @property
+    def exit_code(self) -> int:
+        return int(ExitCode.INTERRUPTED) if self.signum == signal.SIGINT else 128 + self.signum

@@ -1,0 +1,232 @@
+"""The data the core hands back: server specs, tools, failures, call outcomes.
+
+`.to_dict()` on these is the JSON contract that `--json` prints; the README pins the shapes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from miroctl.base.errors import ExitCode, exit_code_for_kind
+
+DEFAULT_CALL_TIMEOUT = 900.0
+DEFAULT_STARTUP_TIMEOUT = 30.0
+
+ProgressFn = Callable[[float, float | None, str | None], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class ServerSpec:
+    """One configured MCP server, resolved and ready to start (or broken, with `error` set)."""
+
+    name: str
+    transport: str = "stdio"  # stdio | streamable_http | sse | memory
+    command: str | None = None
+    args: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+    cwd: str | None = None
+    url: str | None = None
+    headers: Mapping[str, str] = field(default_factory=dict)
+    timeout: float | None = None
+    startup_timeout: float | None = None
+    persistent: bool = False
+    enabled: bool = True
+    tools: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    smoke: Mapping[str, Any] | None = None
+    source: str | None = None
+    error: str | None = None
+    secrets: frozenset[str] = frozenset()
+    target: Any = field(default=None, compare=False, repr=False)  # in-process server (tests)
+
+    @property
+    def where(self) -> str:
+        """Where the server lives, for humans: its command line or URL."""
+        if self.url:
+            return self.url
+        if self.transport == "memory":
+            return "in-process"
+        return " ".join([self.command or "", *self.args]).strip()
+
+
+@dataclass(frozen=True)
+class Failure:
+    """Why a server could not be used: a class of failure, a one-line reason, a hint."""
+
+    kind: str  # config | not_found | exited | timeout | protocol | http | auth | crashed | unavailable
+    message: str
+    hint: str | None = None
+    phase: str | None = None  # config | spawn | connect | initialize | tools | ping | call
+    stderr_tail: tuple[str, ...] = ()
+
+    @property
+    def exit_code(self) -> ExitCode:
+        return ExitCode.USAGE if self.kind == "config" else ExitCode.UNAVAILABLE
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "message": self.message,
+            "hint": self.hint,
+            "phase": self.phase,
+            "stderr_tail": list(self.stderr_tail),
+        }
+
+
+@dataclass(frozen=True)
+class ToolInfo:
+    """One tool as a server lists it."""
+
+    server: str
+    name: str
+    description: str = ""
+    input_schema: Mapping[str, Any] = field(default_factory=dict)
+    title: str | None = None
+    output_schema: Mapping[str, Any] | None = None
+    annotations: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def summary(self) -> str:
+        """The first non-empty line of the description."""
+        for line in self.description.splitlines():
+            if line.strip():
+                return line.strip()
+        return ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "title": self.title,
+            "description": self.description,
+            "input_schema": dict(self.input_schema),
+            "output_schema": dict(self.output_schema) if self.output_schema is not None else None,
+            "annotations": dict(self.annotations),
+        }
+
+
+@dataclass(frozen=True)
+class ServerTools:
+    """The answer of one server to "which tools do you have?": tools, or the failure."""
+
+    server: str
+    transport: str
+    tools: tuple[ToolInfo, ...] = ()
+    failure: Failure | None = None
+    duration_ms: float = 0.0
+    protocol_version: str | None = None
+    server_version: str | None = None
+    # What the server offers besides tools, as it sent them; None when not asked for (list --resources/--prompts)
+    resources: tuple[dict[str, Any], ...] | None = None
+    resource_templates: tuple[dict[str, Any], ...] | None = None
+    prompts: tuple[dict[str, Any], ...] | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.failure is None
+
+    def to_dict(self) -> dict[str, Any]:
+        body = {
+            "name": self.server,
+            "ok": self.ok,
+            "transport": self.transport,
+            "protocol_version": self.protocol_version,
+            "server_version": self.server_version,
+            "duration_ms": round(self.duration_ms, 1),
+            "tools": [tool.to_dict() for tool in self.tools],
+            "error": self.failure.to_dict() if self.failure else None,
+        }
+        for key in ("resources", "resource_templates", "prompts"):
+            if getattr(self, key) is not None:
+                body[key] = list(getattr(self, key))
+        return body
+
+
+class Envelope:
+    """What an envelope with `error`, `error_kind` and `failure` says of itself: ok, and its exit code."""
+
+    error: str | None
+    error_kind: str | None
+    failure: Failure | None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    @property
+    def exit_code(self) -> ExitCode:
+        if self.failure is not None and self.error_kind == "unavailable":
+            return self.failure.exit_code
+        return exit_code_for_kind(self.error_kind)
+
+
+@dataclass
+class CallOutcome(Envelope):
+    """The envelope of one tool call: exactly one of `result` or `error`, plus metadata."""
+
+    server_name: str | None
+    tool_name: str
+    result: str | None = None
+    error: str | None = None
+    error_kind: str | None = None
+    is_error: bool = False
+    content: list[dict[str, Any]] = field(default_factory=list)
+    structured_content: Any = None
+    corrected_from: str | None = None
+    fallback: dict[str, Any] | None = None
+    truncated: dict[str, Any] | None = None
+    duration_ms: float = 0.0
+    hint: str | None = None
+    failure: Failure | None = None
+    candidates: list[str] = field(default_factory=list)
+    decision: dict[str, Any] | None = None
+    notes: list[str] = field(default_factory=list)
+    output: dict[str, Any] | None = None  # {"path", "chars"}: the whole result text went to this file
+
+    def to_dict(self) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "schema": "miroctl.call/1",
+            "server_name": self.server_name,
+            "tool_name": self.tool_name,
+        }
+        if self.error is None:
+            body["result"] = self.result if self.result is not None else ""
+        else:
+            body["error"] = self.error
+            body["error_kind"] = self.error_kind
+            body["hint"] = self.hint
+        body.update(
+            is_error=self.is_error,
+            content=self.content,
+            structured_content=self.structured_content,
+            corrected_from=self.corrected_from,
+            fallback=self.fallback,
+            truncated=self.truncated,
+            duration_ms=round(self.duration_ms, 1),
+            exit_code=int(self.exit_code),
+        )
+        if self.candidates:
+            body["candidates"] = self.candidates
+        if self.failure is not None:
+            body["failure"] = self.failure.to_dict()
+        if self.decision is not None:
+            body["decision"] = self.decision
+        if self.notes:
+            body["notes"] = self.notes
+        if self.output is not None:
+            body["output"] = self.output
+        return body
+
+
+@dataclass
+class CallRequest:
+    """One call as the user asked for it: names may be wrong, arguments still raw."""
+
+    server: str | None
+    tool: str
+    arguments: Mapping[str, Any] = field(default_factory=dict)
+    pairs: Sequence[str] = ()
+    timeout: float | None = None
+    autocorrect: bool = True
+    progress: ProgressFn | None = None
+    output: str | None = None  # write the whole result text here (before any max_result_chars cut)

@@ -1,0 +1,62 @@
+"""The Typer app: its commands, the version flag, and the error boundary around every command."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+from typer.core import TyperGroup
+
+from miroctl import __version__
+from miroctl.base.errors import MiroctlError
+from miroctl.cli import boundary, check, commands, fetch, serve
+
+
+class _Guarded(TyperGroup):
+    """Every command runs inside the boundary: its errors become a message and an exit code."""
+
+    def invoke(self, ctx: typer.Context) -> Any:
+        boundary.begin()
+        try:
+            return super().invoke(ctx)
+        except (typer.Exit, typer.Abort, typer.TyperException):
+            raise  # the command line's own exits and usage errors
+        except (MiroctlError, KeyboardInterrupt, Exception) as exc:  # noqa: BLE001 - the boundary
+            raise typer.Exit(boundary.report(exc)) from None
+
+
+app = typer.Typer(
+    name="miroctl",
+    cls=_Guarded,
+    help="Run, probe, check and serve pools of MCP servers.",
+    no_args_is_help=True,
+    add_completion=True,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"miroctl {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(
+    version: Annotated[bool, typer.Option("--version", "-V", callback=_version, is_eager=True,
+                                          help="Show the version and exit.")] = False,
+    traceback: Annotated[bool, typer.Option("--traceback", help="On an error, also show where it came from "
+                                            "(anywhere on the command line). [env: MIROCTL_TRACEBACK]")] = False,
+) -> None:
+    """Run, probe, check and serve pools of MCP servers."""
+    if traceback:
+        boundary.show_tracebacks()
+
+
+app.command("list")(commands.list_)
+app.command()(commands.call)
+app.command()(fetch.read)
+app.command()(fetch.prompt)
+app.command()(check.check)
+app.command()(serve.serve)

@@ -1,0 +1,109 @@
+"""What every command does the same way: load the config, make the Output and the Manager, run the core.
+
+Errors are raised, never printed here: the boundary (miroctl.cli.boundary) reports them.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+from collections.abc import Awaitable, Callable
+from dataclasses import replace
+from pathlib import Path
+from typing import TypeVar
+
+import anyio
+
+
+from miroctl.base.errors import Interrupted, MiroctlError, UsageError
+from miroctl.config.loader import Config, load
+from miroctl.config.sections import Mode
+from miroctl.core.calllog import CallLog
+from miroctl.core.manager import Confirmation, ConfirmFn, Manager
+from miroctl.policy.decisions import Policy
+from miroctl.render.output import Output
+
+T = TypeVar("T")
+
+
+def run(work: Callable[[], Awaitable[T]]) -> T:
+    """Run the async core once; Ctrl-C, SIGTERM and SIGHUP stop it (every server first) as `Interrupted`."""
+    received: list[int] = []
+
+    async def guarded() -> T:
+        results: list[T] = []
+        errors: list[MiroctlError] = []
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_watch_signals, tg.cancel_scope, received)
+            try:
+                results.append(await work())
+            except MiroctlError as exc:  # raised outside the task group, so it is not wrapped in a group
+                errors.append(exc)
+            tg.cancel_scope.cancel()
+        if errors:
+            raise errors[0]
+        if not results:
+            raise Interrupted(received[0] if received else signal.SIGINT)
+        return results[0]
+
+    try:
+        result = anyio.run(guarded)
+    except KeyboardInterrupt:
+        received.append(signal.SIGINT)
+    if received:
+        raise Interrupted(received[0])
+    return result
+
+
+async def _watch_signals(scope: anyio.CancelScope, received: list[int]) -> None:
+    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM, signal.SIGHUP) as signals:
+        async for signum in signals:
+            received.append(signum)
+            scope.cancel()
+            return
+
+
+def load_config(config: str | None, stdio: list[str] | None, url: list[str] | None, header: list[str] | None,
+                out: Output, startup_timeout: float | None = None) -> Config:
+    """The config the command line names; its secrets are masked in `out` from now on."""
+    loaded = load(config, stdio=stdio or (), urls=url or (), headers=header or ())
+    out.masker = out.masker.with_secrets(loaded.secrets())
+    if startup_timeout:
+        loaded = replace(loaded, profile=replace(loaded.profile, startup_timeout=startup_timeout))
+    return loaded
+
+
+def manager_for(loaded: Config, out: Output, mode: Mode | None = None, yes: bool = False,
+                task_id: str | None = None, log: str | None = None, *, ask_on_terminal: bool = True,
+                follow_changes: bool = False) -> Manager:
+    """A Manager with the profile's policy and the command line's --mode, --yes, --task-id and --log."""
+    policy = Policy.from_profile(loaded.profile).with_overrides(mode=mode.value if mode else None,
+                                                                assume_yes=True if yes else None)
+    confirm = _confirm_on_terminal(out) if ask_on_terminal else None
+    return Manager(loaded, policy=policy, confirm=confirm, log_path=log, task_id=task_id,
+                   follow_changes=follow_changes)
+
+
+def _confirm_on_terminal(out: Output) -> ConfirmFn | None:
+    """Mode ask's prompt, only when someone can answer it (stdin and stderr are terminals)."""
+    if not (sys.stdin.isatty() and sys.stderr.isatty()):
+        return None
+
+    async def confirm(question: Confirmation) -> bool:
+        return await anyio.to_thread.run_sync(out.confirm, question, abandon_on_cancel=True)
+
+    return confirm
+
+
+def check_log(loaded: Config, path: str | None) -> None:
+    """Open the call log (--log, else the profile's) once before anything starts: exit 2 if it cannot be."""
+    path = path or loaded.profile.sections.get("log")
+    if path:
+        CallLog(path).close()
+
+
+def check_output(path: str | None) -> None:
+    """--output must name a file in an existing directory (exit 2 before anything starts)."""
+    if path and not Path(path).expanduser().resolve().parent.is_dir():
+        raise UsageError(f"--output {path}: its directory does not exist")
+

@@ -1,0 +1,98 @@
+"""The `miroctl` command: the warm path when it certainly applies, the Typer app otherwise.
+
+A plain `call` or `list` that goes through a gateway (--via URL or $MIROCTL_URL) is recognised here and
+answered by miroctl.cli.remote without importing Typer, the mcp SDK or OmegaConf, so a call from a shell
+loop costs little more than starting Python. Anything else (and anything this narrow parser is unsure
+of) goes to the Typer app, whose --via handling calls the same functions: one behaviour, two ways in.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from miroctl.base.errors import ExitCode, UsageError
+from miroctl.cli import boundary, remote
+
+_FLAGS = {"call": {"--json": "json_mode", "--no-autocorrect": "no_autocorrect"},
+          "list": {"--json": "json_mode", "--schema": "schema"}}
+_VALUES = {"call": {"--via": "via", "--timeout": "timeout", "-t": "timeout", "--args": "args", "-a": "args",
+                    "--save-dir": "save_dir"},
+           "list": {"--via": "via"}}
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """The console script: exits with miroctl's exit code."""
+    sys.exit(run(list(sys.argv[1:] if argv is None else argv)))
+
+
+def run(words: list[str]) -> int:
+    """The exit code of one miroctl command line."""
+    words = boundary.strip_traceback_flag(words)
+    parsed = parse(words, os.environ)
+    if parsed is None:
+        return run_cli(words)
+    command, options, rest = parsed
+    out = boundary.output(json_mode=bool(options.pop("json_mode", False)))
+    via = options.pop("via")
+    if command == "call":
+        return boundary.guarded(lambda: remote.call(via, rest, out=out, **options))
+    return boundary.guarded(lambda: remote.list_servers(via, rest, out=out, **options))
+
+
+def run_cli(words: list[str]) -> int:
+    """The Typer app, with its usage errors as one line (and a hint) instead of a framed block."""
+    import typer  # Typer and Rich's tracebacks cost ~0.2 s: only the full command line pays them
+
+    from miroctl.cli.app import app  # imports typer, so only here (see above)
+
+    try:
+        code = app(args=words, prog_name="miroctl", standalone_mode=False)
+    except KeyboardInterrupt as exc:
+        return boundary.report(exc)
+    except typer.Abort:
+        return boundary.report(KeyboardInterrupt())
+    except typer.TyperException as exc:  # the command line's own usage errors (click's, as Typer vendors it)
+        context = getattr(exc, "ctx", None)
+        where = context.command_path if context is not None else "miroctl"
+        if exc.format_message():  # empty after a bare `miroctl`, whose help was just printed
+            return boundary.report(UsageError(exc.format_message(), hint=f"see: {where} --help"))
+        return int(getattr(exc, "exit_code", ExitCode.USAGE))
+    return code if isinstance(code, int) else 0
+
+
+def parse(argv: Sequence[str], env: Mapping[str, str]) -> tuple[str, dict[str, Any], list[str]] | None:
+    """(command, options, words) for a `call`/`list` through a gateway, or None to leave it to the CLI."""
+    if not argv or argv[0] not in _FLAGS:
+        return None
+    command, options, words = argv[0], {}, []
+    items = iter(argv[1:])
+    for word in items:
+        name, equals, inline = word.partition("=") if word.startswith("--") else (word, "", "")
+        if name in _FLAGS[command] and not equals:
+            options[_FLAGS[command][name]] = True
+        elif name in _VALUES[command] and _VALUES[command][name] not in options:
+            value = inline if equals else next(items, None)
+            if value is None:
+                return None
+            options[_VALUES[command][name]] = value
+        elif word.startswith("-"):
+            return None  # an option this parser does not know: the CLI decides
+        else:
+            words.append(word)
+    options["via"] = options.get("via") or env.get(remote.URL_ENV)
+    if not options["via"] or not _timeout_ok(options):
+        return None
+    return command, options, words
+
+
+def _timeout_ok(options: dict[str, Any]) -> bool:
+    if "timeout" not in options:
+        return True
+    try:
+        options["timeout"] = float(options["timeout"])
+    except ValueError:
+        return False
+    return options["timeout"] >= 0.001

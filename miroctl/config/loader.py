@@ -1,0 +1,301 @@
+"""Finding the configuration and reading it: profiles, one-server-per-file yaml -> a frozen Config.
+
+The only module that uses OmegaConf. A broken server file becomes that server's `error`; only a
+config that cannot be read at all raises ConfigError. Validating one server's settings is
+servers.py's job; the ecosystem's JSON files are ecosystem.py's.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from miroctl.base.errors import ConfigError
+from miroctl.base.masking import could_be_secret
+from miroctl.base.models import DEFAULT_CALL_TIMEOUT, DEFAULT_STARTUP_TIMEOUT, ServerSpec
+from miroctl.base.text import suggest
+from miroctl.config import ecosystem
+from miroctl.config import sections as policy_config
+from miroctl.config.servers import adhoc_servers, positive, reject_unknown, server_from_mapping
+
+__all__ = ["Config", "Profile", "find_config", "load", "server_from_file"]
+
+PROFILE_KEYS = {
+    "tool_config", "tool_dir", "tool_blacklist", "timeout", "startup_timeout", "concurrency", "policy",
+    "max_result_chars", "fallbacks", "url_rules", "log", "description",
+}
+_ENV_REF = re.compile(r"\$\{oc\.env:([A-Za-z_][A-Za-z0-9_]*)(,[^}]*)?\}")
+
+
+@dataclass(frozen=True)
+class Profile:
+    """Pool-wide settings: which servers by default, the blacklist, timeouts, policy sections."""
+
+    tool_config: tuple[str, ...] | None = None
+    blacklist: frozenset[tuple[str, str]] = frozenset()
+    timeout: float = DEFAULT_CALL_TIMEOUT
+    startup_timeout: float = DEFAULT_STARTUP_TIMEOUT
+    concurrency: int = 4
+    sections: Mapping[str, Any] = field(default_factory=dict)  # policy, fallbacks, url_rules, ...
+
+
+@dataclass(frozen=True)
+class Config:
+    """Every server miroctl knows, which of them run by default, and the profile."""
+
+    servers: tuple[ServerSpec, ...]
+    profile: Profile = field(default_factory=Profile)
+    source: str = "(none)"
+    default_names: tuple[str, ...] = ()
+
+    def names(self) -> list[str]:
+        return [spec.name for spec in self.servers]
+
+    def get(self, name: str) -> ServerSpec | None:
+        """The spec for a server name; `reading` also finds `tool-reading`."""
+        for candidate in (name, f"tool-{name}"):
+            for spec in self.servers:
+                if spec.name == candidate:
+                    return spec
+        return None
+
+    def select(self, names: Sequence[str] = ()) -> list[ServerSpec]:
+        """The named servers (ConfigError for an unknown one), or the default set."""
+        if not names:
+            by_name = {s.name: s for s in self.servers}
+            return [by_name[name] for name in self.default_names if name in by_name]  # the profile's order
+        chosen = []
+        for name in names:
+            spec = self.get(name)
+            if spec is None:
+                raise ConfigError(f"no server named {name!r}", hint=suggest(name, self.names()))
+            chosen.append(spec)
+        return chosen
+
+    def secrets(self) -> set[str]:
+        return {value for spec in self.servers for value in spec.secrets}
+
+
+# ---------------------------------------------------------------------------------------------- lookup
+
+
+def bundled_config_dir() -> Path:
+    """The default config shipped with miroctl (package data in a wheel, config/ in a checkout)."""
+    package = Path(__file__).resolve().parent.parent
+    packaged = package / "bundled_config"
+    if packaged.is_dir():
+        return packaged
+    return package.parent / "config"
+
+
+def find_config(explicit: str | None, cwd: Path | None = None) -> Path:
+    """The config file to use: --config, $MIROCTL_CONFIG, ./miroctl.yaml, ./config/miroctl.yaml, bundled."""
+    cwd = cwd or Path.cwd()
+    given = explicit or os.environ.get("MIROCTL_CONFIG")
+    if given:
+        path = Path(given).expanduser()
+        if not path.is_absolute():
+            path = cwd / path
+        if not path.exists():
+            origin = "--config" if explicit else "$MIROCTL_CONFIG"
+            raise ConfigError(f"config file not found: {given} (from {origin})")
+        return path / "miroctl.yaml" if path.is_dir() else path
+    for candidate in (cwd / "miroctl.yaml", cwd / "config" / "miroctl.yaml"):
+        if candidate.is_file():
+            return candidate
+    return bundled_config_dir() / "miroctl.yaml"
+
+
+def load_dotenv_file(cwd: Path | None = None) -> None:
+    """Load ./.env into the environment without overriding variables already set."""
+    path = (cwd or Path.cwd()) / ".env"
+    if path.is_file():
+        from dotenv import load_dotenv
+
+        load_dotenv(path, override=False)
+
+
+def load(
+    explicit: str | None = None,
+    *,
+    stdio: Sequence[str] = (),
+    urls: Sequence[str] = (),
+    headers: Sequence[str] = (),
+    cwd: Path | None = None,
+) -> Config:
+    """Resolve the whole configuration. Ad-hoc servers (--stdio, --url) replace the configured ones."""
+    load_dotenv_file(cwd)
+    path = find_config(explicit, cwd)
+    config = _load_file(path)
+    if stdio or urls:
+        adhoc = adhoc_servers(stdio, urls, headers)
+        config = replace(config, servers=tuple(adhoc), default_names=tuple(s.name for s in adhoc))
+    return config
+
+
+def _load_file(path: Path) -> Config:
+    if path.suffix == ".json":
+        return _servers_only(ecosystem.read_json_servers(path), path)
+    data = _read_yaml(path)
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"{path}: expected a mapping at the top level")
+    if "mcpServers" in data or "servers" in data:
+        return _servers_only(ecosystem.servers_from(data, path), path)
+    if "tool_command" in data or "command" in data or "url" in data:
+        return _servers_only([server_from_file(path)], path)
+    return _load_profile(data, path)
+
+
+def _servers_only(specs: Sequence[ServerSpec], path: Path) -> Config:
+    """A config that is just servers (no profile): every enabled one is in the default set."""
+    return Config(servers=tuple(specs), source=str(path), default_names=tuple(s.name for s in specs if s.enabled))
+
+
+# ---------------------------------------------------------------------------------------------- yaml
+
+
+def _read_yaml(path: Path, *, resolve: bool = True) -> Any:
+    """Read a yaml file through OmegaConf; yaml errors become a one-line ConfigError with the line."""
+    from omegaconf import OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
+    from yaml import YAMLError
+
+    try:
+        node = OmegaConf.load(path)
+    except FileNotFoundError:
+        raise ConfigError(f"config file not found: {path}") from None
+    except YAMLError as exc:
+        raise ConfigError(_yaml_error_line(path, exc)) from None
+    except (OmegaConfBaseException, OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read: {_first_line(exc)}") from None
+    if not resolve:
+        return OmegaConf.to_container(node, resolve=False)
+    _require_env(OmegaConf.to_container(node, resolve=False), path)
+    try:
+        return OmegaConf.to_container(node, resolve=True)
+    except OmegaConfBaseException as exc:
+        key = getattr(exc, "full_key", None)
+        raise ConfigError(f"{path}: cannot resolve {key or 'a value'}: {_first_line(exc)}") from None
+
+
+def _yaml_error_line(path: Path, exc: Exception) -> str:
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None) or _first_line(exc)
+    if mark is not None:
+        return f"bad yaml at {path}:{mark.line + 1}:{mark.column + 1}: {problem}"
+    return f"bad yaml in {path}: {problem}"
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _require_env(raw: Any, path: Path) -> None:
+    """Name every ${oc.env:VAR} without a default that is unset (by name only, never a value)."""
+    missing = sorted({m.group(1) for m in _iter_env_refs(raw) if m.group(2) is None and m.group(1) not in os.environ})
+    if missing:
+        noun = "variable" if len(missing) == 1 else "variables"
+        raise ConfigError(
+            f"{path}: missing environment {noun} {', '.join(missing)}",
+            hint="export it or put it in ./.env",
+        )
+
+
+def _iter_env_refs(value: Any) -> Iterable[re.Match[str]]:
+    if isinstance(value, str):
+        yield from _ENV_REF.finditer(value)
+    elif isinstance(value, Mapping):
+        for item in value.values():
+            yield from _iter_env_refs(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _iter_env_refs(item)
+
+
+def _interpolated_values(raw: Any, resolved: Any) -> set[str]:
+    """Resolved values of the strings that came from interpolation: these are treated as secrets."""
+    found: set[str] = set()
+    if isinstance(raw, str) and "${" in raw and isinstance(resolved, str) and could_be_secret(resolved):
+        found.add(resolved)
+    elif isinstance(raw, Mapping) and isinstance(resolved, Mapping):
+        for key, item in raw.items():
+            found |= _interpolated_values(item, resolved.get(key))
+    elif isinstance(raw, list) and isinstance(resolved, list):
+        for item, res in zip(raw, resolved):
+            found |= _interpolated_values(item, res)
+    return found
+
+
+# ---------------------------------------------------------------------------------------------- profile
+
+
+def _load_profile(data: Mapping[str, Any], path: Path) -> Config:
+    reject_unknown(data, PROFILE_KEYS, f"{path}")
+    profile = _profile_from(data, path)
+    tool_dir = path.parent / str(data.get("tool_dir", "tool"))
+    specs: dict[str, ServerSpec] = {}
+    for file in sorted(tool_dir.glob("*.y*ml")) if tool_dir.is_dir() else ():
+        spec = server_from_file(file)
+        if spec.name in specs:
+            first = specs[spec.name].source
+            spec = replace(spec, error=f"server name {spec.name!r} is used by both {first} and {file}")
+        specs[spec.name] = spec
+    names = profile.tool_config
+    for name in names or ():
+        if _lookup(specs, name) is None:
+            specs[name] = ServerSpec(name=name, error=f"no server file for {name!r} in {tool_dir}", source=str(path))
+    selected = [_lookup(specs, n).name for n in names] if names is not None else list(specs)  # type: ignore[union-attr]
+    default = tuple(dict.fromkeys(n for n in selected if specs[n].enabled))
+    return Config(servers=tuple(specs.values()), profile=profile, source=str(path), default_names=default)
+
+
+def _lookup(specs: Mapping[str, ServerSpec], name: str) -> ServerSpec | None:
+    return specs.get(name) or specs.get(f"tool-{name}") or next(
+        (s for s in specs.values() if s.source and Path(s.source).stem == name), None
+    )
+
+
+def _profile_from(data: Mapping[str, Any], path: Path) -> Profile:
+    names = data.get("tool_config")
+    if names is not None and not (isinstance(names, list) and all(isinstance(n, str) for n in names)):
+        raise ConfigError(f"{path}: tool_config must be a list of server names")
+    blacklist = set()
+    for pair in data.get("tool_blacklist") or []:
+        if not (isinstance(pair, list) and len(pair) == 2 and all(isinstance(p, str) for p in pair)):
+            raise ConfigError(f"{path}: tool_blacklist entries must be [server, tool] pairs, got {pair!r}")
+        blacklist.add((pair[0], pair[1]))
+    sections = policy_config.sections(data, path)
+    return Profile(
+        tool_config=tuple(names) if names is not None else None,
+        blacklist=frozenset(blacklist),
+        timeout=positive(data.get("timeout", DEFAULT_CALL_TIMEOUT), "timeout", path),
+        startup_timeout=positive(data.get("startup_timeout", DEFAULT_STARTUP_TIMEOUT), "startup_timeout", path),
+        concurrency=int(positive(data.get("concurrency", 4), "concurrency", path)),
+        sections=MappingProxyType(sections),
+    )
+
+
+# ---------------------------------------------------------------------------------------------- servers
+
+
+def server_from_file(path: Path) -> ServerSpec:
+    """One server yaml -> a spec; any problem becomes the spec's `error` instead of an exception."""
+    fallback_name = path.stem
+    try:
+        raw = _read_yaml(path, resolve=False)
+        if isinstance(raw, Mapping) and isinstance(raw.get("name"), str):
+            fallback_name = raw["name"]
+        data = _read_yaml(path)
+        if not isinstance(data, Mapping):
+            raise ConfigError(f"{path}: expected a mapping of server settings")
+        return server_from_mapping(data, where=str(path), secrets=_interpolated_values(raw, data))
+    except ConfigError as exc:
+        return ServerSpec(name=fallback_name, error=exc.message, source=str(path))
+
+

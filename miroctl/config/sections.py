@@ -1,0 +1,159 @@
+"""Validating the profile's policy sections and the servers' per-tool metadata (called by config.py).
+
+Each check raises ConfigError with a one-line reason naming the file and key; the results are plain
+mappings with every value normalised, which `Policy.from_profile` and the fallbacks read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+from miroctl.base.errors import ConfigError
+from miroctl.base.text import suggest
+
+SECTIONS = ("policy", "fallbacks", "url_rules", "log", "max_result_chars")
+
+
+class Mode(str, Enum):
+    """The permission modes (`policy.mode` in the profile, `--mode` on the command line)."""
+
+    bypass = "bypass"
+    read_only = "read_only"
+    normal = "normal"
+    ask = "ask"
+
+
+MODES = tuple(mode.value for mode in Mode)
+RISKS = ("low", "normal", "high")
+POLICY_KEYS = {"mode", "allowlist", "allow_high", "assume_yes"}
+MARKITDOWN_KEYS = {"enabled", "tools", "docintel_endpoint", "timeout", "max_bytes"}
+TOOL_BOOLS = {"read_only", "destructive", "idempotent", "open_world", "concurrency_safe"}
+TOOL_KEYS = TOOL_BOOLS | {"risk", "max_result_chars"}
+
+
+def sections(data: Mapping[str, Any], path: Path) -> dict[str, Any]:
+    """The profile's policy sections, validated and normalised (absent ones stay absent)."""
+    where = str(path)
+    checks = {
+        "policy": _policy, "fallbacks": _fallbacks, "url_rules": _url_rules,
+        "log": lambda v, w: _log(v, w, path.parent), "max_result_chars": _limit,
+    }
+    return {key: checks[key](data[key], f"{where}: {key}") for key in SECTIONS if key in data}
+
+
+def _policy(value: Any, where: str) -> dict[str, Any]:
+    value = _mapping(value, where, POLICY_KEYS)
+    mode = value.get("mode", "normal")
+    if mode not in MODES:
+        raise ConfigError(f"{where}: mode must be one of {', '.join(MODES)}, got {mode!r}")
+    return {
+        "mode": mode,
+        "allowlist": _patterns(value.get("allowlist"), f"{where}.allowlist"),
+        "allow_high": _patterns(value.get("allow_high"), f"{where}.allow_high"),
+        "assume_yes": _bool(value.get("assume_yes", False), f"{where}.assume_yes"),
+    }
+
+
+def _fallbacks(value: Any, where: str) -> dict[str, Any]:
+    value = _mapping(value, where, {"markitdown"})
+    markitdown = value.get("markitdown", True)
+    if isinstance(markitdown, bool):
+        return {"markitdown": {"enabled": markitdown}}
+    inner = f"{where}.markitdown"
+    markitdown = _mapping(markitdown, inner, MARKITDOWN_KEYS)
+    result: dict[str, Any] = {"enabled": _bool(markitdown.get("enabled", True), f"{inner}.enabled")}
+    if "tools" in markitdown:
+        result["tools"] = _patterns(markitdown["tools"], f"{inner}.tools")
+    if markitdown.get("docintel_endpoint"):
+        result["docintel_endpoint"] = str(markitdown["docintel_endpoint"])
+    for key in ("timeout", "max_bytes"):
+        if markitdown.get(key) is not None:
+            result[key] = _positive_number(markitdown[key], f"{inner}.{key}")
+    return {"markitdown": result}
+
+
+def _url_rules(value: Any, where: str) -> dict[str, Any]:
+    value = _mapping(value, where, {"block"})
+    return {"block": _patterns(value["block"], f"{where}.block")} if "block" in value else {}
+
+
+def _log(value: Any, where: str, base: Path) -> str | None:
+    if isinstance(value, Mapping):
+        value = _mapping(value, where, {"path"}).get("path")
+    if value in (None, ""):
+        return None
+    if not isinstance(value, str):
+        raise ConfigError(f"{where}: expected a file path, got {value!r}")
+    path = Path(value).expanduser()
+    return str(path if path.is_absolute() else base / path)
+
+
+def _limit(value: Any, where: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ConfigError(f"{where}: expected a positive number of characters, got {value!r}")
+    return value
+
+
+def tool_meta(value: Any, where: str, server_limit: Any = None) -> dict[str, dict[str, Any]]:
+    """A server's `tools:` mapping (tool name or glob -> metadata), validated; `*` holds server-wide values."""
+    if value is None:
+        value = {}
+    if not isinstance(value, Mapping) or not all(isinstance(v, Mapping) for v in value.values()):
+        raise ConfigError(f"{where}: tools must map tool names to settings")
+    tools = {str(name): _one_tool(settings, f"{where}: tools.{name}") for name, settings in value.items()}
+    if server_limit is not None:
+        tools.setdefault("*", {}).setdefault("max_result_chars", _limit(server_limit, f"{where}: max_result_chars"))
+    return tools
+
+
+def _one_tool(settings: Mapping[str, Any], where: str) -> dict[str, Any]:
+    settings = _mapping(settings, where, TOOL_KEYS)
+    result: dict[str, Any] = {}
+    for key, item in settings.items():
+        if key in TOOL_BOOLS:
+            result[key] = _bool(item, f"{where}.{key}")
+        elif key == "risk":
+            if item not in RISKS:
+                raise ConfigError(f"{where}.risk must be one of {', '.join(RISKS)}, got {item!r}")
+            result[key] = item
+        else:
+            result[key] = _limit(item, f"{where}.{key}")
+    return result
+
+
+def _mapping(value: Any, where: str, known: set[str]) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"{where}: expected a mapping, got {value!r}")
+    for key in value:
+        if key not in known:
+            raise ConfigError(f"{where}: unknown key {key!r}", hint=suggest(str(key), known))
+    return dict(value)
+
+
+def _patterns(value: Any, where: str) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+        raise ConfigError(f"{where}: expected a list of patterns")
+    return tuple(v.strip() for v in value)
+
+
+def _bool(value: Any, where: str) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError(f"{where}: expected true or false, got {value!r}")
+    return value
+
+
+def _positive_number(value: Any, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+        raise ConfigError(f"{where}: expected a positive number, got {value!r}")
+    return float(value)

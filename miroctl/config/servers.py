@@ -1,0 +1,182 @@
+"""One server's settings validated into a ServerSpec, wherever they come from (yaml, JSON, command line).
+
+No OmegaConf here: config.py reads yaml and resolves ${oc.env:...}; this module only checks values.
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+from urllib.parse import urlsplit
+
+from miroctl.base.errors import ConfigError
+from miroctl.base.masking import header_secrets, secret_values
+from miroctl.base.models import ServerSpec
+from miroctl.base.text import suggest
+from miroctl.config import sections as policy_config
+
+SERVER_KEYS = {
+    "name", "tool_command", "command", "args", "env", "url", "transport", "headers", "cwd", "timeout",
+    "startup_timeout", "persistent", "enabled", "tools", "smoke", "description", "max_result_chars",
+}
+TRANSPORTS = {"stdio", "streamable_http", "sse"}
+_TRANSPORT_ALIASES = {"http": "streamable_http", "streamable-http": "streamable_http", "streamableHttp": "streamable_http"}
+
+
+def positive(value: Any, key: str, where: Any) -> float:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{where}: {key} must be a number of seconds, got {value!r}") from None
+    if number <= 0:
+        raise ConfigError(f"{where}: {key} must be positive, got {value!r}")
+    return number
+
+
+def reject_unknown(data: Mapping[str, Any], known: set[str], where: str) -> None:
+    for key in data:
+        if key not in known:
+            raise ConfigError(f"{where}: unknown key {key!r}", hint=suggest(str(key), known))
+
+
+def server_from_mapping(data: Mapping[str, Any], *, where: str, name: str | None = None,
+                        secrets: Iterable[str] = ()) -> ServerSpec:
+    """Validate one server's settings (the seeds' shape plus extensions) into a spec."""
+    reject_unknown(data, SERVER_KEYS, where)
+    name = str(data.get("name") or name or Path(where).stem)
+    command = data.get("tool_command") or data.get("command")
+    url = data.get("url")
+    if bool(command) == bool(url):
+        raise ConfigError(f"{where}: give exactly one of tool_command or url")
+    env = _string_map(data.get("env"), "env", where)
+    headers = _string_map(data.get("headers"), "headers", where)
+    transport = _transport(data.get("transport"), url, where)
+    secret_set = set(secrets) | header_secrets(headers) | secret_values(env)
+    return ServerSpec(
+        name=name,
+        transport=transport,
+        command=_command(command) if command else None,
+        args=tuple(str(a) for a in _list(data.get("args"), "args", where)),
+        env=MappingProxyType(env),
+        cwd=_cwd(data.get("cwd"), where),
+        url=str(url) if url else None,
+        headers=MappingProxyType(headers),
+        timeout=positive(data["timeout"], "timeout", where) if data.get("timeout") is not None else None,
+        startup_timeout=(
+            positive(data["startup_timeout"], "startup_timeout", where)
+            if data.get("startup_timeout") is not None else None
+        ),
+        persistent=bool(data.get("persistent", False)),
+        enabled=bool(data.get("enabled", True)),
+        tools=MappingProxyType(policy_config.tool_meta(data.get("tools"), where, data.get("max_result_chars"))),
+        smoke=data.get("smoke"),
+        source=where,
+        secrets=frozenset(s for s in secret_set if s),
+    )
+
+
+def _command(command: Any) -> str:
+    text = str(command)
+    return sys.executable if text in ("python", "python3") else text
+
+
+def _transport(value: Any, url: Any, where: str) -> str:
+    if not url:
+        if value not in (None, "stdio"):
+            raise ConfigError(f"{where}: transport {value!r} needs a url")
+        return "stdio"
+    if value is None:
+        path = urlsplit(str(url)).path.rstrip("/")
+        return "sse" if path.endswith("/sse") else "streamable_http"
+    value = _TRANSPORT_ALIASES.get(str(value), str(value))
+    if value not in TRANSPORTS - {"stdio"}:
+        raise ConfigError(f"{where}: unknown transport {value!r} (use sse or streamable_http)")
+    return value
+
+
+def _string_map(value: Any, key: str, where: str) -> dict[str, str]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"{where}: {key} must be a mapping")
+    return {str(k): "" if v is None else str(v) for k, v in value.items()}
+
+
+def _list(value: Any, key: str, where: str) -> list[Any]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return shlex.split(value)
+    if not isinstance(value, list):
+        raise ConfigError(f"{where}: {key} must be a list")
+    return value
+
+
+def _cwd(value: Any, where: str) -> str | None:
+    if not value:
+        return None
+    path = Path(str(value)).expanduser()
+    if not path.is_absolute() and Path(where).exists():
+        path = Path(where).parent / path
+    return str(path)
+
+
+def adhoc_servers(stdio: Sequence[str], urls: Sequence[str], headers: Sequence[str] = ()) -> list[ServerSpec]:
+    """Servers given on the command line: --stdio "CMD ARGS" and --url URL (with --header K:V)."""
+    header_map = _parse_headers(headers)
+    specs: list[ServerSpec] = []
+    taken: set[str] = set()
+    for line in stdio:
+        try:
+            argv = shlex.split(line)
+        except ValueError as exc:
+            raise ConfigError(f"--stdio {line!r}: {exc}") from None
+        if not argv:
+            raise ConfigError("--stdio needs a command")
+        name = _unique(_name_from_argv(argv), taken)
+        specs.append(ServerSpec(name=name, command=_command(argv[0]), args=tuple(argv[1:]), source="--stdio"))
+    for url in urls:
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise ConfigError(f"--url {url!r}: expected an http(s) URL")
+        name = _unique(parts.hostname or "remote", taken)
+        specs.append(ServerSpec(
+            name=name, transport=_transport(None, url, "--url"), url=url,
+            headers=MappingProxyType(header_map), source="--url", secrets=frozenset(header_secrets(header_map)),
+        ))
+    return specs
+
+
+def _parse_headers(headers: Sequence[str]) -> dict[str, str]:
+    parsed = {}
+    for item in headers:
+        key, sep, value = item.partition(":")
+        if not sep or not key.strip():
+            raise ConfigError(f"--header {key.strip() or item!r}: expected 'Name: value'")
+        parsed[key.strip()] = value.strip()
+    return parsed
+
+
+def _name_from_argv(argv: Sequence[str]) -> str:
+    """A readable server name from a command line: the module of -m, a script's stem, or the program."""
+    if "-m" in argv[:-1]:
+        return argv[argv.index("-m") + 1].rsplit(".", 1)[-1]
+    for arg in argv[1:]:
+        if not arg.startswith("-") and Path(arg).suffix in (".py", ".js", ".mjs", ".ts"):
+            return Path(arg).stem
+    packages = [a for a in argv[1:] if not a.startswith("-")]
+    if Path(argv[0]).name in ("npx", "uvx", "pipx", "bunx") and packages:
+        return packages[0].rsplit("/", 1)[-1].split("@")[0] or "server"
+    return Path(argv[0]).stem or "server"
+
+
+def _unique(name: str, taken: set[str]) -> str:
+    candidate, n = name, 2
+    while candidate in taken:
+        candidate, n = f"{name}-{n}", n + 1
+    taken.add(candidate)
+    return candidate

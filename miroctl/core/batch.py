@@ -1,0 +1,134 @@
+"""`call --batch`: many calls from JSON lines over one pool, bounded concurrency, envelopes in input order.
+
+Each input line is {"server": ..., "tool": ..., "arguments": {...}} (optionally "timeout",
+"autocorrect"). A line that cannot be read becomes an envelope with error_kind "usage"; one failing
+call never stops the others. Envelopes are written as soon as every earlier line has its own.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+
+from miroctl.base.errors import UsageError
+from miroctl.base.models import CallOutcome, CallRequest
+
+DEFAULT_JOBS = 8
+LINE_KEYS = {"server", "tool", "arguments", "timeout", "autocorrect"}
+
+CallFn = Callable[[CallRequest], Awaitable[CallOutcome]]
+EmitFn = Callable[[CallOutcome], None]
+
+
+@dataclass(frozen=True)
+class Line:
+    """One input line: a request to make, or the reason it cannot be made."""
+
+    number: int
+    request: CallRequest | None = None
+    problem: CallOutcome | None = None
+
+
+def read_source(source: str) -> str:
+    """The batch text from a file, or from stdin for `-`."""
+    import sys
+
+    if source == "-":
+        return sys.stdin.read()
+    try:
+        with open(source, encoding="utf-8") as handle:
+            return handle.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"cannot read the batch file {source}: {getattr(exc, 'strerror', None) or exc}") from None
+
+
+def with_defaults(lines: list[Line], timeout: float | None, autocorrect: bool) -> list[Line]:
+    """Apply --timeout (where a line has none) and --no-autocorrect to every request."""
+    for line in lines:
+        if line.request is not None:
+            line.request.timeout = line.request.timeout or timeout
+            line.request.autocorrect = line.request.autocorrect and autocorrect
+    return lines
+
+
+def parse_lines(text: str) -> list[Line]:
+    """Every non-blank line of a batch, numbered from 1 as in the file."""
+    return [parse_line(number, raw) for number, raw in enumerate(text.splitlines(), 1) if raw.strip()]
+
+
+def parse_line(number: int, raw: str) -> Line:
+    try:
+        return Line(number, request=line_request(json.loads(raw)))
+    except json.JSONDecodeError as exc:
+        return _bad(number, None, None, f"not JSON ({exc.msg} at column {exc.colno})")
+    except UsageError as exc:
+        data = _loose(raw)
+        return _bad(number, data.get("server"), data.get("tool"), exc.message)
+
+
+def line_request(data: Any) -> CallRequest:
+    """A CallRequest from one decoded line; UsageError says what is wrong with it."""
+    if not isinstance(data, Mapping):
+        raise UsageError("a line must be a JSON object")
+    unknown = sorted(set(data) - LINE_KEYS)
+    if unknown:
+        raise UsageError(f"unknown keys {', '.join(unknown)} (known: {', '.join(sorted(LINE_KEYS))})")
+    server, tool, arguments = data.get("server"), data.get("tool"), data.get("arguments") or {}
+    if not isinstance(tool, str) or not tool:
+        raise UsageError("a line needs a tool (a string)")
+    if server is not None and not isinstance(server, str):
+        raise UsageError("server must be a string")
+    if not isinstance(arguments, Mapping):
+        raise UsageError("arguments must be a JSON object")
+    timeout = data.get("timeout")
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0):
+        raise UsageError("timeout must be a positive number of seconds")
+    return CallRequest(server or None, tool, dict(arguments), timeout=timeout,
+                       autocorrect=data.get("autocorrect", True) is not False)
+
+
+def _loose(raw: str) -> dict[str, Any]:
+    """The server and tool of a rejected line, when they can be read, so its envelope names them."""
+    data = json.loads(raw)
+    if not isinstance(data, Mapping):
+        return {}
+    return {k: data[k] for k in ("server", "tool") if isinstance(data.get(k), str)}
+
+
+def _bad(number: int, server: str | None, tool: str | None, reason: str) -> Line:
+    outcome = CallOutcome(server, tool or "", error=f"line {number}: {reason}", error_kind="usage",
+                          hint='each line is {"server": ..., "tool": ..., "arguments": {...}}')
+    return Line(number, problem=outcome)
+
+
+async def run(lines: Iterable[Line], call: CallFn, emit: EmitFn, jobs: int = DEFAULT_JOBS) -> list[CallOutcome]:
+    """Make every call (at most `jobs` at once) and emit the envelopes in input order."""
+    items = list(lines)
+    outcomes: list[CallOutcome | None] = [None] * len(items)
+    done = [anyio.Event() for _ in items]
+    limiter = anyio.CapacityLimiter(max(1, jobs))
+
+    async def one(index: int, line: Line) -> None:
+        if line.problem is not None:
+            outcomes[index] = line.problem
+        else:
+            async with limiter:
+                outcomes[index] = await call(line.request)  # type: ignore[arg-type]
+        done[index].set()
+
+    async with anyio.create_task_group() as tg:
+        for index, line in enumerate(items):
+            tg.start_soon(one, index, line)
+        for index in range(len(items)):
+            await done[index].wait()
+            emit(outcomes[index])  # type: ignore[arg-type]
+    return [o for o in outcomes if o is not None]
+
+
+def exit_code(outcomes: Iterable[CallOutcome]) -> int:
+    """0 when every call succeeded, 1 when any did not (each envelope has its own exit_code)."""
+    return 0 if all(outcome.ok for outcome in outcomes) else 1

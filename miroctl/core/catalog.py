@@ -1,0 +1,217 @@
+"""Resources and prompts: what a server offers besides tools, listed and fetched on the manager's sessions.
+
+`list --resources --prompts` adds a server's resources, resource templates and prompts to its entry;
+`read SERVER URI` and `prompt SERVER NAME` fetch one, returning a `Fetched` envelope instead of raising,
+with the same error kinds and exit codes as a tool call.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from miroctl.base.models import Envelope, Failure, ServerSpec
+from miroctl.base.text import counted, suggest
+from miroctl.sessions.failures import died_during, leaf, startup_timeout
+from miroctl.sessions.pool import Unavailable, closed
+
+if TYPE_CHECKING:
+    from miroctl.core.manager import Manager
+
+MAX_PAGES = 100
+METHOD_NOT_FOUND, RESOURCE_NOT_FOUND, INVALID_PARAMS = -32601, -32002, -32602
+
+
+@dataclass
+class Fetched(Envelope):
+    """The envelope of one resource read or prompt fetch: its `content`, or why there is none."""
+
+    server_name: str | None
+    what: str  # resource | prompt
+    name: str  # the resource's URI, or the prompt's name
+    content: list[dict[str, Any]] = field(default_factory=list)  # resource contents, or prompt messages
+    description: str | None = None
+    error: str | None = None
+    error_kind: str | None = None
+    hint: str | None = None
+    failure: Failure | None = None
+    duration_ms: float = 0.0
+
+    def blocks(self) -> list[dict[str, Any]]:
+        """The content as MCP content blocks (a resource's contents become embedded resources)."""
+        if self.what == "resource":
+            return [{"type": "resource", "resource": item} for item in self.content]
+        return [message.get("content") or {} for message in self.content]
+
+    def to_dict(self) -> dict[str, Any]:
+        key, items = ("uri", "contents") if self.what == "resource" else ("prompt", "messages")
+        body: dict[str, Any] = {"schema": f"miroctl.{self.what}/1", "server_name": self.server_name, key: self.name}
+        if self.ok:
+            body[items] = self.content
+            if self.what == "prompt":
+                body["description"] = self.description
+        else:
+            body.update(error=self.error, error_kind=self.error_kind, hint=self.hint)
+            if self.failure is not None:
+                body["failure"] = self.failure.to_dict()
+        body.update(duration_ms=round(self.duration_ms, 1), exit_code=int(self.exit_code))
+        return body
+
+
+# ---------------------------------------------------------------------------------------------- listing
+
+
+async def offered(client: Any, extras: frozenset[str]) -> dict[str, tuple[dict[str, Any], ...]]:
+    """The resources, resource templates and prompts a server lists (every page), as JSON-ready dicts.
+
+    A server that does not declare the capability offers none; it is not asked.
+    """
+    capabilities = client.server_capabilities
+    found: dict[str, tuple[dict[str, Any], ...]] = {}
+    if "resources" in extras:
+        has = capabilities is not None and capabilities.resources is not None
+        found["resources"] = await _every_page(client.list_resources, "resources") if has else ()
+        templates = await _every_page(client.list_resource_templates, "resource_templates") if has else ()
+        found["resource_templates"] = templates
+    if "prompts" in extras:
+        has = capabilities is not None and capabilities.prompts is not None
+        found["prompts"] = await _every_page(client.list_prompts, "prompts") if has else ()
+    return found
+
+
+async def offered_by(handle: Any, extras: frozenset[str]) -> dict[str, tuple[dict[str, Any], ...]]:
+    """`offered` on a handle's session, under its startup timeout; a server failing to list is unavailable."""
+    if not extras:
+        return {}
+    connection = await handle.connect()
+    methods = " and ".join(f"{extra}/list" for extra in sorted(extras))
+    with anyio.move_on_after(handle.startup_timeout):
+        try:
+            return await offered(connection.client, extras)
+        except Exception as exc:  # noqa: BLE001 - the server's answer, sorted into a failure
+            raise Unavailable(Failure("protocol", f"{methods} failed: {leaf(exc)}", phase=methods)) from None
+    connection.wire.hurry = True
+    raise Unavailable(startup_timeout(connection.wire, handle.startup_timeout, phase=methods))
+
+
+async def _every_page(method: Callable[..., Awaitable[Any]], items: str) -> tuple[dict[str, Any], ...]:
+    found: list[dict[str, Any]] = []
+    cursor, pages = None, 0
+    while pages == 0 or (cursor and pages < MAX_PAGES):
+        page = await method(cursor=cursor)
+        found.extend(plain(item) for item in getattr(page, items))
+        cursor, pages = page.next_cursor, pages + 1
+    return tuple(found)
+
+
+def plain(model: Any) -> dict[str, Any]:
+    """An SDK model as the JSON the server sent (camelCase keys, no empty fields)."""
+    return model.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+# ---------------------------------------------------------------------------------------------- fetching
+
+
+async def read_resource(manager: Manager, server: str, uri: str, timeout: float | None = None) -> Fetched:
+    """Read one resource of one server."""
+
+    async def fetch(client: Any) -> Fetched:
+        result = await client.read_resource(uri)
+        return Fetched(server, "resource", uri, content=[plain(item) for item in result.contents])
+
+    return await _fetch(manager, Fetched(server, "resource", uri), timeout, fetch)
+
+
+async def get_prompt(manager: Manager, server: str, name: str, arguments: Mapping[str, str],
+                     timeout: float | None = None) -> Fetched:
+    """Get one prompt of one server, filled in with `arguments`; its name and required arguments are
+    checked against the server's prompts/list first, so a typo gets suggestions and nothing is sent."""
+
+    async def fetch(client: Any) -> Fetched:
+        listed = (await offered(client, frozenset({"prompts"})))["prompts"]
+        prompt = next((p for p in listed if p.get("name") == name), None)
+        if prompt is None:
+            names = [p.get("name", "") for p in listed]
+            hint = suggest(name, names) or (f"it has {counted(len(names), 'prompt')}: miroctl list {server} "
+                                            "--prompts" if names else "it lists no prompts")
+            return _failed(Fetched(server, "prompt", name), "not_found",
+                           f"server {server!r} has no prompt {name!r}", hint)
+        missing = [a["name"] for a in prompt.get("arguments") or () if a.get("required") and a["name"] not in
+                   arguments]
+        if missing:
+            wanted = ", ".join(f"{a['name']}{'*' if a.get('required') else ''}" for a in prompt["arguments"])
+            return _failed(Fetched(server, "prompt", name), "usage",
+                           f"{name}: missing required {'argument' if len(missing) == 1 else 'arguments'} "
+                           f"{', '.join(missing)}", f"{name} takes {wanted} (* required)")
+        result = await client.get_prompt(name, dict(arguments))
+        return Fetched(server, "prompt", name, content=[plain(m) for m in result.messages],
+                       description=result.description)
+
+    return await _fetch(manager, Fetched(server, "prompt", name), timeout, fetch)
+
+
+async def _fetch(manager: Manager, asked: Fetched, timeout: float | None,
+                 fetch: Callable[[Any], Awaitable[Fetched]]) -> Fetched:
+    """Find the server, open its session and run `fetch` under the timeout; every failure becomes data."""
+    started = time.perf_counter()
+    spec = manager.config.get(asked.server_name or "")
+    if spec is None:
+        names = [s.name for s in manager.config.servers]
+        outcome = _failed(asked, "not_found", f"no server named {asked.server_name!r}",
+                          suggest(asked.server_name or "", names) or "miroctl list shows the configured servers")
+    else:
+        asked.server_name = spec.name
+        outcome = await _on_session(manager, spec, asked, timeout or spec.timeout or manager.config.profile.timeout,
+                                    fetch)
+    outcome.duration_ms = (time.perf_counter() - started) * 1000
+    return outcome
+
+
+async def _on_session(manager: Manager, spec: ServerSpec, asked: Fetched, timeout: float,
+                      fetch: Callable[[Any], Awaitable[Fetched]]) -> Fetched:
+    handle = manager.handle(spec)
+    try:
+        connection = await handle.connect()
+    except Unavailable as exc:
+        outcome = _failed(asked, "unavailable", exc.failure.message, exc.failure.hint)
+        outcome.failure = exc.failure
+        return outcome
+    with anyio.move_on_after(timeout) as waited:
+        try:
+            outcome = await fetch(connection.client)
+        except Exception as exc:  # noqa: BLE001 - a failed request is sorted into an envelope below
+            return await _request_failed(handle, asked, exc)
+    if waited.cancelled_caught:
+        connection.wire.hurry = True
+        return _failed(asked, "timeout", f"{asked.what} {asked.name} did not arrive within {timeout:g}s",
+                       "raise --timeout if the server is just slow")
+    outcome.server_name = spec.name
+    return outcome
+
+
+async def _request_failed(handle: Any, asked: Fetched, exc: BaseException) -> Fetched:
+    code = getattr(exc, "code", None)
+    message = str(getattr(exc, "message", None) or exc)
+    if closed(exc):
+        wire = await handle.lost()
+        failure = died_during(wire, f"the {asked.what} request") if wire else None
+        outcome = _failed(asked, "unavailable", failure.message if failure else "the session closed")
+        outcome.failure = failure
+        return outcome
+    if code is None:
+        raise exc
+    if code == METHOD_NOT_FOUND:
+        return _failed(asked, "not_found", f"server {asked.server_name!r} offers no {asked.what}s",
+                       f"miroctl list {asked.server_name} --{asked.what}s shows what it offers")
+    if code in (RESOURCE_NOT_FOUND, INVALID_PARAMS) and asked.what == "resource":
+        return _failed(asked, "not_found", f"{asked.server_name}: {message}",
+                       f"miroctl list {asked.server_name} --resources shows what it offers")
+    return _failed(asked, "failed", f"server answered with error {code}: {message}")
+
+
+def _failed(asked: Fetched, kind: str, message: str, hint: str | None = None) -> Fetched:
+    return Fetched(asked.server_name, asked.what, asked.name, error=message, error_kind=kind, hint=hint)

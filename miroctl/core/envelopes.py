@@ -1,0 +1,86 @@
+"""Building call envelopes (CallOutcome) for every way a call can end, and their call-log summaries."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from miroctl.base.models import CallOutcome
+
+if TYPE_CHECKING:
+    from miroctl.base.models import CallRequest
+    from miroctl.core.routing import Route
+    from miroctl.policy.decisions import Decision
+    from miroctl.sessions.pool import Unavailable
+
+
+def outcome_from_result(server: str, tool: str, result: Any) -> CallOutcome:
+    """An SDK CallToolResult as the envelope: text joined, blocks and structured content kept."""
+    blocks = [block.model_dump(mode="json", by_alias=True, exclude_none=True) for block in result.content or []]
+    texts = [b["text"] for b in blocks if b.get("type") == "text" and isinstance(b.get("text"), str)]
+    texts += [b["resource"]["text"] for b in blocks
+              if b.get("type") == "resource" and isinstance(b.get("resource", {}).get("text"), str)]
+    structured = result.structured_content
+    text = "\n".join(texts)
+    if not texts and structured is not None:
+        text = json.dumps(structured, ensure_ascii=False)
+    outcome = CallOutcome(server, tool, content=blocks, structured_content=structured, is_error=bool(result.is_error))
+    if result.is_error:
+        outcome.error, outcome.error_kind = text or "the tool reported an error without a message", "tool_error"
+    else:
+        outcome.result = text
+    return outcome
+
+
+def raw_arguments(request: CallRequest) -> dict[str, Any]:
+    """The arguments as given (pairs as text), for the log and the URL rules before any routing."""
+    values = dict(request.arguments)
+    for pair in request.pairs:
+        key, _, text = pair.partition("=")
+        values[key.removesuffix(":")] = text
+    return values
+
+
+def text_result(text: str) -> Any:
+    """A plain text answer (the fallback's) as an SDK result, so --output and limits treat it alike."""
+    from mcp.types import CallToolResult, TextContent
+
+    return CallToolResult(content=[TextContent(type="text", text=text)])
+
+
+def denied(server: str | None, tool: str, decision: Decision, unanswered: bool = False) -> CallOutcome:
+    hint = f"reason: {decision.reason}"
+    if decision.reason == "mode_ask" and unanswered:
+        hint += "; answer the prompt on a terminal, or pass --yes (policy.assume_yes in the profile)"
+    return CallOutcome(server, tool, error=decision.message, error_kind="denied", hint=hint,
+                       decision=decision.to_dict())
+
+
+def log_summary(outcome: CallOutcome) -> tuple[str, dict[str, Any]]:
+    """The call log's last line of a call: call_success or call_error, without the result itself."""
+    fields: dict[str, Any] = {"server": outcome.server_name, "tool": outcome.tool_name,
+                              "duration_ms": round(outcome.duration_ms, 1), "exit_code": int(outcome.exit_code)}
+    if outcome.corrected_from is not None:
+        fields["corrected_from"] = outcome.corrected_from
+    for key in ("truncated", "fallback", "output"):
+        if getattr(outcome, key):
+            fields[key] = getattr(outcome, key)
+    if outcome.ok:
+        return "call_success", {**fields, "result_chars": len(outcome.result or "")}
+    return "call_error", {**fields, "error_kind": outcome.error_kind, "error": outcome.error}
+
+
+def says_unknown_tool(outcome: CallOutcome) -> bool:
+    return outcome.is_error and "Unknown tool:" in (outcome.error or "")
+
+
+def timed_out(route: Route, timeout: float) -> CallOutcome:
+    return CallOutcome(route.spec.name, route.tool.name, error_kind="timeout", corrected_from=route.corrected_from,
+                       error=f"{route.tool.name} did not answer within {timeout:g}s",
+                       hint="raise it with --timeout, or the server's timeout setting")
+
+
+def unavailable(server: str | None, tool: str, exc: Unavailable) -> CallOutcome:
+    failure = exc.failure
+    return CallOutcome(server, tool, error=failure.message, error_kind="unavailable", hint=failure.hint,
+                       failure=failure)

@@ -1,0 +1,365 @@
+"""The pool of servers: list tools concurrently with isolated failures, execute calls into envelopes.
+
+`Manager` never raises to its caller for a server's or a call's failure: `list_tools` gives a
+ServerTools per server, `call` gives a CallOutcome. Use it as an async context manager; leaving it
+closes every session concurrently and kills whatever the servers left running.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+from typing import Any, Self
+
+import anyio
+from anyio.abc import TaskGroup
+
+from miroctl.base.errors import MiroctlError
+from miroctl.base.masking import Masker
+from miroctl.base.models import CallOutcome, CallRequest, ServerSpec, ServerTools, ToolInfo
+from miroctl.config.loader import Config
+from miroctl.core import arguments as arguments_
+from miroctl.core import catalog, envelopes, truncation
+from miroctl.core.calllog import CallLog
+from miroctl.core.fallbacks import TRIGGER_KINDS, FallbackError, MarkItDownFallback, url_argument
+from miroctl.core.routing import Route, Router
+from miroctl.policy import urls as urlrules
+from miroctl.policy.decisions import Decision, Policy, ToolMeta
+from miroctl.sessions.failures import REQUEST_TIMEOUT, died_during, leaf
+from miroctl.sessions.pool import ServerHandle, Unavailable, closed
+from miroctl.sessions.processes import RUN_ID, RUN_MARKER, sweep_orphans
+
+EventFn = Callable[[str, Mapping[str, Any]], None]
+
+
+@dataclass(frozen=True)
+class Confirmation:
+    """A question for whoever can say yes: may this tool run with these (masked) arguments?"""
+
+    server: str
+    tool: str
+    arguments: Mapping[str, Any]
+    decision: Decision
+
+
+ConfirmFn = Callable[[Confirmation], Awaitable[bool]]
+
+
+class Manager:
+    """Sessions to the configured servers, shared by every list and call made through it."""
+
+    def __init__(self, config: Config, *, policy: Policy | None = None, concurrency: int | None = None,
+                 on_event: EventFn | None = None, confirm: ConfirmFn | None = None,
+                 log_path: str | None = None, task_id: str | None = None, run_id: str | None = None,
+                 follow_changes: bool = False) -> None:
+        """`confirm` answers mode ask's questions, `log_path` gets the call log, `task_id` goes to servers;
+        with `follow_changes`, sessions follow their servers' tool-list changes (see `next_change`)."""
+        # `run_id` (processes.sub_run_id) marks this Manager's stdio servers apart from others in the process,
+        # so its sweep at exit leaves theirs alone (a gateway's check must not stop the served sessions).
+        # Without `confirm`, ask mode means denied unless the policy assumes yes (a gateway with no one to ask).
+        # Without `log_path`, the profile's `log` is used; without `task_id`, the config's or miroctl's TASK_ID.
+        self.config = config
+        self.policy = policy or Policy.from_profile(config.profile)
+        self._limiter = anyio.CapacityLimiter(concurrency or config.profile.concurrency)
+        self._handles: dict[str, ServerHandle] = {}
+        self._tg: TaskGroup | None = None
+        self._on_event = on_event
+        self.router = Router(config, self.policy, self.tools_of, self.find_tool)
+        self.masker = Masker(config.secrets())
+        self.fallback = MarkItDownFallback.from_sections(config.profile.sections)
+        self.task_id = task_id
+        self._confirm = confirm
+        self._log_path = log_path or config.profile.sections.get("log")
+        self._log: CallLog | None = None
+        self._exclusive_locks: dict[str, anyio.Lock] = {}
+        self.run_id = run_id
+        self.follow_changes = follow_changes
+        self._changed: anyio.Event | None = None
+
+    @property
+    def log_path(self) -> str | None:
+        return self._log_path
+
+    async def __aenter__(self) -> Self:
+        if self._log_path:
+            self._log = CallLog(self._log_path, self.masker, task_id=self.task_id or os.environ.get("TASK_ID"))
+        self._tg = anyio.create_task_group()
+        self._changed = anyio.Event()
+        await self._tg.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> bool | None:
+        for handle in self._handles.values():
+            handle.signal_close()
+        try:
+            return await self._tg.__aexit__(*exc_info)  # type: ignore[union-attr]
+        finally:
+            with anyio.CancelScope(shield=True):
+                await self._cleanup()
+            if self._log is not None:
+                self._log.close()
+
+    async def _cleanup(self) -> None:
+        started_stdio = any(h.starts and h.spec.transport == "stdio" for h in self._handles.values())
+        for handle in self._handles.values():
+            handle.discard_logs()
+        if started_stdio:
+            await anyio.to_thread.run_sync(sweep_orphans, self.run_id or RUN_ID)
+
+    def handle(self, spec: ServerSpec) -> ServerHandle:
+        if spec.name not in self._handles:
+            assert self._tg is not None, "use the Manager as an async context manager"
+            following = self._tools_changed if self.follow_changes else None
+            self._handles[spec.name] = ServerHandle(self._child_spec(spec), self._tg,
+                                                    self.config.profile.startup_timeout, on_event=self.emit,
+                                                    on_tools_changed=following)
+        return self._handles[spec.name]
+
+    def _tools_changed(self, server: str) -> None:
+        self.emit("tools_changed", server=server)
+        if self._changed is not None:
+            self._changed.set()
+
+    async def next_change(self, timeout: float) -> bool:
+        """Wait up to `timeout` seconds for a followed server to announce a new tool list; True if one did
+        since the last wait. Its cached tools are gone already: the next listing asks it again."""
+        assert self._changed is not None, "use the Manager as an async context manager"
+        with anyio.move_on_after(timeout):
+            await self._changed.wait()
+        if not self._changed.is_set():
+            return False
+        self._changed = anyio.Event()
+        return True
+
+    def _child_spec(self, spec: ServerSpec) -> ServerSpec:
+        """A stdio server's spec with the task id and the URL rules (for bundled search tools) in its env."""
+        if spec.transport != "stdio":
+            return spec
+        env = dict(spec.env)
+        if self.task_id:
+            env["TASK_ID"] = self.task_id
+        env.setdefault(urlrules.ENV_VAR, urlrules.to_env(self.policy.url_rules))
+        if self.run_id:
+            env[RUN_MARKER] = self.run_id
+        return replace(spec, env=MappingProxyType(env))
+
+    def emit(self, event: str, **fields: Any) -> None:
+        if self._log is not None:
+            self._log.write(event, fields)
+        if self._on_event is not None:
+            self._on_event(event, fields)
+
+    # ------------------------------------------------------------------------------------------ listing
+
+    async def list_tools(self, specs: Sequence[ServerSpec] | None = None,
+                         extras: frozenset[str] = frozenset()) -> list[ServerTools]:
+        """Every selected server's visible tools, concurrently (bounded); failures become entries.
+        `extras` ("resources", "prompts") adds what the servers offer besides tools."""
+        specs = list(specs) if specs is not None else self.config.select()
+        results: list[ServerTools | None] = [None] * len(specs)
+
+        async def one(index: int, spec: ServerSpec) -> None:
+            results[index] = await self.server_tools(spec, extras)
+
+        async with anyio.create_task_group() as tg:
+            for index, spec in enumerate(specs):
+                tg.start_soon(one, index, spec)
+        return [r for r in results if r is not None]
+
+    async def server_tools(self, spec: ServerSpec, extras: frozenset[str] = frozenset()) -> ServerTools:
+        started = time.perf_counter()
+        handle = self.handle(spec)
+        try:
+            async with self._limiter:
+                tools = await self.tools_of(spec)
+                offered = await catalog.offered_by(handle, extras)
+        except Unavailable as exc:
+            self.emit("server_failed", server=spec.name, failure=exc.failure.to_dict())
+            return ServerTools(spec.name, spec.transport, failure=exc.failure, duration_ms=_ms(started))
+        connection = handle.connection
+        return ServerTools(
+            spec.name, spec.transport, tools=tuple(t for t in tools if self.policy.visible(spec, t)),
+            duration_ms=_ms(started), protocol_version=connection.protocol_version if connection else None,
+            server_version=connection.server_version if connection else None, **offered,
+        )
+
+    async def tools_of(self, spec: ServerSpec) -> tuple[ToolInfo, ...]:
+        return await self.handle(spec).tools()
+
+    async def find_tool(self, tool: str, exclude: Sequence[str] = ()) -> list[ToolInfo]:
+        """The visible tools named `tool` on the default servers (unavailable servers are skipped)."""
+        specs = [s for s in self.config.select() if s.name not in exclude]
+        listed = await self.list_tools(specs)
+        return [t for entry in listed for t in entry.tools if t.name == tool]
+
+    # ------------------------------------------------------------------------------------------ calling
+
+    async def call(self, request: CallRequest) -> CallOutcome:
+        """Route, validate, decide, execute: always an envelope, never an exception."""
+        started = time.perf_counter()
+        self.emit("call_start", server=request.server, tool=request.tool, arguments=envelopes.raw_arguments(request))
+        try:
+            outcome = await self._call(request)
+        except MiroctlError as exc:
+            outcome = CallOutcome(request.server, request.tool, error=exc.message, error_kind=exc.kind,
+                                  hint=exc.hint, candidates=list(getattr(exc, "candidates", [])))
+            decision = getattr(exc, "decision", None)
+            if decision is not None:  # denied before the server was asked for its tools
+                outcome.decision = decision.to_dict()
+                self.emit("decision", server=request.server, tool=request.tool, **outcome.decision)
+        except Unavailable as exc:
+            outcome = envelopes.unavailable(request.server, request.tool, exc)
+        outcome.duration_ms = _ms(started)
+        if self._log is not None or self._on_event is not None:  # building these costs a copy of the result
+            event, fields = envelopes.log_summary(outcome)
+            self.emit(event, **fields)
+            self.emit("call_end", outcome=outcome.to_dict())
+        return outcome
+
+    async def _call(self, request: CallRequest) -> CallOutcome:
+        early = self.policy.check_urls(envelopes.raw_arguments(request))
+        if early is not None:  # before any server is started or asked
+            self.emit("decision", server=request.server, tool=request.tool, **early.to_dict())
+            return envelopes.denied(request.server, request.tool, early)
+        route = await self.router.resolve(request.server, request.tool, request.autocorrect)
+        if route.corrected_from is not None or request.server is None:
+            self.emit("autocorrect", given=request.server, server=route.spec.name, tool=route.tool.name)
+        values = arguments_.build(route.tool.input_schema, request.arguments, request.pairs)
+        arguments_.validate(route.tool, values)
+        decision = await self._decide(route, values)
+        if not decision.allowed:
+            outcome = envelopes.denied(route.spec.name, route.tool.name, decision, unanswered=self._confirm is None)
+            outcome.corrected_from = route.corrected_from
+            return outcome
+        outcome = await self._execute(route, values, request)
+        if decision.confirmed_by:  # the envelope says who said yes
+            outcome.decision = decision.to_dict()
+        if request.autocorrect and envelopes.says_unknown_tool(outcome):
+            rerouted = await self.router.reroute(route)
+            if rerouted is not None:
+                route = rerouted
+                outcome = await self.invoke(rerouted, values, request)
+        return await self._fall_back(route, values, request, outcome)
+
+    async def _decide(self, route: Route, values: Mapping[str, Any]) -> Decision:
+        """The policy's decision, with mode ask's question put to the confirm callback."""
+        decision = self.policy.decide(route.spec, route.tool.name, route.tool, values)
+        if decision.needs_confirmation:
+            decision = await self._confirmation(route, values, decision)
+        self.emit("decision", server=route.spec.name, tool=route.tool.name, arguments=dict(values),
+                  **decision.to_dict())
+        return decision
+
+    async def _confirmation(self, route: Route, values: Mapping[str, Any], decision: Decision) -> Decision:
+        if self.policy.assume_yes:
+            return decision.confirmed("yes")
+        if self._confirm is None:
+            return decision.refused(f"{decision.message}, and none was given")
+        question = Confirmation(route.spec.name, route.tool.name, self.masker.data(dict(values)), decision)
+        if await self._confirm(question):
+            return decision.confirmed("prompt")
+        return decision.refused(f"{decision.message}, and the answer was no")
+
+    async def _execute(self, route: Route, values: Mapping[str, Any], request: CallRequest) -> CallOutcome:
+        """Invoke; after a lost connection, once more only if repeating cannot do harm."""
+        meta = self.policy.meta(route.spec, route.tool.name, route.tool)
+        async with self._exclusive(route.spec, meta):
+            outcome = await self.invoke(route, values, request)
+            if outcome.error_kind == "unavailable" and meta.retry_safe:
+                self.emit("call_retry", server=route.spec.name, tool=route.tool.name, reason=outcome.error)
+                outcome = await self.invoke(route, values, request)
+        return outcome
+
+    @asynccontextmanager
+    async def _exclusive(self, spec: ServerSpec, meta: ToolMeta) -> AsyncIterator[None]:
+        """Tools marked concurrency_safe: false run one at a time per server."""
+        if meta.concurrency_safe:
+            yield
+            return
+        async with self._exclusive_locks.setdefault(spec.name, anyio.Lock()):
+            yield
+
+    async def _fall_back(self, route: Route, values: Mapping[str, Any], request: CallRequest,
+                         outcome: CallOutcome) -> CallOutcome:
+        """A failed scrape-type call answered by converting its URL locally with MarkItDown."""
+        if outcome.ok or outcome.error_kind not in TRIGGER_KINDS or not self.fallback.enabled:
+            return outcome
+        url = url_argument(values) if self.policy.is_scrape(route.tool.name) else None
+        if url is None:
+            return outcome
+        record: dict[str, Any] = {"kind": "markitdown", "url": url, "original_error": outcome.error,
+                                  "original_error_kind": outcome.error_kind}
+        try:
+            text = await self.fallback.convert(url, self.policy.url_rules)
+        except FallbackError as exc:
+            outcome.fallback = {**record, "ok": False, "error": str(exc)}
+            self.emit("fallback", server=route.spec.name, tool=route.tool.name, **outcome.fallback)
+            return outcome
+        self.emit("fallback", server=route.spec.name, tool=route.tool.name, ok=True, **record)
+        converted = await self._outcome(route, envelopes.text_result(text), request)
+        converted.fallback = {**record, "ok": True}
+        return converted
+
+    async def invoke(self, route: Route, values: Mapping[str, Any], request: CallRequest) -> CallOutcome:
+        """Send one call on the route's session under its timeout and turn the answer into an envelope."""
+        spec, tool = route.spec, route.tool.name
+        handle = self.handle(spec)
+        connection = await handle.connect()
+        if connection.wire.stdout_eof:  # the server went away since the last call: nothing was sent yet
+            await handle.lost()
+            connection = await handle.connect()
+        timeout = request.timeout or spec.timeout or self.config.profile.timeout
+        with anyio.move_on_after(timeout) as waited:
+            try:
+                result = await connection.client.call_tool(tool, dict(values), progress_callback=request.progress)
+            except Exception as exc:  # noqa: BLE001 - every session failure is sorted into an envelope below
+                return await self._call_failed(route, handle, leaf(exc), timeout)
+        if waited.cancelled_caught:
+            connection.wire.hurry = True
+            return envelopes.timed_out(route, timeout)
+        return await self._outcome(route, result, request)
+
+    async def _outcome(self, route: Route, result: Any, request: CallRequest) -> CallOutcome:
+        """The envelope of an SDK result: the whole text to --output first, then the max_result_chars cut."""
+        output = None
+        if request.output and not result.is_error:
+            try:
+                output = await anyio.to_thread.run_sync(truncation.write_full, request.output, result, self.masker)
+            except OSError as exc:
+                raise MiroctlError(f"cannot write {request.output}: {exc.strerror or exc}") from None
+        limit = self.policy.result_limit(route.spec, route.tool.name)
+        if limit is not None and result.is_error:  # a reason is worth more room than a result
+            limit = max(limit, truncation.ERROR_MIN_CHARS)
+        truncated = truncation.limit_result(result, limit)
+        outcome = envelopes.outcome_from_result(route.spec.name, route.tool.name, result)
+        outcome.corrected_from = route.corrected_from
+        outcome.truncated, outcome.output = truncated, output
+        handle = self.handle(route.spec)
+        if route.spec.persistent and handle.restarted:
+            handle.restarted = False
+            outcome.notes.append(f"{route.spec.name} was restarted after its session was lost; its state started afresh")
+        return outcome
+
+    async def _call_failed(self, route: Route, handle: ServerHandle, exc: BaseException,
+                           timeout: float) -> CallOutcome:
+        code = getattr(exc, "code", None)
+        if code == REQUEST_TIMEOUT:
+            return envelopes.timed_out(route, timeout)
+        if closed(exc):
+            wire = await handle.lost()
+            failure = died_during(wire, f"the call to {route.tool.name}") if wire else None
+            outcome = envelopes.unavailable(route.spec.name, route.tool.name, Unavailable(failure))  # type: ignore[arg-type]
+        elif code is not None:
+            outcome = CallOutcome(route.spec.name, route.tool.name, error_kind="failed",
+                                  error=f"server answered with error {code}: {getattr(exc, 'message', exc)}")
+        else:
+            raise exc
+        outcome.corrected_from = route.corrected_from
+        return outcome
+
+def _ms(started: float) -> float:
+    return (time.perf_counter() - started) * 1000

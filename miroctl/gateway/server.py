@@ -1,0 +1,296 @@
+"""serve: the pool as one MCP server, its tools named SERVER__TOOL (or two meta-tools with --lazy).
+
+Built on the SDK's low-level Server, which lists and routes tools at request time; never on
+MCPServer, whose constructor configures logging for the whole process. Every call goes through
+`Manager.call`, so timeouts, the blacklist, auto-correction and policies apply as on the command line.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import weakref
+from collections.abc import Mapping, Sequence
+from contextlib import suppress
+from typing import Any
+
+from miroctl import __version__
+from miroctl.base.masking import Masker
+from miroctl.base.models import CallOutcome, CallRequest, ProgressFn, ServerSpec, ServerTools, ToolInfo
+from miroctl.base.text import suggest
+from miroctl.core.manager import Manager
+from miroctl.gateway import toolmap
+from miroctl.gateway.stdio import StdoutWriter, claimed_stdout, stdin_lines
+
+META_KEY = "miroctl/outcome"  # where each result's envelope metadata rides in `_meta`
+
+
+class Gateway:
+    """The selected servers behind one MCP server: names, routing, results, health."""
+
+    def __init__(self, manager: Manager, specs: Sequence[ServerSpec], *, separator: str = toolmap.DEFAULT_SEPARATOR,
+                 lazy: bool = False, masker: Masker | None = None) -> None:
+        self.manager = manager
+        self.specs = list(specs)
+        self.separator = separator
+        self.lazy = lazy
+        self.masker = masker or Masker(manager.config.secrets())
+        self.entries: list[ServerTools] = []
+        self.map = toolmap.ToolMap()
+        self.bus: Any = None  # the SDK's subscription bus, once a server is built: hosts listen to it for changes
+        self._surface: str | None = None
+        self._listers: weakref.WeakSet[Any] = weakref.WeakSet()  # connections of older-protocol hosts that listed
+
+    async def refresh(self) -> toolmap.ToolMap:
+        """List every server again: open sessions answer from cache, failed ones are retried when due."""
+        self.entries = await self.manager.list_tools(self.specs)
+        self.map = toolmap.build(self.entries, self.separator, [s.name for s in self.specs])
+        await self._announce_changes()
+        return self.map
+
+    def exposed(self) -> list[dict[str, Any]]:
+        """The tools as hosts see them: the two meta-tools with --lazy, else every mapped upstream tool."""
+        if self.lazy:
+            return meta_tools(self.specs)
+        return [mcp_tool(name, info) for name, info in self.map.tools.items()]
+
+    async def _announce_changes(self) -> None:
+        """Tell hosts when the exposed tools differ from the last listing: those listening on 2026-07-28
+        through the bus, those on older protocols that listed tools on their connection."""
+        surface = json.dumps(self.exposed(), sort_keys=True, default=str)
+        previous, self._surface = self._surface, surface
+        if previous is None or surface == previous:
+            return
+        if self.bus is not None:
+            from mcp.server.subscriptions import ToolsListChanged
+
+            await self.bus.publish(ToolsListChanged())
+        for session in list(self._listers):  # hosts before 2026-07-28 are told unsolicited
+            with suppress(Exception):  # a host that went away is simply not told
+                await session.send_tool_list_changed()
+
+    async def watch(self, interval: float) -> None:
+        """List again when a server announces new tools and, every `interval` seconds (0: never), when a server
+        that is down may be started again (the pool's backoff): hosts hear of tools that came or went."""
+        while True:
+            changed = await self.manager.next_change(interval if interval > 0 else math.inf)
+            if changed or any(self.manager.handle(spec).restart_due for spec in self.specs):
+                await self.refresh()
+
+    def spec(self, name: str) -> ServerSpec | None:
+        """A selected server by name (`reading` finds `tool-reading`); others are not served."""
+        found = self.manager.config.get(name)
+        return found if found is not None and found.name in {spec.name for spec in self.specs} else None
+
+    async def call(self, request: CallRequest) -> CallOutcome:
+        return await self.manager.call(request)
+
+    def input_schema(self, name: str) -> Mapping[str, Any] | None:
+        """The listed input schema of an exposed tool (the SDK checks Mcp-Param headers with it)."""
+        if self.lazy:
+            return next((t["inputSchema"] for t in meta_tools(self.specs) if t["name"] == name), None)
+        info = self.map.get(name)
+        return info.input_schema if info is not None else None
+
+    # ------------------------------------------------------------------------------------------ MCP
+
+    async def on_list_tools(self, ctx: Any, params: Any) -> Any:
+        import mcp_types as types
+        from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+        # A request's session lives as long as the request: changes go out on the connection behind it, which
+        # the SDK (2.3) keeps private. Without one, a host on an older protocol is simply not told.
+        connection = getattr(ctx.session, "_connection", None)
+        if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS and connection is not None:
+            with suppress(TypeError):
+                self._listers.add(connection)
+
+        if not self.lazy:
+            await self.refresh()
+        return types.ListToolsResult.model_validate({"tools": self.exposed()})
+
+    async def on_call_tool(self, ctx: Any, params: Any) -> Any:
+        arguments = dict(params.arguments or {})
+        relay = ctx.session.report_progress
+        if self.lazy:
+            return self.result(await self.meta_call(params.name, arguments, relay))
+        info = self.map.get(params.name) or (await self.refresh()).get(params.name)
+        if info is None:
+            return self.result(self._unknown(params.name))
+        return self.result(await self.call(CallRequest(info.server, info.name, arguments, progress=relay)))
+
+    def _unknown(self, name: str) -> CallOutcome:
+        return CallOutcome(None, name, error=f"the gateway has no tool named {name!r}", error_kind="not_found",
+                           hint=suggest(name, self.map.tools) or "list the tools again")
+
+    def result(self, outcome: CallOutcome) -> Any:
+        """An envelope as an MCP CallToolResult, masked; the envelope's metadata rides in `_meta`."""
+        import mcp_types as types
+
+        return types.CallToolResult.model_validate(self.masker.data(result_body(outcome)))
+
+    # ------------------------------------------------------------------------------------------ lazy
+
+    async def meta_call(self, name: str, arguments: Mapping[str, Any], relay: ProgressFn | None) -> CallOutcome:
+        """The two meta-tools of --lazy: list_tools([server]) and call_tool(server, tool, arguments)."""
+        if name == "list_tools":
+            return await self._meta_list(arguments.get("server"))
+        if name != "call_tool":
+            return self._unknown(name)
+        server, tool, values = arguments.get("server"), arguments.get("tool"), arguments.get("arguments") or {}
+        if not isinstance(server, str) or not isinstance(tool, str) or not isinstance(values, dict):
+            return CallOutcome(None, "call_tool", error_kind="arguments",
+                               error="call_tool needs server and tool (strings) and arguments (an object)")
+        if self.spec(server) is None:
+            return self._no_server(server, tool)
+        return await self.call(CallRequest(server, tool, values, progress=relay))
+
+    def _no_server(self, server: str, tool: str) -> CallOutcome:
+        names = [s.name for s in self.specs]
+        return CallOutcome(server, tool, error=f"the gateway serves no server named {server!r}",
+                           error_kind="not_found", hint=suggest(server, names) or f"its servers: {', '.join(names)}")
+
+    async def _meta_list(self, server: Any) -> CallOutcome:
+        if server is None:
+            await self.refresh()
+            document = {"servers": [summary(entry) for entry in self.entries]}
+        elif not isinstance(server, str) or self.spec(server) is None:
+            return self._no_server(str(server), "list_tools")
+        else:
+            entries = await self.manager.list_tools([self.spec(server)])  # type: ignore[list-item]
+            document = {"servers": [detail(entry) for entry in entries]}
+        text = json.dumps(document, ensure_ascii=False)
+        return CallOutcome(None, "list_tools", result=text, structured_content=document,
+                           content=[{"type": "text", "text": text}])
+
+    # ------------------------------------------------------------------------------------------ health
+
+    def health(self) -> dict[str, Any]:
+        """Each upstream's state, for /healthz and the start-up report."""
+        listed = {entry.server: entry for entry in self.entries}
+        servers = [self._server_health(spec, listed.get(spec.name)) for spec in self.specs]
+        document = {
+            "schema": "miroctl.health/1",
+            "status": "ok" if all(s["state"] == "connected" for s in servers) else "degraded",
+            "lazy": self.lazy,
+            "tools": len(self.map.tools),
+            "servers": servers,
+            "collisions": [c.to_dict() for c in self.map.collisions],
+        }
+        return self.masker.data(document)
+
+    def _server_health(self, spec: ServerSpec, entry: ServerTools | None) -> dict[str, Any]:
+        handle = self.manager.handle(spec)
+        failure = handle.failure or (entry.failure if entry else None) or handle.last_failure
+        return {
+            "name": spec.name,
+            "state": handle.state,
+            "tools": len(entry.tools) if entry is not None and entry.ok else 0,
+            "starts": handle.starts,
+            "crashes": handle.crashes,
+            "error": failure.to_dict() if failure is not None and handle.state != "connected" else None,
+        }
+
+
+# ---------------------------------------------------------------------------------------------- shapes
+
+
+def mcp_tool(name: str, info: ToolInfo) -> dict[str, Any]:
+    """An upstream tool as the gateway lists it: its description, schemas and annotations passed through."""
+    tool: dict[str, Any] = {"name": name, "description": info.description, "inputSchema": dict(info.input_schema)
+                            or {"type": "object"}}
+    if info.title:
+        tool["title"] = info.title
+    if info.output_schema is not None:
+        tool["outputSchema"] = dict(info.output_schema)
+    if info.annotations:
+        tool["annotations"] = dict(info.annotations)
+    return tool
+
+
+def result_body(outcome: CallOutcome) -> dict[str, Any]:
+    """The CallToolResult fields for an envelope: the tool's own answer, or miroctl's reason."""
+    if outcome.ok or outcome.error_kind == "tool_error":
+        content = outcome.content or ([{"type": "text", "text": outcome.result}] if outcome.result else [])
+        body: dict[str, Any] = {"content": content, "isError": outcome.is_error}
+        if outcome.structured_content is not None:
+            body["structuredContent"] = outcome.structured_content
+    else:
+        text = f"{outcome.error_kind}: {outcome.error}" + (f"\nhint: {outcome.hint}" if outcome.hint else "")
+        body = {"content": [{"type": "text", "text": text}], "isError": True}
+    body["_meta"] = {META_KEY: {
+        "server_name": outcome.server_name, "tool_name": outcome.tool_name, "error_kind": outcome.error_kind,
+        "exit_code": int(outcome.exit_code), "corrected_from": outcome.corrected_from,
+    }}
+    return body
+
+
+def summary(entry: ServerTools) -> dict[str, Any]:
+    """A server in `list_tools()` of --lazy: tool names and one-line summaries, or why it is down."""
+    if not entry.ok:
+        return {"name": entry.server, "ok": False, "error": entry.failure.message}  # type: ignore[union-attr]
+    return {"name": entry.server, "ok": True, "tools": [{"name": t.name, "summary": t.summary} for t in entry.tools]}
+
+
+def detail(entry: ServerTools) -> dict[str, Any]:
+    """A server in `list_tools(server)` of --lazy: every tool with its description and input schema."""
+    if not entry.ok:
+        return summary(entry)
+    tools = [{"name": t.name, "description": t.description, "input_schema": dict(t.input_schema)} for t in entry.tools]
+    return {"name": entry.server, "ok": True, "tools": tools}
+
+
+def meta_tools(specs: Sequence[ServerSpec]) -> list[dict[str, Any]]:
+    """The two tools of --lazy, naming the servers so a model knows what it can ask for."""
+    names = ", ".join(spec.name for spec in specs) or "(none)"
+    server = {"type": "string", "description": f"One of: {names}."}
+    return [
+        {"name": "list_tools", "annotations": {"readOnlyHint": True},
+         "description": f"List the tools of the servers behind this gateway ({names}). Without `server`: every "
+                        "server's tool names and summaries. With `server`: that server's tools with full "
+                        "descriptions and input schemas. Call them with call_tool.",
+         "inputSchema": {"type": "object", "properties": {"server": server}}},
+        {"name": "call_tool",
+         "description": "Call one tool of one server behind this gateway. Find its name and input schema "
+                        "with list_tools(server) first.",
+         "inputSchema": {"type": "object", "required": ["server", "tool"], "properties": {
+             "server": server, "tool": {"type": "string", "description": "The tool's name on that server."},
+             "arguments": {"type": "object", "description": "The tool's arguments, as its input schema says."}}}},
+    ]
+
+
+# ---------------------------------------------------------------------------------------------- serving
+
+
+def build_server(gateway: Gateway) -> Any:
+    """The low-level MCP server whose handlers are the gateway's."""
+    from mcp.server.lowlevel import NotificationOptions, Server
+    from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
+
+    class GatewayServer(Server):
+        def create_initialization_options(self, notification_options: Any = None, *args: Any, **kwargs: Any) -> Any:
+            """Hosts on older protocols are told that the tool list changes (2026-07-28 derives it itself)."""
+            options = notification_options or NotificationOptions(tools_changed=True)
+            return super().create_initialization_options(options, *args, **kwargs)
+
+    names = ", ".join(spec.name for spec in gateway.specs)
+    gateway.bus = gateway.bus or InMemorySubscriptionBus()
+    server = GatewayServer(
+        "miroctl", version=__version__,
+        instructions=f"miroctl gateway for these MCP servers: {names}.",
+        on_list_tools=gateway.on_list_tools, on_call_tool=gateway.on_call_tool,
+        get_tool_input_schema=gateway.input_schema, on_subscriptions_listen=ListenHandler(gateway.bus),
+    )
+    server.middleware = []  # the default OpenTelemetry middleware costs every relayed call ~0.1 ms, for no exporter
+    return server
+
+
+async def serve_stdio(gateway: Gateway) -> None:
+    """Serve MCP on stdin/stdout until stdin ends (or the caller is cancelled)."""
+    from mcp.server.stdio import stdio_server
+
+    server = build_server(gateway)
+    with claimed_stdout() as fd:
+        wire = stdio_server(stdin=stdin_lines(), stdout=StdoutWriter(fd))  # type: ignore[arg-type]
+        async with wire as (read_stream, write_stream):
+            await server.run(read_stream, write_stream, server.create_initialization_options())

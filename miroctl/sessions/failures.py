@@ -1,0 +1,177 @@
+"""Turning whatever went wrong with a server into a Failure: a class, a one-line reason, a hint."""
+
+from __future__ import annotations
+
+import signal
+from typing import Any
+
+from miroctl.base.models import Failure
+from miroctl.base.text import counted
+from miroctl.sessions.processes import SpawnError
+from miroctl.sessions.transports import MAX_MESSAGE_BYTES, Wire
+
+CONNECTION_CLOSED = -32000
+REQUEST_TIMEOUT = -32001
+UNSUPPORTED_VERSION = "Unsupported protocol version"  # the SDK's RuntimeError after initialize
+
+
+def leaf(exc: BaseException) -> BaseException:
+    """The first real error inside nested ExceptionGroups (the SDK's task groups wrap them)."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
+
+
+def exit_description(returncode: int | None) -> str:
+    if returncode is None:
+        return "is still running"
+    if returncode < 0:
+        try:
+            return f"was killed by {signal.Signals(-returncode).name}"
+        except ValueError:
+            return f"was killed by signal {-returncode}"
+    return f"exited with code {returncode}"
+
+
+def startup_failure(exc: BaseException, wire: Wire, phase: str = "initialize") -> Failure:
+    """Why a server could not be started, connected or initialized."""
+    exc = leaf(exc)
+    tail = wire.stderr_tail()
+    if isinstance(exc, SpawnError):
+        return Failure(exc.kind, str(exc), hint=exc.hint, phase="spawn", stderr_tail=tail)
+    if wire.noise_lines or wire.oversize:
+        return Failure("protocol", _noise_reason(wire), hint="a stdio server must write only JSON-RPC to stdout; "
+                       "logs belong on stderr", phase=phase, stderr_tail=tail)
+    http = _http_failure(exc, wire, phase, tail)
+    if http is not None:
+        return http
+    code = getattr(exc, "code", None)
+    if wire.exited_on_its_own or (code == CONNECTION_CLOSED and _exited_unsignalled(wire)):
+        return Failure("exited", f"server {exit_description(wire.returncode)} before {phase} finished",
+                       hint=_stderr_hint(tail), phase=phase, stderr_tail=tail)
+    if code == CONNECTION_CLOSED:
+        return Failure("exited", f"server closed the connection during {phase}", hint=_stderr_hint(tail),
+                       phase=phase, stderr_tail=tail)
+    if code is not None:
+        return Failure("protocol", f"{phase} failed: {getattr(exc, 'message', exc)} (error {code})",
+                       phase=phase, stderr_tail=tail)
+    if UNSUPPORTED_VERSION in str(exc):
+        return unsupported_version(exc, phase, tail)
+    return Failure("crashed", f"{phase} failed: {type(exc).__name__}: {_one_line(exc)}", phase=phase,
+                   stderr_tail=tail)
+
+
+def startup_timeout(wire: Wire, seconds: float, phase: str = "initialize") -> Failure:
+    tail = wire.stderr_tail()
+    if wire.noise_lines:
+        return Failure("protocol", _noise_reason(wire) + f", and no answer to {phase} within {seconds:g}s",
+                       hint="a stdio server must write only JSON-RPC to stdout", phase=phase, stderr_tail=tail)
+    return Failure("timeout", f"no answer to {phase} within {seconds:g}s", phase=phase,
+                   hint="raise startup_timeout if the server is just slow to start", stderr_tail=tail)
+
+
+def died_during(wire: Wire, phase: str) -> Failure:
+    """The server went away while a request was in flight."""
+    tail = wire.stderr_tail()
+    if wire.oversize:
+        return Failure("protocol", _noise_reason(wire), phase=phase, stderr_tail=tail)
+    if wire.returncode is not None:
+        reason = f"server {exit_description(wire.returncode)} during {phase}"
+    else:
+        reason = f"server closed the connection during {phase}"
+    return Failure("crashed", reason, hint=_stderr_hint(tail), phase=phase, stderr_tail=tail)
+
+
+def _http_failure(exc: BaseException, wire: Wire, phase: str, tail: tuple[str, ...]) -> Failure | None:
+    status = wire.http_status
+    if status in (401, 403):
+        return Failure("auth", f"HTTP {status} {'Unauthorized' if status == 401 else 'Forbidden'} from {wire.spec.url}",
+                       hint="check the server's headers (Authorization) and the token it expects", phase=phase)
+    if status is not None:
+        return Failure("http", f"HTTP {status} from {wire.spec.url}", phase=phase)
+    name = type(exc).__name__
+    if name in ("ConnectError", "ConnectTimeout"):
+        return Failure("http", f"cannot connect to {wire.spec.url}: {_one_line(exc) or 'connection refused'}",
+                       hint="is the server running and listening there?", phase="connect")
+    if "Timeout" in name:
+        return Failure("timeout", f"HTTP timeout talking to {wire.spec.url}", phase=phase)
+    if name in ("RemoteProtocolError", "ReadError", "WriteError", "NetworkError"):
+        return Failure("http", f"HTTP connection to {wire.spec.url} failed: {_one_line(exc)}", phase=phase)
+    return None
+
+
+def _noise_reason(wire: Wire) -> str:
+    if wire.oversize:
+        return f"server wrote a line of over {_size(MAX_MESSAGE_BYTES)} to stdout without a newline"
+    sample = f" (first: {wire.noise_samples[0]!r})" if wire.noise_samples else ""
+    return f"server wrote {counted(wire.noise_lines, 'non-JSON line')} to stdout{sample}"
+
+
+def _size(count: int) -> str:
+    return f"{count / (1024 * 1024):g} MiB" if count >= 1024 * 1024 else f"{count} bytes"
+
+
+def _exited_unsignalled(wire: Wire) -> bool:
+    """It closed stdout and exited with a code of its own (a loaded machine can reap it late)."""
+    return wire.stdout_eof and wire.returncode is not None and wire.returncode >= 0
+
+
+def _stderr_hint(tail: tuple[str, ...]) -> str | None:
+    return f"its stderr ends: {tail[-1]}" if tail else None
+
+
+def _one_line(exc: Any) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else ""
+
+
+def unsupported_version(exc: BaseException, phase: str, tail: tuple[str, ...] = ()) -> Failure:
+    """The server answered the handshake with a protocol version this client does not speak."""
+    version = _one_line(exc).rpartition(":")[2].strip() or "?"
+    return Failure("protocol", f"server answered {phase} with unsupported protocol version {version}",
+                   hint="the server or miroctl's mcp SDK needs updating", phase=phase, stderr_tail=tail)
+
+
+def config_failure(message: str) -> Failure:
+    """A server whose file could not be turned into something startable."""
+    hint = None
+    if "missing environment variable" in message:
+        hint = "export it or put it in ./.env"
+    elif "bad yaml" in message:
+        hint = "fix the yaml at that line"
+    return Failure("config", message, hint=hint, phase="config")
+
+
+def after_initialize(exc: BaseException, wire: Wire, phase: str) -> Failure:
+    """A request failed once the session was up; `wire` is read after the session was closed."""
+    exc = leaf(exc)
+    tail = wire.stderr_tail()
+    code = getattr(exc, "code", None)
+    if wire.noise_lines or wire.oversize:
+        return Failure("protocol", _noise_reason(wire), phase=phase, stderr_tail=tail,
+                       hint="a stdio server must write only JSON-RPC to stdout; logs belong on stderr")
+    if wire.returncode is not None and (wire.exited_on_its_own or code == CONNECTION_CLOSED):
+        return Failure("exited", f"server {exit_description(wire.returncode)} after initialize, during {phase}",
+                       hint=_stderr_hint(tail), phase=phase, stderr_tail=tail)
+    http = _http_failure(exc, wire, phase, tail)
+    if http is not None:
+        return http
+    if type(exc).__name__ == "ValidationError":
+        return Failure("protocol", f"the answer to {phase} does not fit the protocol: {_one_line(exc)}",
+                       phase=phase, stderr_tail=tail)
+    if code == CONNECTION_CLOSED or isinstance(exc, (ConnectionError, EOFError)):
+        return Failure("crashed", f"server closed the connection during {phase}", hint=_stderr_hint(tail),
+                       phase=phase, stderr_tail=tail)
+    if code is not None:
+        return Failure("protocol", f"{phase} failed: {getattr(exc, 'message', exc)} (error {code})",
+                       phase=phase, stderr_tail=tail)
+    return Failure("crashed", f"{phase} failed: {type(exc).__name__}: {_one_line(exc)}", phase=phase,
+                   stderr_tail=tail)
+
+
+def stdout_noise(wire: Wire | None, phase: str) -> Failure | None:
+    """A working server that still wrote non-JSON to stdout: other clients break on that."""
+    if wire is None or not (wire.noise_lines or wire.oversize):
+        return None
+    return Failure("protocol", _noise_reason(wire), phase=phase, stderr_tail=wire.stderr_tail(),
+                   hint="a stdio server must write only JSON-RPC to stdout; logs belong on stderr")

@@ -1,0 +1,336 @@
+"""One handle per server: its session, owned by one long-lived task, opened lazily, reopened after a loss.
+
+The SDK requires a client to be entered and exited in the same task, so each connection lives in a
+task of the pool's task group; callers share the session object and signal the owner to close.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+from anyio.abc import TaskGroup
+
+from miroctl.base.models import Failure, ServerSpec, ToolInfo
+from miroctl.sessions.failures import CONNECTION_CLOSED, died_during, leaf, startup_failure, startup_timeout
+from miroctl.sessions.transports import Connection, Wire, open_connection
+
+MAX_TOOL_PAGES = 100
+RETRY_AFTER = 5.0  # a server that failed to start is not tried again sooner (doubling up to RETRY_MAX)
+RETRY_MAX = 60.0
+START_RETRY_DELAY = 0.5  # as in the seeds: a failed start or connect is tried once more after this
+# Failures that a second try may cure (a server still coming up, a flaky start); a missing command,
+# a config error, a timeout (which would double the wait), bad auth or a noisy stdout will not be.
+RETRYABLE_KINDS = frozenset({"exited", "crashed", "http"})
+
+CRASH_BACKOFF = 1.0  # after a second crash in a row, wait this long before restarting (doubling up to RETRY_MAX)
+CALLS_PER_SERVER = 16  # calls in flight on one session at once; more wait for a slot (within their timeout)
+
+
+class Unavailable(Exception):
+    """The server cannot be used; `failure` says why."""
+
+    def __init__(self, failure: Failure) -> None:
+        super().__init__(failure.message)
+        self.failure = failure
+
+
+@dataclass
+class _Generation:
+    """One start of a server: its wire, its session once ready, and the events of its life."""
+
+    wire: Wire
+    scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
+    ready: anyio.Event = field(default_factory=anyio.Event)
+    stop: anyio.Event = field(default_factory=anyio.Event)
+    done: anyio.Event = field(default_factory=anyio.Event)
+    connection: Connection | None = None
+    error: BaseException | None = None
+    dead: bool = False  # a call found its connection closed
+
+
+class ServerHandle:
+    """The lazily opened session to one server, shared by every caller in the process."""
+
+    def __init__(self, spec: ServerSpec, task_group: TaskGroup, startup_timeout: float,
+                 on_event: Callable[..., None] | None = None,
+                 on_tools_changed: Callable[[str], None] | None = None) -> None:
+        """With `on_tools_changed`, the session follows the server's tool-list changes and reports them."""
+        self.spec = spec
+        self._on_event = on_event
+        self._on_tools_changed = on_tools_changed
+        self.startup_timeout = spec.startup_timeout or startup_timeout
+        self._tg = task_group
+        self._lock = anyio.Lock()
+        self._current: _Generation | None = None
+        self._gens: list[_Generation] = []
+        self._tools: tuple[ToolInfo, ...] | None = None
+        self.starts = 0
+        self.last_used = time.monotonic()
+        self.startup_ms = 0.0
+        self.restarted = False  # this session replaces a lost one (a persistent server's state is gone)
+        self.failure: Failure | None = None
+        self._failed_at = 0.0
+        self._retry_after = RETRY_AFTER
+        self.call_slots = anyio.CapacityLimiter(CALLS_PER_SERVER)
+        self.crashes = 0  # sessions lost in a row without a successful call in between
+        self._lost_at = 0.0
+        self.last_failure: Failure | None = None  # why the latest session ended or failed to start
+
+    @property
+    def connected(self) -> bool:
+        return self._current is not None and self._current.connection is not None and not self._current.done.is_set()
+
+    @property
+    def connection(self) -> Connection | None:
+        return self._current.connection if self._current else None
+
+    @property
+    def wire(self) -> Wire | None:
+        return self._current.wire if self._current else None
+
+    async def connect(self) -> Connection:
+        """The open session, starting the server if needed; Unavailable if it cannot be had."""
+        self.last_used = time.monotonic()
+        if self.connected:
+            return self._current.connection  # type: ignore[union-attr]
+        async with self._lock:
+            if not self.connected:
+                self._raise_recent_failure()
+                self._raise_crash_loop()
+                try:
+                    await self._start_with_retry()
+                except Unavailable as exc:
+                    self._remember(exc.failure)
+                    raise
+                self.failure, self._retry_after = None, RETRY_AFTER
+            return self._current.connection  # type: ignore[union-attr]
+
+    def _raise_recent_failure(self) -> None:
+        if self.failure is not None and time.monotonic() - self._failed_at < self._retry_after:
+            raise Unavailable(self.failure)
+
+    def _remember(self, failure: Failure) -> None:
+        if self.failure is not None:
+            self._retry_after = min(self._retry_after * 2, RETRY_MAX)
+        self.failure, self._failed_at = failure, time.monotonic()
+        self.last_failure = failure
+
+    def crash_backoff(self) -> float:
+        """Seconds to wait after the latest loss: none after the first crash, then doubling."""
+        if self.crashes < 2:
+            return 0.0
+        return min(CRASH_BACKOFF * 2 ** (self.crashes - 2), RETRY_MAX)
+
+    def _raise_crash_loop(self) -> None:
+        wait = self.crash_backoff() - (time.monotonic() - self._lost_at)
+        if wait > 0:
+            raise Unavailable(Failure(
+                "crashed", f"server crashed {self.crashes} times in a row; next restart in {wait:.1f}s",
+                hint=self.last_failure.message if self.last_failure else None, phase="connect"))
+
+    def call_succeeded(self) -> None:
+        """A call got an answer: the session works, so a later crash restarts at once again."""
+        self.crashes = 0
+
+    async def _start_with_retry(self) -> None:
+        try:
+            await self._start()
+        except Unavailable as exc:
+            if exc.failure.kind not in RETRYABLE_KINDS:
+                raise
+            if self._on_event is not None:
+                self._on_event("server_retry", server=self.spec.name, failure=exc.failure.to_dict(),
+                               delay_s=START_RETRY_DELAY)
+            await anyio.sleep(START_RETRY_DELAY)
+            await self._start()
+
+    async def _start(self) -> None:
+        if self.spec.error:
+            raise Unavailable(Failure("config", self.spec.error, phase="config"))
+        gen = _Generation(wire=Wire(self.spec))
+        self.restarted = self._current is not None
+        self._current, self._tools = gen, None
+        self._gens.append(gen)
+        self.starts += 1
+        started = time.perf_counter()
+        self._tg.start_soon(self._own, gen)
+        with anyio.move_on_after(self.startup_timeout) as waited:
+            await gen.ready.wait()
+        self.startup_ms = (time.perf_counter() - started) * 1000
+        if waited.cancelled_caught:
+            failure = startup_timeout(gen.wire, self.startup_timeout)
+            gen.wire.hurry = True
+            gen.scope.cancel()
+            raise Unavailable(failure)
+        if gen.connection is None:
+            raise Unavailable(startup_failure(gen.error or RuntimeError("no session"), gen.wire))
+
+    async def _own(self, gen: _Generation) -> None:
+        try:
+            with gen.scope:
+                following = self._tools_changed if self._on_tools_changed is not None else None
+                async with open_connection(self.spec, gen.wire, on_tools_changed=following) as connection, \
+                        anyio.create_task_group() as changes:
+                    gen.connection = Connection(BoundedClient(connection.client, self, gen), connection.wire)
+                    gen.ready.set()
+                    if following is not None and _announces_tool_changes(connection.client):
+                        changes.start_soon(_listen_for_tool_changes, connection.client, following)
+                    await gen.stop.wait()
+                    changes.cancel_scope.cancel()
+        except Exception as exc:  # noqa: BLE001 - reported through the generation, never raised into the pool
+            gen.error = exc
+        finally:
+            gen.connection = None
+            gen.ready.set()
+            gen.done.set()
+
+    def _tools_changed(self) -> None:
+        """The server announced a new tool list: forget the cached one and pass the news on."""
+        self._tools = None
+        if self._on_tools_changed is not None:
+            self._on_tools_changed(self.spec.name)
+
+    async def tools(self) -> tuple[ToolInfo, ...]:
+        """Every tool the server lists, all pages; cached until the session ends or the server announces a
+        change (when followed)."""
+        connection = await self.connect()
+        if self._tools is not None:
+            return self._tools
+        with anyio.move_on_after(self.startup_timeout) as waited:
+            found, _, _ = await list_all_tools(self.spec.name, connection.client)
+        if waited.cancelled_caught:
+            raise Unavailable(startup_timeout(connection.wire, self.startup_timeout, phase="tools/list"))
+        self._tools = tuple(found)
+        return self._tools
+
+    async def lost(self) -> Wire | None:
+        """The session broke: close what is left of it so that the next call starts afresh."""
+        gen = self._lost_generation()
+        if gen is None:
+            return None
+        if not gen.stop.is_set():  # several calls may notice one loss: count it once
+            self.crashes += 1
+            self._lost_at = time.monotonic()
+        gen.stop.set()
+        await gen.done.wait()
+        self.last_failure = died_during(gen.wire, "a call")
+        return gen.wire
+
+    def _lost_generation(self) -> _Generation | None:
+        """The current session, unless a call noticed an older one's loss late (then never close the new one)."""
+        current = self._current
+        if current is None or current.dead:
+            return current
+        return next((gen for gen in reversed(self._gens) if gen.dead), current)
+
+    @property
+    def state(self) -> str:
+        """idle (never started), connected, backoff (waiting before a restart), failed or lost."""
+        if self.connected:
+            return "connected"
+        if self.failure is not None:
+            return "failed"
+        if self.crash_backoff() > time.monotonic() - self._lost_at:
+            return "backoff"
+        if self._current is None:
+            return "idle"
+        return "lost"
+
+    @property
+    def restart_due(self) -> bool:
+        """Down, and its backoff (after a failed start, or after crashes) has passed: a start may be tried now."""
+        if self.connected:
+            return False
+        if self.failure is not None:
+            return time.monotonic() - self._failed_at >= self._retry_after
+        return self.crash_backoff() <= time.monotonic() - self._lost_at
+
+    async def close(self) -> None:
+        gen = self._current
+        if gen is not None:
+            gen.stop.set()
+            await gen.done.wait()
+
+    def signal_close(self) -> None:
+        if self._current is not None:
+            self._current.stop.set()
+
+    def discard_logs(self) -> None:
+        for gen in self._gens:
+            gen.wire.discard()
+
+
+async def list_all_tools(server: str, client: Any) -> tuple[list[ToolInfo], int, str | None]:
+    """Every page of tools/list (at most MAX_TOOL_PAGES): the tools, the pages read, a cursor still left."""
+    found: list[ToolInfo] = []
+    cursor, pages = None, 0
+    while pages == 0 or (cursor and pages < MAX_TOOL_PAGES):
+        page = await client.list_tools(cursor=cursor)
+        found.extend(tool_info(server, tool) for tool in page.tools)
+        cursor, pages = page.next_cursor, pages + 1
+    return found, pages, cursor
+
+
+def tool_info(server: str, tool: Any) -> ToolInfo:
+    """An SDK Tool as miroctl's ToolInfo (snake_case keys, JSON-ready)."""
+    annotations = tool.annotations.model_dump(mode="json", by_alias=True, exclude_none=True) if tool.annotations else {}
+    return ToolInfo(
+        server=server,
+        name=tool.name,
+        title=tool.title,
+        description=tool.description or "",
+        input_schema=tool.input_schema or {},
+        output_schema=tool.output_schema,
+        annotations=annotations,
+    )
+
+
+class BoundedClient:
+    """A session's client as callers see it: at most CALLS_PER_SERVER calls at once, outcomes noted.
+
+    A call that finds the connection closed marks its generation dead, so `lost()` knows which
+    session broke; an answered call resets the crash count, so the next crash restarts at once.
+    """
+
+    def __init__(self, client: Any, handle: ServerHandle, gen: _Generation) -> None:
+        self._client, self._handle, self._gen = client, handle, gen
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)
+
+    async def call_tool(self, *args: Any, **kwargs: Any) -> Any:
+        async with self._handle.call_slots:
+            try:
+                result = await self._client.call_tool(*args, **kwargs)
+            except Exception as exc:
+                self._gen.dead = self._gen.dead or closed(exc)
+                raise
+        self._handle.call_succeeded()
+        return result
+
+
+def closed(exc: BaseException) -> bool:
+    """Whether a call failed because the session's connection is gone."""
+    exc = leaf(exc)
+    return getattr(exc, "code", None) == CONNECTION_CLOSED or isinstance(
+        exc, (anyio.ClosedResourceError, anyio.BrokenResourceError))
+
+
+def _announces_tool_changes(client: Any) -> bool:
+    capabilities = client.server_capabilities
+    return bool(capabilities is not None and capabilities.tools is not None and capabilities.tools.list_changed)
+
+
+async def _listen_for_tool_changes(client: Any, changed: Callable[[], None]) -> None:
+    """Follow a server's tool-list changes on a subscriptions/listen stream (protocol 2026-07-28); servers on
+    older versions send them unsolicited, which the connection's message handler takes instead."""
+    try:
+        async with client.listen(tools_list_changed=True) as events:
+            async for _ in events:
+                changed()
+    except Exception:  # noqa: BLE001 - a server that cannot keep the stream is still served, only not followed
+        return

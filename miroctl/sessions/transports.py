@@ -1,0 +1,280 @@
+"""Open an MCP client session for a spec: stdio, streamable HTTP, SSE, or in-process (tests).
+
+The stdio transport is miroctl's own because the SDK's hides what a health report needs: the
+process id and exit status, how many non-JSON lines the server wrote to stdout, and a cap on one
+message's size. It keeps the SDK's shutdown order (close stdin, wait, SIGTERM, SIGKILL to the
+process group) and adds a last SIGKILL to the group, so grandchildren go with their server.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AsyncExitStack, asynccontextmanager, suppress
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+
+from miroctl import __version__
+from miroctl.base.masking import Masker
+from miroctl.base.models import ServerSpec
+from miroctl.sessions.processes import signal_group, spawn
+
+EOF_GRACE = 2.0
+TERM_GRACE = 1.0
+MAX_MESSAGE_BYTES = int(os.environ.get("MIROCTL_MAX_MESSAGE_BYTES") or 64 * 1024 * 1024)
+NOISE_SAMPLES = 3
+TAIL_LINES = 20
+TAIL_BYTES = 16 * 1024
+
+
+@dataclass
+class Wire:
+    """What a transport observed: process, stdout noise, stderr file, HTTP statuses."""
+
+    spec: ServerSpec
+    pid: int | None = None
+    returncode: int | None = None
+    noise_lines: int = 0
+    noise_samples: list[str] = field(default_factory=list)
+    oversize: bool = False
+    http_status: int | None = None
+    stderr_path: str | None = None
+    stdout_eof: bool = False
+    exited_on_its_own: bool = False
+    hurry: bool = False  # the server is known to be stuck: skip most of the grace period
+    spawned_at: float | None = None  # perf_counter() when the process was started (stdio)
+    first_response_at: float | None = None  # perf_counter() when the first HTTP response arrived
+
+    def stderr_tail(self, lines: int = TAIL_LINES) -> tuple[str, ...]:
+        """The last lines the server wrote to stderr, secrets masked."""
+        if not self.stderr_path:
+            return ()
+        try:
+            with open(self.stderr_path, "rb") as handle:
+                handle.seek(0, os.SEEK_END)
+                size = handle.tell()
+                handle.seek(max(0, size - TAIL_BYTES))
+                data = handle.read()
+        except OSError:
+            return ()
+        text = data.decode("utf-8", errors="replace")
+        masker = Masker(self.spec.secrets)
+        return tuple(masker.text(line) for line in text.splitlines()[-lines:] if line.strip())
+
+    def discard(self) -> None:
+        if self.stderr_path:
+            with suppress(OSError):
+                os.unlink(self.stderr_path)
+            self.stderr_path = None
+
+
+@dataclass
+class Connection:
+    """An open, initialized session to one server."""
+
+    client: Any  # mcp.Client
+    wire: Wire
+
+    @property
+    def protocol_version(self) -> str | None:
+        return self.client.protocol_version
+
+    @property
+    def server_version(self) -> str | None:
+        info = self.client.server_info
+        if info is None:
+            return None
+        return f"{info.name} {info.version}".strip()
+
+
+@asynccontextmanager
+async def open_connection(spec: ServerSpec, wire: Wire,
+                          on_tools_changed: Callable[[], None] | None = None) -> AsyncIterator[Connection]:
+    """Start or reach the server, run the handshake, and yield the session; close it all on exit.
+
+    `on_tools_changed` hears the tools/list_changed notifications that servers on protocols before
+    2026-07-28 send unsolicited (later ones announce changes on a subscriptions/listen stream).
+    """
+    from mcp import Client
+    from mcp.types import Implementation
+
+    quiet_sdk_loggers()
+    async with AsyncExitStack() as stack:
+        target = await _transport(spec, wire, stack)
+        client = Client(
+            target,
+            mode="auto",
+            client_info=Implementation(name="miroctl", version=__version__),
+            message_handler=_message_handler(on_tools_changed),
+        )
+        await stack.enter_async_context(client)
+        yield Connection(client=client, wire=wire)
+
+
+def _message_handler(on_tools_changed: Callable[[], None] | None) -> Callable[[Any], Awaitable[None]]:
+    """Server notifications miroctl does not relay are dropped; a tool-list change is passed on if asked."""
+
+    async def handle(message: Any) -> None:
+        if on_tools_changed is not None and getattr(message, "method", None) == "notifications/tools/list_changed":
+            on_tools_changed()
+        await anyio.lowlevel.checkpoint()
+
+    return handle
+
+
+async def _transport(spec: ServerSpec, wire: Wire, stack: AsyncExitStack) -> Any:
+    if spec.transport == "memory":
+        return spec.target
+    if spec.transport == "stdio":
+        return stdio_transport(spec, wire)
+    if spec.transport == "sse":
+        from mcp.client.sse import sse_client
+
+        # sse_client enters (and closes) the client it gets from the factory itself.
+        return sse_client(spec.url, headers=dict(spec.headers), httpx_client_factory=lambda **_: _http_client(wire))
+    from mcp.client.streamable_http import streamable_http_client
+
+    http_client = await stack.enter_async_context(_http_client(wire))
+    return streamable_http_client(spec.url, http_client=http_client)
+
+
+def _http_client(wire: Wire) -> Any:
+    """An HTTP client with the server's headers that records the last error status it saw."""
+    import httpx2
+
+    async def record(response: Any) -> None:
+        if wire.first_response_at is None:
+            wire.first_response_at = time.perf_counter()
+        if response.status_code >= 400:
+            wire.http_status = response.status_code
+
+    return httpx2.AsyncClient(
+        headers=dict(wire.spec.headers),
+        timeout=httpx2.Timeout(30.0, read=300.0),
+        event_hooks={"response": [record]},
+    )
+
+
+def quiet_sdk_loggers() -> None:
+    """The SDK logs tracebacks for server misbehaviour that miroctl reports itself."""
+    import logging
+
+    for name in ("mcp", "httpx2", "httpx"):
+        logging.getLogger(name).setLevel(logging.CRITICAL)
+
+
+# ---------------------------------------------------------------------------------------------- stdio
+
+
+@asynccontextmanager
+async def stdio_transport(spec: ServerSpec, wire: Wire) -> AsyncIterator[tuple[Any, Any]]:
+    """The server as a child process speaking newline-delimited JSON-RPC on stdin/stdout."""
+    from mcp.shared.message import SessionMessage
+
+    process, wire.stderr_path = await spawn(spec)
+    wire.pid = process.pid
+    wire.spawned_at = time.perf_counter()
+    read_in, read_out = anyio.create_memory_object_stream[Any](0)
+    write_in, write_out = anyio.create_memory_object_stream[SessionMessage](0)
+
+    async def pump_stdout() -> None:
+        async with read_in:
+            async for line in _lines(process.stdout, wire):
+                message = _parse(line, wire)
+                if message is not None:
+                    await read_in.send(message)
+
+    async def pump_stdin() -> None:
+        try:
+            async with write_out:
+                async for item in write_out:
+                    data = item.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
+                    await process.stdin.send(data.encode())
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+            await read_in.aclose()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(_guard, pump_stdout)
+        tg.start_soon(_guard, pump_stdin)
+        try:
+            yield read_out, write_in
+        finally:
+            with anyio.CancelScope(shield=True):
+                await read_out.aclose()
+                await write_in.aclose()
+                await stop_process(process, wire)
+            tg.cancel_scope.cancel()
+
+
+async def _guard(pump: Any) -> None:
+    with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, OSError):
+        await pump()
+
+
+async def _lines(stream: Any, wire: Wire) -> AsyncIterator[bytes]:
+    """Split a byte stream into lines, scanning each byte once; an endless line ends the stream."""
+    buffer = bytearray()
+    async for chunk in stream:
+        start = len(buffer)
+        buffer += chunk
+        while (end := buffer.find(b"\n", start)) >= 0:
+            yield bytes(buffer[:end])
+            del buffer[: end + 1]
+            start = 0
+        if len(buffer) > MAX_MESSAGE_BYTES:
+            wire.oversize = True
+            return
+    wire.stdout_eof = True
+
+
+def _parse(line: bytes, wire: Wire) -> Any:
+    """A JSON-RPC message, or None for a line that is not one (counted as stdout noise)."""
+    import mcp_types
+    from mcp.shared.message import SessionMessage
+
+    text = line.decode("utf-8", errors="replace").strip()
+    if not text:
+        return None
+    try:
+        return SessionMessage(mcp_types.jsonrpc_message_adapter.validate_json(text, by_name=False))
+    except ValueError:
+        wire.noise_lines += 1
+        if len(wire.noise_samples) < NOISE_SAMPLES:
+            wire.noise_samples.append(Masker(wire.spec.secrets).text(text[:200]))
+        return None
+
+
+async def stop_process(process: Any, wire: Wire) -> None:
+    """Close stdin, give the server EOF_GRACE to exit, then SIGTERM and SIGKILL its whole group."""
+    if wire.stdout_eof:  # it closed stdout first: most likely it is exiting, let the exit status arrive
+        await _exited(process, 0.5)
+    wire.exited_on_its_own = process.returncode is not None
+    with suppress(Exception):
+        await process.stdin.aclose()
+    if not await _exited(process, 0.2 if wire.hurry else EOF_GRACE):
+        signal_group(process.pid, signal.SIGTERM)
+        if not await _exited(process, TERM_GRACE):
+            signal_group(process.pid, signal.SIGKILL)
+            await _exited(process, 2.0)
+    # Whatever the server left running in its group goes with it.
+    signal_group(process.pid, signal.SIGKILL)
+    wire.returncode = process.returncode
+    with suppress(Exception):
+        await process.stdout.aclose()
+    transport = getattr(getattr(process, "_process", None), "_transport", None)
+    if transport is not None:
+        with suppress(Exception):
+            transport.close()
+
+
+async def _exited(process: Any, timeout: float) -> bool:
+    deadline = anyio.current_time() + timeout
+    while process.returncode is None:
+        if anyio.current_time() >= deadline:
+            return False
+        await anyio.sleep(0.01)
+    return True

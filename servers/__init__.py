@@ -1,1 +1,0 @@
-"""MCP servers that ship with miroctl, each runnable as `python -m servers.NAME`."""
