@@ -37,8 +37,13 @@ def check(config: Path, runs: int, *extra: str) -> tuple[float, float]:
     walls, probes = [], []
     for _ in range(runs):
         started = time.perf_counter()
-        done = subprocess.run([sys.executable, "-m", "miroctl", "check", "--json", "--config", str(config), *extra],
-                              cwd=ROOT, capture_output=True, text=True, check=False)
+        done = subprocess.run(
+            [sys.executable, "-m", "miroctl", "check", "--json", "--config", str(config), *extra],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
         walls.append(time.perf_counter() - started)
         probes.append(json.loads(done.stdout)["duration_ms"] / 1000)
     return statistics.median(walls), statistics.median(probes)
@@ -70,8 +75,10 @@ def compare(label: str, one: Path, many: Path, count: int, runs: int, *extra: st
     alone_wall, alone_probe = check(one, runs, *extra)
     pool_wall, pool_probe = check(many, runs, *extra)
     print(f"{label:<10} 1 server   wall {alone_wall:6.2f} s   probing {alone_probe:6.2f} s")
-    print(f"{label:<10} {count} servers  wall {pool_wall:6.2f} s   probing {pool_probe:6.2f} s   "
-          f"ratio wall {pool_wall / alone_wall:.2f}x, probing {pool_probe / alone_probe:.2f}x")
+    print(
+        f"{label:<10} {count} servers  wall {pool_wall:6.2f} s   probing {pool_probe:6.2f} s   "
+        f"ratio wall {pool_wall / alone_wall:.2f}x, probing {pool_probe / alone_probe:.2f}x"
+    )
 
 
 def main() -> None:
@@ -85,13 +92,30 @@ def main() -> None:
     print(f"{os.cpu_count()} cores, python {sys.version.split()[0]}, median of {opts.runs} runs")
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        compare("waiting", profile(root / "w1", [waiting("s0", opts.delay)]),
-                profile(root / "wn", [waiting(f"s{i}", opts.delay) for i in range(n)]), n, opts.runs)
-        compare("sdk", profile(root / "s1", [sdk("s0")]),
-                profile(root / "sn", [sdk(f"s{i}") for i in range(n)]), n, opts.runs)
+        compare(
+            "waiting",
+            profile(root / "w1", [waiting("s0", opts.delay)]),
+            profile(root / "wn", [waiting(f"s{i}", opts.delay) for i in range(n)]),
+            n,
+            opts.runs,
+        )
+        compare(
+            "sdk",
+            profile(root / "s1", [sdk("s0")]),
+            profile(root / "sn", [sdk(f"s{i}") for i in range(n)]),
+            n,
+            opts.runs,
+        )
         mixed = [waiting(f"s{i}", opts.delay) for i in range(n - 1)] + [hung("stuck")]
-        compare("one hung", profile(root / "h1", [hung("stuck")]), profile(root / "hn", mixed), n, opts.runs,
-                "--timeout", str(opts.timeout))
+        compare(
+            "one hung",
+            profile(root / "h1", [hung("stuck")]),
+            profile(root / "hn", mixed),
+            n,
+            opts.runs,
+            "--timeout",
+            str(opts.timeout),
+        )
 
 
 if __name__ == "__main__":

@@ -32,8 +32,11 @@ MIROCTL = [sys.executable, "-m", "miroctl"]
 
 def write_config(directory: Path) -> Path:
     (directory / "tool").mkdir()
-    (directory / "tool" / "bench.yaml").write_text(json.dumps({
-        "name": "bench", "tool_command": "python", "args": [FIXTURE, "--name", "bench", "--tools", "echo,add"]}))
+    (directory / "tool" / "bench.yaml").write_text(
+        json.dumps(
+            {"name": "bench", "tool_command": "python", "args": [FIXTURE, "--name", "bench", "--tools", "echo,add"]}
+        )
+    )
     profile = directory / "miroctl.yaml"
     profile.write_text(json.dumps({"tool_config": ["bench"], "startup_timeout": 60}))
     return profile
@@ -52,8 +55,13 @@ class Gateway:
     """`miroctl serve --transport http` in the background."""
 
     def __init__(self, config: Path) -> None:
-        self.proc = subprocess.Popen([*MIROCTL, "serve", "-c", str(config), "--transport", "http", "--port", "0"],
-                                     stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, cwd=ROOT)
+        self.proc = subprocess.Popen(
+            [*MIROCTL, "serve", "-c", str(config), "--transport", "http", "--port", "0"],
+            stderr=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            text=True,
+            cwd=ROOT,
+        )
         self.lines: list[str] = []
         threading.Thread(target=lambda: self.lines.extend(self.proc.stderr), daemon=True).start()  # type: ignore[arg-type]
         deadline = time.monotonic() + 120
@@ -93,21 +101,26 @@ async def goal_2(config: Path, url: str, calls: int) -> dict[str, float]:
     from mcp.client.stdio import stdio_client
 
     direct = StdioServerParameters(command=sys.executable, args=[FIXTURE, "--name", "bench"])
-    served = StdioServerParameters(command=sys.executable, args=["-m", "miroctl", "serve", "-c", str(config)],
-                                   cwd=str(ROOT))
+    served = StdioServerParameters(
+        command=sys.executable, args=["-m", "miroctl", "serve", "-c", str(config)], cwd=str(ROOT)
+    )
     with tempfile.TemporaryFile("w+") as errlog:
-        async with Client(stdio_client(direct, errlog=errlog)) as plain, \
-                Client(stdio_client(served, errlog=errlog)) as gateway:
+        async with (
+            Client(stdio_client(direct, errlog=errlog)) as plain,
+            Client(stdio_client(served, errlog=errlog)) as gateway,
+        ):
             await _latencies(plain, "echo", 20)
             await _latencies(gateway, "bench__echo", 20)
             served_process = _stdio_gateway_process()
             cpu_before = _cpu(served_process)
             pairs = [(await _timed(plain, "echo"), await _timed(gateway, "bench__echo")) for _ in range(calls)]
             cpu_per_call = (_cpu(served_process) - cpu_before) / calls
-    results = {"direct": statistics.median(p[0] for p in pairs),
-               "gateway_stdio": statistics.median(p[1] for p in pairs),
-               "added": statistics.median(p[1] - p[0] for p in pairs),
-               "gateway_cpu": cpu_per_call}
+    results = {
+        "direct": statistics.median(p[0] for p in pairs),
+        "gateway_stdio": statistics.median(p[1] for p in pairs),
+        "added": statistics.median(p[1] - p[0] for p in pairs),
+        "gateway_cpu": cpu_per_call,
+    }
     async with Client(f"{url}/mcp") as client:
         results["gateway_http"] = statistics.median(await _latencies(client, "bench__echo", calls))
     results["json_api"] = _json_api(url, calls)
@@ -140,13 +153,18 @@ def _json_api(url: str, calls: int) -> float:
 
 
 def goal_3(config: Path, url: str, size: int, runs: int, cold_median: float) -> dict[str, float]:
-    lines = "".join(json.dumps({"server": "bench", "tool": "echo", "arguments": {"text": f"line {i}"}}) + "\n"
-                    for i in range(size))
+    lines = "".join(
+        json.dumps({"server": "bench", "tool": "echo", "arguments": {"text": f"line {i}"}}) + "\n" for i in range(size)
+    )
     batch = statistics.median(wall([*MIROCTL, "call", "--batch", "-", "-c", str(config)], lines) for _ in range(3))
     via_batch = statistics.median(wall([*MIROCTL, "call", "--batch", "-", "--via", url], lines) for _ in range(3))
     via_each = sum(wall([*MIROCTL, "call", "bench", "echo", f"text=line {i}", "--via", url]) for i in range(size))
-    return {"batch": batch, "via_batch": via_batch, "separate_cold_estimate": cold_median * size,
-            "separate_via": via_each}
+    return {
+        "batch": batch,
+        "via_batch": via_batch,
+        "separate_cold_estimate": cold_median * size,
+        "separate_via": via_each,
+    }
 
 
 def main() -> None:
@@ -174,8 +192,9 @@ def ms(seconds: float) -> str:
     return f"{seconds * 1000:.1f} ms"
 
 
-def report(one: dict[str, float] | None, two: dict[str, float] | None, three: dict[str, float] | None,
-           opts: argparse.Namespace) -> None:
+def report(
+    one: dict[str, float] | None, two: dict[str, float] | None, three: dict[str, float] | None, opts: argparse.Namespace
+) -> None:
     print(f"load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())} (2 cores)")
     if one:
         print(f"## goal 1: one call, whole process (median of {opts.runs})")
@@ -185,8 +204,10 @@ def report(one: dict[str, float] | None, two: dict[str, float] | None, three: di
     if two:
         print(f"## goal 2: latency per call on an open session (median of {opts.calls}, calls alternated)")
         print(f"- SDK client -> server directly: {ms(two['direct'])}")
-        print(f"- SDK client -> miroctl serve (stdio) -> server: {ms(two['gateway_stdio'])}  "
-              f"(added per call, median of pairs: {ms(two['added'])})")
+        print(
+            f"- SDK client -> miroctl serve (stdio) -> server: {ms(two['gateway_stdio'])}  "
+            f"(added per call, median of pairs: {ms(two['added'])})"
+        )
         print(f"- CPU time the gateway process spends per call: {ms(two['gateway_cpu'])}")
         print(f"- SDK client -> miroctl serve (streamable HTTP) -> server: {ms(two['gateway_http'])}")
         print(f"- JSON API POST /v1/call (new connection each): {ms(two['json_api'])}")
@@ -194,9 +215,11 @@ def report(one: dict[str, float] | None, two: dict[str, float] | None, three: di
         print(f"## goal 3: {opts.batch} calls")
         print(f"- one `miroctl call --batch` (direct, cold pool): {three['batch']:.2f} s")
         print(f"- one `miroctl call --batch --via`: {three['via_batch']:.2f} s")
-        print(f"- {opts.batch} separate cold `miroctl call` (median x {opts.batch}): "
-              f"{three['separate_cold_estimate']:.1f} s  -> batch takes 1/"
-              f"{three['separate_cold_estimate'] / three['batch']:.0f}")
+        print(
+            f"- {opts.batch} separate cold `miroctl call` (median x {opts.batch}): "
+            f"{three['separate_cold_estimate']:.1f} s  -> batch takes 1/"
+            f"{three['separate_cold_estimate'] / three['batch']:.0f}"
+        )
         print(f"- {opts.batch} separate `miroctl call --via` (measured): {three['separate_via']:.1f} s")
 
 

@@ -61,9 +61,16 @@ class GatewayClient:
     def check(self, body: Mapping[str, Any]) -> dict[str, Any]:
         return json.loads(self._post("/v1/check", json.dumps(body).encode()))
 
-    def batch(self, text: str, jobs: int, timeout: float | None = None, no_autocorrect: bool = False) -> list[dict[str, Any]]:
-        query = urlencode({k: v for k, v in (("jobs", jobs), ("timeout", timeout), ("autocorrect", "0" if no_autocorrect
-                                                                                      else None)) if v is not None})
+    def batch(
+        self, text: str, jobs: int, timeout: float | None = None, no_autocorrect: bool = False
+    ) -> list[dict[str, Any]]:
+        query = urlencode(
+            {
+                k: v
+                for k, v in (("jobs", jobs), ("timeout", timeout), ("autocorrect", "0" if no_autocorrect else None))
+                if v is not None
+            }
+        )
         answer = self._post(f"/v1/batch?{query}", text.encode(), "application/jsonl")
         return [json.loads(line) for line in answer.decode().splitlines() if line.strip()]
 
@@ -80,8 +87,10 @@ class GatewayClient:
             response = connection.getresponse()
             status, data = response.status, response.read()
         except OSError as exc:
-            raise ServerUnavailable(f"cannot reach the gateway at {self.url}: {exc.strerror or exc}",
-                                    hint="is `miroctl serve --transport http` running there?") from None
+            raise ServerUnavailable(
+                f"cannot reach the gateway at {self.url}: {exc.strerror or exc}",
+                hint="is `miroctl serve --transport http` running there?",
+            ) from None
         finally:
             connection.close()
         if status != 200:
@@ -112,27 +121,57 @@ def outcome_from_dict(data: Mapping[str, Any]) -> CallOutcome:
     """A call envelope (`call --json`) back as a CallOutcome, for human rendering and exit codes."""
     failure = failure_from_dict(data["failure"]) if data.get("failure") else None
     return CallOutcome(
-        data.get("server_name"), data.get("tool_name") or "", result=data.get("result"), error=data.get("error"),
-        error_kind=data.get("error_kind"), is_error=bool(data.get("is_error")), content=data.get("content") or [],
-        structured_content=data.get("structured_content"), corrected_from=data.get("corrected_from"),
-        fallback=data.get("fallback"), truncated=data.get("truncated"), duration_ms=data.get("duration_ms") or 0.0,
-        hint=data.get("hint"), failure=failure, candidates=data.get("candidates") or [],
-        decision=data.get("decision"), notes=data.get("notes") or [],
+        data.get("server_name"),
+        data.get("tool_name") or "",
+        result=data.get("result"),
+        error=data.get("error"),
+        error_kind=data.get("error_kind"),
+        is_error=bool(data.get("is_error")),
+        content=data.get("content") or [],
+        structured_content=data.get("structured_content"),
+        corrected_from=data.get("corrected_from"),
+        fallback=data.get("fallback"),
+        truncated=data.get("truncated"),
+        duration_ms=data.get("duration_ms") or 0.0,
+        hint=data.get("hint"),
+        failure=failure,
+        candidates=data.get("candidates") or [],
+        decision=data.get("decision"),
+        notes=data.get("notes") or [],
     )
 
 
 def failure_from_dict(data: Mapping[str, Any]) -> Failure:
-    return Failure(data.get("kind") or "unavailable", data.get("message") or "", hint=data.get("hint"),
-                   phase=data.get("phase"), stderr_tail=tuple(data.get("stderr_tail") or ()))
+    return Failure(
+        data.get("kind") or "unavailable",
+        data.get("message") or "",
+        hint=data.get("hint"),
+        phase=data.get("phase"),
+        stderr_tail=tuple(data.get("stderr_tail") or ()),
+    )
 
 
 def server_tools_from_dict(data: Mapping[str, Any]) -> ServerTools:
     """One server of a `list --json` document back as ServerTools, for the human tables."""
-    tools = tuple(ToolInfo(server=data["name"], name=t["name"], description=t.get("description") or "",
-                           input_schema=t.get("input_schema") or {}, title=t.get("title"),
-                           output_schema=t.get("output_schema"), annotations=t.get("annotations") or {})
-                  for t in data.get("tools") or ())
+    tools = tuple(
+        ToolInfo(
+            server=data["name"],
+            name=t["name"],
+            description=t.get("description") or "",
+            input_schema=t.get("input_schema") or {},
+            title=t.get("title"),
+            output_schema=t.get("output_schema"),
+            annotations=t.get("annotations") or {},
+        )
+        for t in data.get("tools") or ()
+    )
     failure = failure_from_dict(data["error"]) if data.get("error") else None
-    return ServerTools(data["name"], data.get("transport") or "", tools=tools, failure=failure,
-                       duration_ms=data.get("duration_ms") or 0.0, protocol_version=data.get("protocol_version"),
-                       server_version=data.get("server_version"))
+    return ServerTools(
+        data["name"],
+        data.get("transport") or "",
+        tools=tools,
+        failure=failure,
+        duration_ms=data.get("duration_ms") or 0.0,
+        protocol_version=data.get("protocol_version"),
+        server_version=data.get("server_version"),
+    )

@@ -104,8 +104,11 @@ def http_fixture() -> Iterator[Callable[..., str]]:
 
     def start(name: str = "web", *args: str) -> str:
         port = free_port()
-        proc = subprocess.Popen([sys.executable, FIXTURE, "--name", name, "--http", str(port), *args],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen(
+            [sys.executable, FIXTURE, "--name", name, "--http", str(port), *args],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         processes.append(proc)
         wait_for_port(port)
         return f"http://127.0.0.1:{port}/mcp"
@@ -120,12 +123,25 @@ def http_fixture() -> Iterator[Callable[..., str]]:
             proc.wait()
 
 
-def run_miroctl(*args: str, env: dict[str, str] | None = None, timeout: float = 120,
-                input: str | None = None, cwd: str | Path | None = None) -> subprocess.CompletedProcess[str]:
+def run_miroctl(
+    *args: str,
+    env: dict[str, str] | None = None,
+    timeout: float = 120,
+    input: str | None = None,
+    cwd: str | Path | None = None,
+) -> subprocess.CompletedProcess[str]:
     """miroctl as a real subprocess (for signals, process trees and import costs)."""
     full_env = {**os.environ, **(env or {})}
-    return subprocess.run([sys.executable, "-m", "miroctl.cli", *args], check=False, capture_output=True, text=True,
-                          env=full_env, timeout=timeout, input=input, cwd=cwd or ROOT)
+    return subprocess.run(
+        [sys.executable, "-m", "miroctl.cli", *args],
+        check=False,
+        capture_output=True,
+        text=True,
+        env=full_env,
+        timeout=timeout,
+        input=input,
+        cwd=cwd or ROOT,
+    )
 
 
 def parse_json(text: str) -> Any:

@@ -53,8 +53,14 @@ class GatewayProcess:
 
     def __init__(self, *args: str, env: dict[str, str] | None = None, stdin: int = subprocess.DEVNULL) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "miroctl", "serve", *args], stdin=stdin, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, text=True, env={**os.environ, **(env or {})}, cwd=ROOT)
+            [sys.executable, "-m", "miroctl", "serve", *args],
+            stdin=stdin,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, **(env or {})},
+            cwd=ROOT,
+        )
         self.lines: list[str] = []
         self._reader = threading.Thread(target=self._drain, daemon=True)
         self._reader.start()
@@ -122,8 +128,9 @@ def start_http_gateway(config: Path, *args: str, env: dict[str, str] | None = No
     return gateway, gateway.url()
 
 
-def request(url: str, method: str, path: str, body: bytes | str | None = None,
-            headers: dict[str, str] | None = None) -> tuple[int, dict[str, str], bytes]:
+def request(
+    url: str, method: str, path: str, body: bytes | str | None = None, headers: dict[str, str] | None = None
+) -> tuple[int, dict[str, str], bytes]:
     """One raw HTTP request to the gateway: status, headers (lower-case names), body."""
     parts = urlsplit(url)
     connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=60)
@@ -137,8 +144,9 @@ def request(url: str, method: str, path: str, body: bytes | str | None = None,
 
 
 def post_json(url: str, path: str, document: Any, headers: dict[str, str] | None = None) -> tuple[int, Any]:
-    status, _, body = request(url, "POST", path, json.dumps(document),
-                              {"Content-Type": "application/json", **(headers or {})})
+    status, _, body = request(
+        url, "POST", path, json.dumps(document), {"Content-Type": "application/json", **(headers or {})}
+    )
     return status, json.loads(body) if body else None
 
 

@@ -27,10 +27,18 @@ TOOL = ToolInfo(server="s", name="demo", input_schema=SCHEMA)
 
 
 def test_pairs_are_coerced_to_the_types_the_schema_asks_for():
-    built = args.build(SCHEMA, {}, ["text=42", "count=7", "ratio=0.5", "flag=yes", "options={\"a\": 1}",
-                                    "maybe=null", "mode=fast"])
-    assert built == {"text": "42", "count": 7, "ratio": 0.5, "flag": True, "options": {"a": 1},
-                     "maybe": None, "mode": "fast"}
+    built = args.build(
+        SCHEMA, {}, ["text=42", "count=7", "ratio=0.5", "flag=yes", 'options={"a": 1}', "maybe=null", "mode=fast"]
+    )
+    assert built == {
+        "text": "42",
+        "count": 7,
+        "ratio": 0.5,
+        "flag": True,
+        "options": {"a": 1},
+        "maybe": None,
+        "mode": "fast",
+    }
 
 
 def test_repeated_array_keys_accumulate_and_json_arrays_are_taken_whole():
@@ -39,8 +47,11 @@ def test_repeated_array_keys_accumulate_and_json_arrays_are_taken_whole():
 
 
 def test_raw_json_pairs_bypass_coercion():
-    assert args.build(SCHEMA, {}, ["text:=\"x\"", "count:=3", "extra:=[true]"]) == {
-        "text": "x", "count": 3, "extra": [True]}
+    assert args.build(SCHEMA, {}, ['text:="x"', "count:=3", "extra:=[true]"]) == {
+        "text": "x",
+        "count": 3,
+        "extra": [True],
+    }
 
 
 def test_pairs_override_the_json_base():

@@ -20,8 +20,14 @@ from tests.policy_support import calls, memory_spec, pool, webtools_yaml
 def run_on_terminal(args: list[str], answer: str, timeout: float = 60) -> tuple[int, str, str]:
     """miroctl with stdin and stderr on a pseudo-terminal; answers the first question with `answer`."""
     master, slave = pty.openpty()
-    proc = subprocess.Popen([sys.executable, "-m", "miroctl.cli", *args], stdin=slave, stderr=slave,
-                            stdout=subprocess.PIPE, cwd=ROOT, env={**os.environ, "COLUMNS": "200"})
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "miroctl.cli", *args],
+        stdin=slave,
+        stderr=slave,
+        stdout=subprocess.PIPE,
+        cwd=ROOT,
+        env={**os.environ, "COLUMNS": "200"},
+    )
     os.close(slave)
     seen, answered = b"", False
     deadline = time.monotonic() + timeout
@@ -66,8 +72,10 @@ def test_a_gateway_can_pass_its_own_confirm_which_sees_masked_arguments(tmp_path
     async def main():
         spec = memory_spec(secrets=frozenset({"hunter2-secret"}))
         async with Manager(pool(spec, policy={"mode": "ask"}), confirm=confirm) as manager:
-            return [await manager.call(CallRequest("web", tool, arguments))
-                    for tool, arguments in (("wipe", {}), ("fail", {"message": "pw hunter2-secret"}))]
+            return [
+                await manager.call(CallRequest("web", tool, arguments))
+                for tool, arguments in (("wipe", {}), ("fail", {"message": "pw hunter2-secret"}))
+            ]
 
     import anyio
 

@@ -9,11 +9,13 @@ from tests.conftest import fixture_yaml, parse_json
 
 @pytest.fixture
 def pool(write_config):
-    return write_config({
-        "alpha": fixture_yaml("alpha", "--tools", "add,echo,ghost"),
-        "beta": fixture_yaml("beta", "--tools", "echo,sleep"),
-        "gamma": fixture_yaml("gamma", "--tools", "ghost,env", env={"FIXTURE_GHOST_REAL": "1"}),
-    })
+    return write_config(
+        {
+            "alpha": fixture_yaml("alpha", "--tools", "add,echo,ghost"),
+            "beta": fixture_yaml("beta", "--tools", "echo,sleep"),
+            "gamma": fixture_yaml("gamma", "--tools", "ghost,env", env={"FIXTURE_GHOST_REAL": "1"}),
+        }
+    )
 
 
 def call(path, *words):

@@ -49,14 +49,17 @@ def test_run_keeps_at_most_jobs_calls_in_flight():
     assert peak == 3
 
 
-@pytest.mark.parametrize(("raw", "reason"), [
-    ("{not json", "line 1: not JSON"),
-    ("[1, 2]", "line 1: a line must be a JSON object"),
-    ('{"server": "a"}', "line 1: a line needs a tool"),
-    ('{"tool": "t", "arguments": [1]}', "line 1: arguments must be a JSON object"),
-    ('{"tool": "t", "args": {}}', "line 1: unknown keys args"),
-    ('{"tool": "t", "timeout": -1}', "line 1: timeout must be a positive number"),
-])
+@pytest.mark.parametrize(
+    ("raw", "reason"),
+    [
+        ("{not json", "line 1: not JSON"),
+        ("[1, 2]", "line 1: a line must be a JSON object"),
+        ('{"server": "a"}', "line 1: a line needs a tool"),
+        ('{"tool": "t", "arguments": [1]}', "line 1: arguments must be a JSON object"),
+        ('{"tool": "t", "args": {}}', "line 1: unknown keys args"),
+        ('{"tool": "t", "timeout": -1}', "line 1: timeout must be a positive number"),
+    ],
+)
 def test_a_line_that_cannot_be_read_becomes_a_usage_envelope_with_exit_2(raw, reason):
     (line,) = batch.parse_lines(raw)
     assert line.request is None
@@ -77,15 +80,17 @@ def config(tmp_path, leak_tag):
 
 def test_batch_keeps_input_order_and_one_failure_never_stops_the_rest(config, tmp_path):
     source = tmp_path / "calls.jsonl"
-    source.write_text(lines_of(
-        {"server": "alpha", "tool": "sleep", "arguments": {"seconds": 0.5}},
-        {"server": "alpha", "tool": "add", "arguments": {"a": 1, "b": 1}},
-        "{oops",
-        {"server": "alpha", "tool": "fail", "arguments": {"message": "no"}},
-        {"server": "beta", "tool": "nope"},
-        {"server": "alpha", "tool": "sleep", "arguments": {"seconds": 30}, "timeout": 0.3},
-        {"server": "beta", "tool": "echo", "arguments": {"text": "last"}},
-    ))
+    source.write_text(
+        lines_of(
+            {"server": "alpha", "tool": "sleep", "arguments": {"seconds": 0.5}},
+            {"server": "alpha", "tool": "add", "arguments": {"a": 1, "b": 1}},
+            "{oops",
+            {"server": "alpha", "tool": "fail", "arguments": {"message": "no"}},
+            {"server": "beta", "tool": "nope"},
+            {"server": "alpha", "tool": "sleep", "arguments": {"seconds": 30}, "timeout": 0.3},
+            {"server": "beta", "tool": "echo", "arguments": {"text": "last"}},
+        )
+    )
     result = CliRunner().invoke(app, ["call", "--batch", str(source), "--config", config])
     assert result.exit_code == 1
     envelopes = [json.loads(line) for line in result.stdout.splitlines()]
@@ -101,7 +106,9 @@ def test_batch_from_stdin_with_every_call_succeeding_exits_0(config):
 
 
 def test_batch_survives_an_upstream_crash_and_later_lines_reconnect(config):
-    text = lines_of({"server": "alpha", "tool": "crash"}, {"server": "alpha", "tool": "echo", "arguments": {"text": "up"}})
+    text = lines_of(
+        {"server": "alpha", "tool": "crash"}, {"server": "alpha", "tool": "echo", "arguments": {"text": "up"}}
+    )
     result = CliRunner().invoke(app, ["call", "--batch", "-", "--config", config, "--jobs", "1"], input=text)
     envelopes = [json.loads(line) for line in result.stdout.splitlines()]
     assert result.exit_code == 1
@@ -110,10 +117,13 @@ def test_batch_survives_an_upstream_crash_and_later_lines_reconnect(config):
 
 
 def test_batch_applies_timeout_and_no_autocorrect_to_every_line(config):
-    text = lines_of({"server": "alpha", "tool": "sleep", "arguments": {"seconds": 30}},
-                    {"server": "beta", "tool": "progress", "arguments": {"steps": 1}})
-    result = CliRunner().invoke(app, ["call", "--batch", "-", "--config", config, "--timeout", "0.3",
-                                      "--no-autocorrect"], input=text)
+    text = lines_of(
+        {"server": "alpha", "tool": "sleep", "arguments": {"seconds": 30}},
+        {"server": "beta", "tool": "progress", "arguments": {"steps": 1}},
+    )
+    result = CliRunner().invoke(
+        app, ["call", "--batch", "-", "--config", config, "--timeout", "0.3", "--no-autocorrect"], input=text
+    )
     assert [json.loads(line)["exit_code"] for line in result.stdout.splitlines()] == [4, 6]
 
 

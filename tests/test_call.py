@@ -10,8 +10,19 @@ from typer.testing import CliRunner
 from miroctl.cli.app import app
 from tests.conftest import fixture_yaml, parse_json
 
-ENVELOPE_KEYS = {"schema", "server_name", "tool_name", "is_error", "content", "structured_content",
-                 "corrected_from", "fallback", "truncated", "duration_ms", "exit_code"}
+ENVELOPE_KEYS = {
+    "schema",
+    "server_name",
+    "tool_name",
+    "is_error",
+    "content",
+    "structured_content",
+    "corrected_from",
+    "fallback",
+    "truncated",
+    "duration_ms",
+    "exit_code",
+}
 
 
 @pytest.fixture
@@ -19,8 +30,10 @@ def pool(write_config, tmp_path):
     """A profile with two fixture servers that log every call they receive."""
     log = tmp_path / "calls.log"
     env = {"FIXTURE_CALL_LOG": str(log)}
-    path = write_config({"alpha": fixture_yaml("alpha", env=env), "beta": fixture_yaml("beta", "--tools", "add", env=env)},
-                        tool_blacklist=[["alpha", "crash"]])
+    path = write_config(
+        {"alpha": fixture_yaml("alpha", env=env), "beta": fixture_yaml("beta", "--tools", "add", env=env)},
+        tool_blacklist=[["alpha", "crash"]],
+    )
     return path, log
 
 
@@ -74,7 +87,7 @@ def test_human_mode_prints_the_result_and_reports_errors_on_stderr(pool):
 
 def test_structured_results_are_pretty_printed_for_humans(pool):
     path, _ = pool
-    result = invoke(path, "alpha", "config_echo", "options={\"k\": 1}", "tags=x", "tags=y", "flag=true")
+    result = invoke(path, "alpha", "config_echo", 'options={"k": 1}', "tags=x", "tags=y", "flag=true")
     assert result.exit_code == 0
     assert json.loads(result.stdout) == {"options": {"k": 1}, "tags": ["x", "y"], "flag": True, "ratio": 1.0}
     assert result.stdout.startswith("{\n  ")
@@ -115,8 +128,9 @@ def test_misspelled_tool_exits_6_with_did_you_mean_and_is_never_replaced(pool):
 
 
 def test_blacklisted_tool_exits_5_without_starting_the_server(write_config):
-    path = write_config({"ghost": {"name": "ghost", "tool_command": "miroctl-not-installed"}},
-                        tool_blacklist=[["ghost", "anything"]])
+    path = write_config(
+        {"ghost": {"name": "ghost", "tool_command": "miroctl-not-installed"}}, tool_blacklist=[["ghost", "anything"]]
+    )
     result = invoke(path, "ghost", "anything", "--json")
     assert result.exit_code == 5
     envelope = parse_json(result.stdout)
@@ -140,7 +154,7 @@ def test_invalid_json_arguments_exit_2_before_anything_starts(pool):
 
 def test_schema_violating_arguments_exit_2_and_nothing_is_sent(pool):
     path, log = pool
-    result = invoke(path, "alpha", "add", "a=1", "b:=\"two\"", "--json")
+    result = invoke(path, "alpha", "add", "a=1", 'b:="two"', "--json")
     assert result.exit_code == 2
     envelope = parse_json(result.stdout)
     assert envelope["error"] == "add: b: 'two' is not of type 'integer'"
@@ -208,8 +222,9 @@ def test_an_mcp_servers_json_config_works_end_to_end(tmp_path):
     assert parse_json(result.stdout)["result"] == "42"
 
 
-def test_a_server_runs_in_its_cwd_relative_to_its_file_with_its_env_over_a_small_inherited_one(write_config,
-                                                                                              tmp_path, monkeypatch):
+def test_a_server_runs_in_its_cwd_relative_to_its_file_with_its_env_over_a_small_inherited_one(
+    write_config, tmp_path, monkeypatch
+):
     (tmp_path / "work").mkdir()
     monkeypatch.setenv("MIROCTL_NOT_INHERITED", "x")
     path = write_config({"s": fixture_yaml("s", "--tools", "cwd,env", cwd="../work", env={"ONLY_MINE": "yes"})})

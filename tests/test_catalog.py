@@ -30,8 +30,13 @@ def test_list_with_resources_and_prompts_adds_what_each_server_offers(offers):
     assert [r["uri"] for r in alpha["resources"]] == ["fixture://notes", "fixture://pixel.png", "fixture://slow"]
     assert alpha["resources"][0]["mimeType"] == "text/plain"
     assert [t["uriTemplate"] for t in alpha["resource_templates"]] == ["fixture://items/{item}"]
-    assert alpha["prompts"] == [{"name": "review", "description": "Ask for a review of some code.", "arguments": [
-        {"name": "code", "required": True}, {"name": "focus", "required": False}]}]
+    assert alpha["prompts"] == [
+        {
+            "name": "review",
+            "description": "Ask for a review of some code.",
+            "arguments": [{"name": "code", "required": True}, {"name": "focus", "required": False}],
+        }
+    ]
     assert old["ok"] is True and old["resources"] == [] and old["prompts"] == []
 
 
@@ -76,11 +81,14 @@ def test_read_saves_a_binary_resource_to_a_file(offers, tmp_path):
     assert saved.read_bytes().startswith(PNG_MAGIC)
 
 
-@pytest.mark.parametrize(("server", "uri", "code", "reason"), [
-    ("alpha", "fixture://nope", 6, "miroctl: not_found: alpha: Unknown resource: fixture://nope"),
-    ("old", "fixture://notes", 6, "miroctl: not_found: server 'old' offers no resources"),
-    ("alhpa", "fixture://notes", 6, "miroctl: not_found: no server named 'alhpa'"),
-])
+@pytest.mark.parametrize(
+    ("server", "uri", "code", "reason"),
+    [
+        ("alpha", "fixture://nope", 6, "miroctl: not_found: alpha: Unknown resource: fixture://nope"),
+        ("old", "fixture://notes", 6, "miroctl: not_found: server 'old' offers no resources"),
+        ("alhpa", "fixture://notes", 6, "miroctl: not_found: no server named 'alhpa'"),
+    ],
+)
 def test_read_of_what_is_not_there_exits_with_one_line_and_a_hint(offers, server, uri, code, reason):
     result = invoke("read", "--config", str(offers), server, uri)
     assert result.exit_code == code
@@ -116,12 +124,19 @@ def test_prompt_fills_in_its_arguments_and_prints_the_messages(offers):
     assert body["messages"] == [{"role": "user", "content": {"type": "text", "text": "Review this code for bugs:\nx"}}]
 
 
-@pytest.mark.parametrize(("args", "code", "reason", "hint"), [
-    (["reviw"], 6, "miroctl: not_found: server 'alpha' has no prompt 'reviw'", "  hint: did you mean 'review'?"),
-    (["review", "focus=x"], 2, "miroctl: usage: review: missing required argument code",
-     "  hint: review takes code*, focus (* required)"),
-    (["review", "code"], 2, "miroctl: arguments: argument 'code' is not key=value (or key:=json)", None),
-])
+@pytest.mark.parametrize(
+    ("args", "code", "reason", "hint"),
+    [
+        (["reviw"], 6, "miroctl: not_found: server 'alpha' has no prompt 'reviw'", "  hint: did you mean 'review'?"),
+        (
+            ["review", "focus=x"],
+            2,
+            "miroctl: usage: review: missing required argument code",
+            "  hint: review takes code*, focus (* required)",
+        ),
+        (["review", "code"], 2, "miroctl: arguments: argument 'code' is not key=value (or key:=json)", None),
+    ],
+)
 def test_prompt_mistakes_exit_with_one_line_and_a_hint(offers, args, code, reason, hint):
     result = invoke("prompt", "--config", str(offers), "alpha", *args)
     assert result.exit_code == code

@@ -38,7 +38,8 @@ def invoke(*args: str):
 
 
 def test_one_check_classifies_the_seven_kinds_of_server_and_costs_the_longest_timeout_not_the_sum(
-        write_config, leak_tag, tmp_path):
+    write_config, leak_tag, tmp_path
+):
     junit = tmp_path / "check.xml"
     with serving() as url:
         path = write_config(seven_servers(leak_tag, url))
@@ -51,8 +52,14 @@ def test_one_check_classifies_the_seven_kinds_of_server_and_costs_the_longest_ti
     failure = {name: (s["failure"] or {}) for name, s in servers.items()}
     assert servers["healthy"]["status"] == "healthy" and servers["healthy"]["tool_count"] == 2
     assert {name: f.get("kind") for name, f in failure.items()} == {
-        "healthy": None, "needs-token": "config", "missing": "not_found", "quitter": "exited",
-        "sleeper": "timeout", "chatty": "protocol", "locked-out": "auth"}
+        "healthy": None,
+        "needs-token": "config",
+        "missing": "not_found",
+        "quitter": "exited",
+        "sleeper": "timeout",
+        "chatty": "protocol",
+        "locked-out": "auth",
+    }
     assert "missing environment variable MIROCTL_CHECK_UNSET_TOKEN" in failure["needs-token"]["message"]
     assert failure["missing"]["message"] == "command not found: miroctl-no-such-server"
     assert failure["quitter"]["message"] == "server exited with code 3 before initialize finished"
@@ -78,24 +85,53 @@ def test_the_json_document_has_the_documented_shape(write_config):
     result = invoke("--json", "--config", str(path))
     assert result.exit_code == 0, result.stderr
     document = parse_json(result.stdout)
-    assert set(document) == {"schema", "config", "ok", "exit_code", "summary", "duration_ms", "concurrency",
-                             "timeout", "smoke", "servers", "lock"}
+    assert set(document) == {
+        "schema",
+        "config",
+        "ok",
+        "exit_code",
+        "summary",
+        "duration_ms",
+        "concurrency",
+        "timeout",
+        "smoke",
+        "servers",
+        "lock",
+    }
     assert document["schema"] == "miroctl.check/1"
     assert document["summary"] == {"servers": 1, "healthy": 1, "unhealthy": 0, "allowed_failures": 0}
     [server] = document["servers"]
-    assert set(server) == {"name", "status", "ok", "allowed_failure", "transport", "where", "source",
-                           "protocol_version", "server_name", "server_version", "capabilities", "tool_count",
-                           "tools", "phases", "smoke", "failure", "duration_ms"}
+    assert set(server) == {
+        "name",
+        "status",
+        "ok",
+        "allowed_failure",
+        "transport",
+        "where",
+        "source",
+        "protocol_version",
+        "server_name",
+        "server_version",
+        "capabilities",
+        "tool_count",
+        "tools",
+        "phases",
+        "smoke",
+        "failure",
+        "duration_ms",
+    }
     assert list(server["phases"]) == ["config", "spawn", "initialize", "tools", "ping", "smoke"]
     assert server["phases"]["ping"]["status"] == "ok"
     assert set(server["phases"]["tools"]) == {"status", "ms", "detail"}
 
 
 def test_the_table_shows_each_server_its_phases_and_the_reason_with_the_stderr_tail(write_config):
-    path = write_config({
-        "good": fixture_yaml("good", "--tools", "echo"),
-        "quitter": fixture_yaml("quitter", "--mode", "exit", env={"FIXTURE_SECRET": SECRET}),
-    })
+    path = write_config(
+        {
+            "good": fixture_yaml("good", "--tools", "echo"),
+            "quitter": fixture_yaml("quitter", "--mode", "exit", env={"FIXTURE_SECRET": SECRET}),
+        }
+    )
     result = invoke("--config", str(path))
     assert result.exit_code == 1
     out = result.stdout
@@ -130,20 +166,33 @@ def test_allow_fail_naming_a_server_that_is_not_checked_is_a_usage_error(write_c
 
 
 def test_smoke_runs_each_configured_call_and_a_failing_one_fails_the_check(write_config):
-    path = write_config({
-        "good": legacy_yaml("good", smoke={"tool": "echo", "arguments": {"text": "hi"}}),
-        "bad": legacy_yaml("bad", smoke={"tool": "fail"}),
-        "none": legacy_yaml("none"),
-    })
+    path = write_config(
+        {
+            "good": legacy_yaml("good", smoke={"tool": "echo", "arguments": {"text": "hi"}}),
+            "bad": legacy_yaml("bad", smoke={"tool": "fail"}),
+            "none": legacy_yaml("none"),
+        }
+    )
     assert invoke("--config", str(path)).exit_code == 0
     result = invoke("--smoke", "--json", "--config", str(path))
     assert result.exit_code == 1
     servers = {s["name"]: s for s in parse_json(result.stdout)["servers"]}
-    assert servers["good"]["smoke"] == [{"tool": "echo", "arguments": {"text": "hi"}, "ok": True, "result": "hi",
-                                         "error": None, "duration_ms": servers["good"]["smoke"][0]["duration_ms"]}]
+    assert servers["good"]["smoke"] == [
+        {
+            "tool": "echo",
+            "arguments": {"text": "hi"},
+            "ok": True,
+            "result": "hi",
+            "error": None,
+            "duration_ms": servers["good"]["smoke"][0]["duration_ms"],
+        }
+    ]
     assert servers["bad"]["failure"]["message"] == "smoke call fail returned an error: it broke"
-    assert servers["none"]["phases"]["smoke"] == {"status": "skipped", "ms": None,
-                                                  "detail": "no smoke call in the server's file"}
+    assert servers["none"]["phases"]["smoke"] == {
+        "status": "skipped",
+        "ms": None,
+        "detail": "no smoke call in the server's file",
+    }
 
 
 def test_timeout_bounds_each_servers_probe_whatever_its_file_says(write_config):
@@ -215,11 +264,13 @@ def test_a_junit_file_in_a_missing_directory_is_a_usage_error(write_config, tmp_
 
 def test_check_as_a_real_process_leaves_no_server_behind(write_config, leak_tag):
     env = {"MIROCTL_TEST_TAG": leak_tag}
-    path = write_config({
-        "good": legacy_yaml("good", env=env),
-        "sleeper": fixture_yaml("sleeper", "--mode", "hang", env=env, startup_timeout=BROKEN_TIMEOUT),
-        "stubborn": fixture_yaml("stubborn", "--mode", "ignore-term", env=env, startup_timeout=BROKEN_TIMEOUT),
-    })
+    path = write_config(
+        {
+            "good": legacy_yaml("good", env=env),
+            "sleeper": fixture_yaml("sleeper", "--mode", "hang", env=env, startup_timeout=BROKEN_TIMEOUT),
+            "stubborn": fixture_yaml("stubborn", "--mode", "ignore-term", env=env, startup_timeout=BROKEN_TIMEOUT),
+        }
+    )
     result = run_miroctl("check", "--json", "--config", str(path))
     assert result.returncode == 1, result.stderr
     kinds = {s["name"]: (s["failure"] or {}).get("kind") for s in parse_json(result.stdout)["servers"]}
@@ -262,9 +313,10 @@ def test_checking_no_servers_at_all_is_a_usage_error(write_config):
 
 
 def test_check_counts_and_locks_only_the_tools_the_policy_lets_through(write_config, tmp_path):
-    path = write_config({"alpha": fixture_yaml("alpha", "--tools", "add,echo,crash",
-                                               tools={"echo": {"read_only": True}})},
-                        tool_blacklist=[["alpha", "crash"]])
+    path = write_config(
+        {"alpha": fixture_yaml("alpha", "--tools", "add,echo,crash", tools={"echo": {"read_only": True}})},
+        tool_blacklist=[["alpha", "crash"]],
+    )
     result = invoke("--json", "--config", str(path))
     assert result.exit_code == 0, result.stderr
     [server] = parse_json(result.stdout)["servers"]

@@ -21,39 +21,63 @@ def changes(old, new):
     return lockfile.schema_changes(old, new)
 
 
-@pytest.mark.parametrize(("old", "new", "expected"), [
-    (schema(["a"], a=NUMBER), schema(["a"]), [("breaking", "parameter 'a' removed")]),
-    (schema(["a"], a=NUMBER), schema(["a", "b"], a=NUMBER, b=NUMBER), [("breaking", "new required parameter 'b'")]),
-    (schema(["a"], a=NUMBER), schema(["a"], a=NUMBER, b=NUMBER), [("drift", "new optional parameter 'b'")]),
-    (schema([], a=NUMBER), schema(["a"], a=NUMBER), [("breaking", "parameter 'a' is now required")]),
-    (schema(["a"], a=NUMBER), schema([], a=NUMBER), [("drift", "parameter 'a' is now optional")]),
-    (schema(["a"], a=NUMBER), schema(["a"], a=TEXT), [("breaking", "parameter 'a' type changed: integer -> string")]),
-    (schema([], a=NUMBER), schema([], a=TEXT), [("drift", "parameter 'a' type changed: integer -> string")]),
-    (schema([], a=NUMBER), schema([], a={**NUMBER, "minimum": 0}), [("drift", "parameter 'a' schema changed")]),
-    (schema([], a=NUMBER), {**schema([], a=NUMBER), "additionalProperties": False},
-     [("drift", "input schema changed outside its parameters")]),
-    (schema(["a"], a=NUMBER), schema(["a"], a=NUMBER), []),
-])
+@pytest.mark.parametrize(
+    ("old", "new", "expected"),
+    [
+        (schema(["a"], a=NUMBER), schema(["a"]), [("breaking", "parameter 'a' removed")]),
+        (schema(["a"], a=NUMBER), schema(["a", "b"], a=NUMBER, b=NUMBER), [("breaking", "new required parameter 'b'")]),
+        (schema(["a"], a=NUMBER), schema(["a"], a=NUMBER, b=NUMBER), [("drift", "new optional parameter 'b'")]),
+        (schema([], a=NUMBER), schema(["a"], a=NUMBER), [("breaking", "parameter 'a' is now required")]),
+        (schema(["a"], a=NUMBER), schema([], a=NUMBER), [("drift", "parameter 'a' is now optional")]),
+        (
+            schema(["a"], a=NUMBER),
+            schema(["a"], a=TEXT),
+            [("breaking", "parameter 'a' type changed: integer -> string")],
+        ),
+        (schema([], a=NUMBER), schema([], a=TEXT), [("drift", "parameter 'a' type changed: integer -> string")]),
+        (schema([], a=NUMBER), schema([], a={**NUMBER, "minimum": 0}), [("drift", "parameter 'a' schema changed")]),
+        (
+            schema([], a=NUMBER),
+            {**schema([], a=NUMBER), "additionalProperties": False},
+            [("drift", "input schema changed outside its parameters")],
+        ),
+        (schema(["a"], a=NUMBER), schema(["a"], a=NUMBER), []),
+    ],
+)
 def test_schema_changes_are_breaking_only_where_an_existing_caller_would_break(old, new, expected):
     assert changes(old, new) == expected
 
 
 def test_a_changed_description_is_drift_and_shows_before_and_after():
-    found = lockfile.tool_changes({"description": "Add two numbers.", "input_schema": {}},
-                                  {"description": "Add numbers.", "input_schema": {}})
+    found = lockfile.tool_changes(
+        {"description": "Add two numbers.", "input_schema": {}}, {"description": "Add numbers.", "input_schema": {}}
+    )
     assert found == [("drift", 'description changed: "Add two numbers." -> "Add numbers."')]
 
 
 def test_compare_reports_removed_and_added_tools_and_servers_missing_from_the_lock():
-    locked = {"schema": lockfile.SCHEMA, "servers": {
-        "a": {"tools": {"keep": {"description": "", "input_schema": {}}, "gone": {"description": "", "input_schema": {}}}},
-        "down": {"tools": {}},
-    }}
-    current = {"a": {"keep": {"description": "", "input_schema": {}}, "new": {"description": "", "input_schema": {}}},
-               "b": {"x": {"description": "", "input_schema": {}}}}
+    locked = {
+        "schema": lockfile.SCHEMA,
+        "servers": {
+            "a": {
+                "tools": {
+                    "keep": {"description": "", "input_schema": {}},
+                    "gone": {"description": "", "input_schema": {}},
+                }
+            },
+            "down": {"tools": {}},
+        },
+    }
+    current = {
+        "a": {"keep": {"description": "", "input_schema": {}}, "new": {"description": "", "input_schema": {}}},
+        "b": {"x": {"description": "", "input_schema": {}}},
+    }
     check = lockfile.compare(locked, current)
     assert [(c.server, c.tool, c.kind, c.severity) for c in check.changes] == [
-        ("a", "gone", "removed", "breaking"), ("a", "new", "added", "drift"), ("b", None, "added", "drift")]
+        ("a", "gone", "removed", "breaking"),
+        ("a", "new", "added", "drift"),
+        ("b", None, "added", "drift"),
+    ]
     assert check.changes[2].detail == "server is not in the lock file (1 tool)"
     assert check.unchecked == ["down"]
     assert (len(check.breaking), len(check.drift)) == (1, 2)
@@ -79,8 +103,9 @@ def test_the_lock_document_is_sorted_and_keeps_servers_this_run_did_not_see_heal
 def test_unhealthy_servers_are_not_written_to_the_lock():
     broken = healthy("broken", "a")
     broken.failure = object()
-    assert lockfile.surface([broken, healthy("fine", "x")]) == {"fine": {"x": {"description": "x it.",
-                                                                                "input_schema": {"type": "object"}}}}
+    assert lockfile.surface([broken, healthy("fine", "x")]) == {
+        "fine": {"x": {"description": "x it.", "input_schema": {"type": "object"}}}
+    }
 
 
 def test_secrets_are_masked_before_they_reach_the_lock():

@@ -31,16 +31,26 @@ def failing(name="quitter", stderr=("fixture: giving up",)):
     report = ProbeReport.start(ServerSpec(name=name, command="python"))
     report.passed("config", None)
     report.passed("spawn", 4.0)
-    report.fail("initialize", Failure("exited", REASON, hint="its stderr ends: fixture: giving up",
-                                      phase="initialize", stderr_tail=stderr), 40.0)
+    report.fail(
+        "initialize",
+        Failure("exited", REASON, hint="its stderr ends: fixture: giving up", phase="initialize", stderr_tail=stderr),
+        40.0,
+    )
     report.duration_ms = 44.0
     return report
 
 
 def rendered(run, width, terminal=True):
     out = Output()
-    out.out = Console(file=io.StringIO(), width=width, force_terminal=terminal, color_system=None,
-                      markup=False, highlight=False, emoji=False)
+    out.out = Console(
+        file=io.StringIO(),
+        width=width,
+        force_terminal=terminal,
+        color_system=None,
+        markup=False,
+        highlight=False,
+        emoji=False,
+    )
     check_table(out, run)
     return out.out.file.getvalue()
 
@@ -76,9 +86,13 @@ def test_server_text_in_the_table_is_shown_literally():
 
 
 def test_lock_changes_are_listed_with_their_severity():
-    lock = LockCheck(against="tools.lock.json", changes=[
-        Change("svc", "fail", "removed", "breaking", "tool removed"),
-        Change("svc", "add", "changed", "drift", "new optional parameter 'c'")])
+    lock = LockCheck(
+        against="tools.lock.json",
+        changes=[
+            Change("svc", "fail", "removed", "breaking", "tool removed"),
+            Change("svc", "add", "changed", "drift", "new optional parameter 'c'"),
+        ],
+    )
     run = CheckRun([healthy("svc")], "cfg", lock=lock)
     text = rendered(run, 140)
     assert "tool surface differs from tools.lock.json: 1 breaking, 1 drift" in text

@@ -63,8 +63,14 @@ def test_an_in_process_server_is_healthy_and_ping_is_reported_as_not_supported_i
     assert (report.server_name, report.server_version) == ("mem", "2.0.0")
     assert "tools" in report.capabilities
     assert sorted(t.name for t in report.tools) == ["echo", "fail"]
-    assert statuses(report) == {"config": "ok", "connect": "skipped", "initialize": "ok", "tools": "ok",
-                                "ping": "skipped", "smoke": "skipped"}
+    assert statuses(report) == {
+        "config": "ok",
+        "connect": "skipped",
+        "initialize": "ok",
+        "tools": "ok",
+        "ping": "skipped",
+        "smoke": "skipped",
+    }
     assert report.phases["ping"].detail == "not supported: removed in protocol 2026-07-28"
 
 
@@ -150,8 +156,11 @@ def test_smoke_arguments_that_do_not_fit_the_schema_are_a_config_failure():
 
 
 def test_a_blacklisted_smoke_tool_is_denied_not_called():
-    [report] = probe(memory_spec(smoke={"tool": "echo", "arguments": {"text": "x"}}), smoke=True,
-                     blacklist=frozenset({("mem", "echo")}))
+    [report] = probe(
+        memory_spec(smoke={"tool": "echo", "arguments": {"text": "x"}}),
+        smoke=True,
+        blacklist=frozenset({("mem", "echo")}),
+    )
     assert report.failure.kind == "smoke"
     assert "smoke call echo was denied" in report.failure.message
 
@@ -192,11 +201,14 @@ def test_with_room_for_all_the_probes_overlap():
     assert wall_ms < sum(r.duration_ms for r in reports)
 
 
-@pytest.mark.parametrize(("value", "message"), [
-    ("echo", "smoke must be {tool: NAME, arguments: {...}}"),
-    ({"tool": "echo", "args": {}}, "unknown smoke key 'args'"),
-    ({"tool": "echo", "arguments": [1]}, "smoke arguments for echo must be a mapping"),
-])
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("echo", "smoke must be {tool: NAME, arguments: {...}}"),
+        ({"tool": "echo", "args": {}}, "unknown smoke key 'args'"),
+        ({"tool": "echo", "arguments": [1]}, "smoke arguments for echo must be a mapping"),
+    ],
+)
 def test_malformed_smoke_settings_are_config_errors(value, message):
     with pytest.raises(ConfigError, match="tool/x.yaml: ") as caught:
         smoke_calls(value, "tool/x.yaml")

@@ -30,15 +30,18 @@ def pool(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     tag = uuid.uuid4().hex
     env = {"MIROCTL_TEST_TAG": tag}
     files = {
-        "good": fixture_yaml("good", "--tools", "echo,counter", env=env,
-                             smoke={"tool": "echo", "arguments": {"text": "still here"}}),
+        "good": fixture_yaml(
+            "good", "--tools", "echo,counter", env=env, smoke={"tool": "echo", "arguments": {"text": "still here"}}
+        ),
         "quitter": fixture_yaml("quitter", "--mode", "exit", env=env),
-        "spawner": fixture_yaml("spawner", "--tools", "spawn_child", env=env,
-                                smoke={"tool": "spawn_child", "arguments": {"detach": True}}),
+        "spawner": fixture_yaml(
+            "spawner", "--tools", "spawn_child", env=env, smoke={"tool": "spawn_child", "arguments": {"detach": True}}
+        ),
     }
     config = write_pool(tmp_path_factory.mktemp("checkvia"), files)
-    gateway, url = start_http_gateway(config, "--token-env", "CHECKVIA_TOKEN", "--max-body", "4096",
-                                      env={"CHECKVIA_TOKEN": TOKEN})
+    gateway, url = start_http_gateway(
+        config, "--token-env", "CHECKVIA_TOKEN", "--max-body", "4096", env={"CHECKVIA_TOKEN": TOKEN}
+    )
     yield {"config": str(config), "url": url, "tag": tag, "gateway": gateway}
     assert gateway.stop() == 143
     assert not wait_for_no_tagged(tag, timeout=10)
@@ -145,8 +148,7 @@ def test_a_check_leaves_the_gateways_serving_sessions_alone_and_its_own_servers_
     result = invoke("check", "good", "spawner", "--smoke", "--json", "--via", pool["url"])
     assert result.exit_code == 0, result.stderr
     assert count() == first + 1
-    wait_until(lambda: alive() == serving, timeout=10,
-               message="only the gateway's own sessions alive")
+    wait_until(lambda: alive() == serving, timeout=10, message="only the gateway's own sessions alive")
     status, _, body = request(pool["url"], "GET", "/healthz", headers={"Authorization": f"Bearer {TOKEN}"})
     good = next(s for s in json.loads(body)["servers"] if s["name"] == "good")
     assert (status, good["state"], good["starts"]) == (200, "connected", 1)
@@ -177,8 +179,9 @@ def test_miroctl_url_sends_check_through_the_gateway_unless_a_config_is_named(po
     assert direct.exit_code == 0, direct.stderr
 
 
-@pytest.mark.parametrize("option", [["--mode", "read_only"], ["--task-id", "t1"], ["--log", "calls.jsonl"],
-                                    ["--config", "miroctl.yaml"]])
+@pytest.mark.parametrize(
+    "option", [["--mode", "read_only"], ["--task-id", "t1"], ["--log", "calls.jsonl"], ["--config", "miroctl.yaml"]]
+)
 def test_check_via_refuses_options_the_gateway_would_not_apply_with_exit_2(pool, option):
     result = invoke("check", "good", *option, "--via", pool["url"])
     assert result.exit_code == 2
@@ -208,8 +211,9 @@ def test_the_check_endpoint_refuses_a_bad_request_with_exit_2(pool, body, messag
 
 
 def test_the_check_endpoint_answers_the_tool_surface_only_when_asked(pool):
-    status, document = post_json(pool["url"], "/v1/check", {"servers": ["good"], "surface": True},
-                                 {"Authorization": f"Bearer {TOKEN}"})
+    status, document = post_json(
+        pool["url"], "/v1/check", {"servers": ["good"], "surface": True}, {"Authorization": f"Bearer {TOKEN}"}
+    )
     assert status == 200
     assert document["schema"] == "miroctl.check/1"
     assert set(document["surface"]["good"]) == {"echo", "counter"}
@@ -231,14 +235,23 @@ def test_the_check_endpoint_is_guarded_like_the_others(pool, headers, body, stat
 
 
 def test_check_via_imports_neither_the_sdk_nor_omegaconf_nor_markitdown(pool):
-    probe = ("import runpy, sys\n"
-             "sys.argv = ['miroctl', 'check', 'good', '--json', '--via', sys.argv[1]]\n"
-             "try:\n    runpy.run_module('miroctl', run_name='__main__')\nexcept SystemExit as exit:\n"
-             "    heavy = sorted({m.split('.')[0] for m in sys.modules} & {'mcp', 'mcp_types', 'omegaconf',"
-             " 'markitdown', 'httpx2'})\n"
-             "    print(exit.code, heavy, file=sys.stderr)\n")
-    done = subprocess.run([sys.executable, "-c", probe, pool["url"]], capture_output=True, text=True, cwd=ROOT,
-                          check=False, timeout=120, env={**_environ(), **AUTH})
+    probe = (
+        "import runpy, sys\n"
+        "sys.argv = ['miroctl', 'check', 'good', '--json', '--via', sys.argv[1]]\n"
+        "try:\n    runpy.run_module('miroctl', run_name='__main__')\nexcept SystemExit as exit:\n"
+        "    heavy = sorted({m.split('.')[0] for m in sys.modules} & {'mcp', 'mcp_types', 'omegaconf',"
+        " 'markitdown', 'httpx2'})\n"
+        "    print(exit.code, heavy, file=sys.stderr)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe, pool["url"]],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=False,
+        timeout=120,
+        env={**_environ(), **AUTH},
+    )
     assert done.stderr.strip() == "0 []"
     assert json.loads(done.stdout)["servers"][0]["status"] == "healthy"
 

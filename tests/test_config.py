@@ -101,11 +101,17 @@ def test_malformed_blacklist_entry_is_a_config_error(write_config):
 def test_mcp_servers_json_from_claude_desktop_is_accepted(tmp_path, monkeypatch):
     monkeypatch.setenv("MIROCTL_JSON_KEY", "abc123")
     path = tmp_path / "claude_desktop_config.json"
-    path.write_text(json.dumps({"mcpServers": {
-        "local": {"command": "python", "args": ["-m", "x"], "env": {"KEY": "${env:MIROCTL_JSON_KEY}"}},
-        "remote": {"url": "http://127.0.0.1:9/sse", "headers": {"Authorization": "Bearer t0ken"}},
-        "off": {"command": "x", "disabled": True},
-    }}))
+    path.write_text(
+        json.dumps(
+            {
+                "mcpServers": {
+                    "local": {"command": "python", "args": ["-m", "x"], "env": {"KEY": "${env:MIROCTL_JSON_KEY}"}},
+                    "remote": {"url": "http://127.0.0.1:9/sse", "headers": {"Authorization": "Bearer t0ken"}},
+                    "off": {"command": "x", "disabled": True},
+                }
+            }
+        )
+    )
     loaded = config.load(str(path))
     assert loaded.get("local").env["KEY"] == "abc123"
     assert loaded.get("remote").transport == "sse"
@@ -128,8 +134,12 @@ def test_invalid_json_config_is_one_line_with_position(tmp_path):
 
 def test_adhoc_stdio_and_url_servers_replace_the_configured_ones(write_config):
     path = write_config({"a": fixture_yaml("a")})
-    loaded = config.load(str(path), stdio=["python -m miroctl.servers.reading"], urls=["http://127.0.0.1:9/mcp"],
-                         headers=["Authorization: Bearer zz-top"])
+    loaded = config.load(
+        str(path),
+        stdio=["python -m miroctl.servers.reading"],
+        urls=["http://127.0.0.1:9/mcp"],
+        headers=["Authorization: Bearer zz-top"],
+    )
     assert [s.name for s in loaded.select()] == ["reading", "127.0.0.1"]
     assert loaded.get("reading").command == sys.executable
     assert loaded.get("127.0.0.1").headers["Authorization"] == "Bearer zz-top"
@@ -179,8 +189,12 @@ def test_wheel_ships_the_default_config_and_servers_as_package_data(tmp_path):
     import zipfile
 
     root = Path(__file__).resolve().parent.parent
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path), str(root)],
-                   check=True, capture_output=True, timeout=300)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path), str(root)],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     wheel = next(tmp_path.glob("miroctl-*.whl"))
     names = set(zipfile.ZipFile(wheel).namelist())
     assert "miroctl/bundled_config/miroctl.yaml" in names
@@ -189,18 +203,24 @@ def test_wheel_ships_the_default_config_and_servers_as_package_data(tmp_path):
     assert not any(name.startswith("servers/") for name in names)  # no top-level package to clash with a user's
 
 
-def test_interpolated_paths_and_numbers_are_not_treated_as_secrets_but_tokens_are(write_config, tmp_path,
-                                                                                  monkeypatch):
+def test_interpolated_paths_and_numbers_are_not_treated_as_secrets_but_tokens_are(write_config, tmp_path, monkeypatch):
     monkeypatch.setenv("MIROCTL_ROOT_DIR", str(tmp_path))
     monkeypatch.setenv("MIROCTL_LIMIT", "120")
     monkeypatch.setenv("MIROCTL_SOME_VALUE", "tok-9f8e7d")
-    server = fixture_yaml("s", env={"ROOT": "${oc.env:MIROCTL_ROOT_DIR}", "LIMIT": "${oc.env:MIROCTL_LIMIT}",
-                                    "VALUE": "${oc.env:MIROCTL_SOME_VALUE}"})
+    server = fixture_yaml(
+        "s",
+        env={
+            "ROOT": "${oc.env:MIROCTL_ROOT_DIR}",
+            "LIMIT": "${oc.env:MIROCTL_LIMIT}",
+            "VALUE": "${oc.env:MIROCTL_SOME_VALUE}",
+        },
+    )
     secrets = config.load(str(write_config({"s": server}))).get("s").secrets
     assert secrets == {"tok-9f8e7d"}
 
 
 def test_the_default_servers_come_in_the_profiles_order(write_config):
-    path = write_config({"a": fixture_yaml("a"), "b": fixture_yaml("b"), "c": fixture_yaml("c")},
-                        tool_config=["c", "a", "b"])
+    path = write_config(
+        {"a": fixture_yaml("a"), "b": fixture_yaml("b"), "c": fixture_yaml("c")}, tool_config=["c", "a", "b"]
+    )
     assert [s.name for s in config.load(str(path)).select()] == ["c", "a", "b"]

@@ -12,15 +12,18 @@ from miroctl.core.manager import Manager
 from tests.conftest import parse_json
 from tests.policy_support import memory_spec, pool, web_server, webtools_yaml
 
-PAGE = "<html><head><title>Fixture page</title></head><body><h1>Quarterly report</h1>" \
-       "<p>Revenue grew <b>12%</b>.</p><ul><li>alpha</li><li>beta</li></ul></body></html>"
+PAGE = (
+    "<html><head><title>Fixture page</title></head><body><h1>Quarterly report</h1>"
+    "<p>Revenue grew <b>12%</b>.</p><ul><li>alpha</li><li>beta</li></ul></body></html>"
+)
 
 
 def test_a_failing_scrape_over_stdio_falls_back_to_markitdown_on_a_local_page(write_config):
     with web_server({"/report.html": (200, "text/html; charset=utf-8", PAGE)}) as base:
         path = write_config({"web": webtools_yaml("web", "--scrape-error", "browser pool exhausted")})
-        result = CliRunner().invoke(app, ["call", "-c", str(path), "web", "scrape", f"url={base}/report.html",
-                                          "--json"])
+        result = CliRunner().invoke(
+            app, ["call", "-c", str(path), "web", "scrape", f"url={base}/report.html", "--json"]
+        )
     assert result.exit_code == 0, result.stderr
     envelope = parse_json(result.stdout)
     assert "# Quarterly report" in envelope["result"]

@@ -25,7 +25,8 @@ def _pool(tag: str, url: str) -> dict:
 
 
 def test_list_reports_each_failure_in_place_and_takes_the_slowest_timeout_not_the_sum(
-        write_config, leak_tag, http_fixture):
+    write_config, leak_tag, http_fixture
+):
     path = write_config(_pool(leak_tag, http_fixture("web")))
     started = time.monotonic()
     result = CliRunner().invoke(app, ["list", "--json", "--config", str(path)])
@@ -51,8 +52,16 @@ def test_list_json_document_has_the_documented_keys(write_config):
     document = parse_json(result.stdout)
     assert set(document) == {"schema", "config", "servers"}
     server = document["servers"][0]
-    assert set(server) == {"name", "ok", "transport", "protocol_version", "server_version", "duration_ms",
-                           "tools", "error"}
+    assert set(server) == {
+        "name",
+        "ok",
+        "transport",
+        "protocol_version",
+        "server_version",
+        "duration_ms",
+        "tools",
+        "error",
+    }
     assert server["server_version"] == "alpha 9.9.9"
     tool = server["tools"][0]
     assert set(tool) == {"name", "title", "description", "input_schema", "output_schema", "annotations"}
@@ -60,8 +69,9 @@ def test_list_json_document_has_the_documented_keys(write_config):
 
 
 def test_list_human_output_shows_tables_and_failures_and_keeps_server_text_literal(write_config):
-    path = write_config({"alpha": fixture_yaml("alpha", "--tools", "add,nasty"),
-                         "quitter": fixture_yaml("quitter", "--mode", "exit")})
+    path = write_config(
+        {"alpha": fixture_yaml("alpha", "--tools", "add,nasty"), "quitter": fixture_yaml("quitter", "--mode", "exit")}
+    )
     result = CliRunner().invoke(app, ["list", "--config", str(path)], env={"COLUMNS": "200"})
     assert result.exit_code == 1
     assert "a*: integer" in result.stdout
@@ -82,8 +92,7 @@ def test_list_names_servers_to_list_and_rejects_unknown_ones(write_config):
 
 
 def test_list_hides_blacklisted_tools(write_config):
-    path = write_config({"alpha": fixture_yaml("alpha", "--tools", "add,echo")},
-                        tool_blacklist=[["alpha", "echo"]])
+    path = write_config({"alpha": fixture_yaml("alpha", "--tools", "add,echo")}, tool_blacklist=[["alpha", "echo"]])
     result = CliRunner().invoke(app, ["list", "--json", "--config", str(path)])
     assert result.exit_code == 0
     assert [t["name"] for t in parse_json(result.stdout)["servers"][0]["tools"]] == ["add"]
@@ -94,17 +103,24 @@ def test_list_hides_blacklisted_tools(write_config):
 
 def test_list_reports_a_missing_env_var_and_a_missing_command_as_config_and_not_found(write_config, monkeypatch):
     monkeypatch.delenv("MIROCTL_ABSENT", raising=False)
-    path = write_config({
-        "needs-env": fixture_yaml("needs-env", env={"KEY": "${oc.env:MIROCTL_ABSENT}"}),
-        "no-binary": {"name": "no-binary", "tool_command": "miroctl-no-such-binary"},
-    })
+    path = write_config(
+        {
+            "needs-env": fixture_yaml("needs-env", env={"KEY": "${oc.env:MIROCTL_ABSENT}"}),
+            "no-binary": {"name": "no-binary", "tool_command": "miroctl-no-such-binary"},
+        }
+    )
     result = CliRunner().invoke(app, ["list", "--json", "--config", str(path)])
     assert result.exit_code == 1
     errors = {s["name"]: s["error"] for s in parse_json(result.stdout)["servers"]}
     assert errors["needs-env"]["kind"] == "config"
     assert "missing environment variable MIROCTL_ABSENT" in errors["needs-env"]["message"]
-    assert errors["no-binary"] == {"kind": "not_found", "message": "command not found: miroctl-no-such-binary",
-                                   "hint": "is it installed and on PATH?", "phase": "spawn", "stderr_tail": []}
+    assert errors["no-binary"] == {
+        "kind": "not_found",
+        "message": "command not found: miroctl-no-such-binary",
+        "hint": "is it installed and on PATH?",
+        "phase": "spawn",
+        "stderr_tail": [],
+    }
 
 
 def test_list_over_http_with_an_adhoc_url(http_fixture):
@@ -122,8 +138,9 @@ def test_list_of_an_http_server_that_is_not_there_is_a_connect_failure():
     assert error["kind"] == "http" and "cannot connect to http://127.0.0.1:9/mcp" in error["message"]
 
 
-def test_a_server_flooding_stdout_without_newlines_is_cut_off_as_a_protocol_failure(write_config, leak_tag,
-                                                                                    monkeypatch):
+def test_a_server_flooding_stdout_without_newlines_is_cut_off_as_a_protocol_failure(
+    write_config, leak_tag, monkeypatch
+):
     monkeypatch.setattr("miroctl.sessions.transports.MAX_MESSAGE_BYTES", 1024 * 1024)
     monkeypatch.setattr("miroctl.sessions.failures.MAX_MESSAGE_BYTES", 1024 * 1024)
     path = write_config({"flood": fixture_yaml("flood", "--mode", "flood", env={"MIROCTL_TEST_TAG": leak_tag})})
@@ -136,8 +153,9 @@ def test_a_server_flooding_stdout_without_newlines_is_cut_off_as_a_protocol_fail
 
 def test_secrets_in_a_failing_servers_stderr_are_masked(write_config, monkeypatch):
     monkeypatch.setenv("MIROCTL_CANARY", "canary-7f3a9")
-    path = write_config({"quitter": fixture_yaml("quitter", "--mode", "exit",
-                                                 env={"FIXTURE_SECRET": "${oc.env:MIROCTL_CANARY}"})})
+    path = write_config(
+        {"quitter": fixture_yaml("quitter", "--mode", "exit", env={"FIXTURE_SECRET": "${oc.env:MIROCTL_CANARY}"})}
+    )
     for args in (["--json"], []):
         result = CliRunner().invoke(app, ["list", "--config", str(path), *args])
         assert result.exit_code == 1

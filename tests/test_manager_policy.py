@@ -15,8 +15,7 @@ from tests.policy_support import calls, memory_spec, pool, webtools_spec
 
 def holds(record, tools: dict) -> list[str]:
     async def main():
-        async with Manager(pool(memory_spec("web", record, tools=tools))) as manager, \
-                anyio.create_task_group() as tg:
+        async with Manager(pool(memory_spec("web", record, tools=tools))) as manager, anyio.create_task_group() as tg:
             for tag in ("a", "b"):
                 tg.start_soon(manager.call, CallRequest("web", "hold", {"seconds": 0.3, "tag": tag}))
 

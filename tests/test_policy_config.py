@@ -18,15 +18,24 @@ def test_a_full_policy_profile_loads_into_the_policy(write_config, tmp_path):
         {"web": webtools_yaml("web", max_result_chars=500, tools={"wipe": {"risk": "high", "destructive": True}})},
         policy={"mode": "ask", "allowlist": ["web.*"], "allow_high": ["web.wipe"], "assume_yes": True},
         url_rules={"block": ["example.org/private"]},
-        fallbacks={"markitdown": {"tools": ["scrape", "fetch_page"], "timeout": 20,
-                                  "docintel_endpoint": "https://docintel.example/"}},
+        fallbacks={
+            "markitdown": {
+                "tools": ["scrape", "fetch_page"],
+                "timeout": 20,
+                "docintel_endpoint": "https://docintel.example/",
+            }
+        },
         log="logs/calls.jsonl",
         max_result_chars=10000,
     )
     loaded = config_.load(str(path))
     policy = Policy.from_profile(loaded.profile, environ={})
     assert (policy.mode, policy.allowlist, policy.allow_high, policy.assume_yes) == (
-        "ask", ("web.*",), ("web.wipe",), True)
+        "ask",
+        ("web.*",),
+        ("web.wipe",),
+        True,
+    )
     assert policy.url_rules.block == ("example.org/private",)
     assert policy.scrape_tools == ("scrape", "fetch_page")
     assert policy.max_result_chars == 10000
@@ -36,15 +45,18 @@ def test_a_full_policy_profile_loads_into_the_policy(write_config, tmp_path):
     assert policy.result_limit(web, "peek") == 500
 
 
-@pytest.mark.parametrize(("profile", "reason"), [
-    ({"policy": {"mode": "yolo"}}, "policy: mode must be one of bypass, read_only, normal, ask, got 'yolo'"),
-    ({"policy": {"moed": "ask"}}, "policy: unknown key 'moed'"),
-    ({"policy": {"allowlist": "web.*", "assume_yes": "sure"}}, "policy.assume_yes: expected true or false"),
-    ({"url_rules": {"block": [3]}}, "url_rules.block: expected a list of patterns"),
-    ({"max_result_chars": -5}, "max_result_chars: expected a positive number of characters, got -5"),
-    ({"fallbacks": {"markitdown": {"timeout": 0}}}, "fallbacks.markitdown.timeout: expected a positive number"),
-    ({"log": 7}, "log: expected a file path, got 7"),
-])
+@pytest.mark.parametrize(
+    ("profile", "reason"),
+    [
+        ({"policy": {"mode": "yolo"}}, "policy: mode must be one of bypass, read_only, normal, ask, got 'yolo'"),
+        ({"policy": {"moed": "ask"}}, "policy: unknown key 'moed'"),
+        ({"policy": {"allowlist": "web.*", "assume_yes": "sure"}}, "policy.assume_yes: expected true or false"),
+        ({"url_rules": {"block": [3]}}, "url_rules.block: expected a list of patterns"),
+        ({"max_result_chars": -5}, "max_result_chars: expected a positive number of characters, got -5"),
+        ({"fallbacks": {"markitdown": {"timeout": 0}}}, "fallbacks.markitdown.timeout: expected a positive number"),
+        ({"log": 7}, "log: expected a file path, got 7"),
+    ],
+)
 def test_a_bad_policy_section_exits_2_with_a_one_line_reason(write_config, profile, reason):
     path = write_config({"web": webtools_yaml("web")}, **profile)
     result = CliRunner().invoke(app, ["list", "-c", str(path)])
@@ -59,12 +71,15 @@ def test_a_misspelled_policy_key_gets_a_suggestion(write_config):
     assert caught.value.hint == "did you mean 'allowlist'?"
 
 
-@pytest.mark.parametrize(("tools", "reason"), [
-    ({"wipe": {"risk": "extreme"}}, "tools.wipe.risk must be one of low, normal, high, got 'extreme'"),
-    ({"wipe": {"read_only": "yes please"}}, "tools.wipe.read_only: expected true or false"),
-    ({"wipe": {"readonly": True}}, "tools.wipe: unknown key 'readonly'"),
-    ({"wipe": {"max_result_chars": 0}}, "tools.wipe.max_result_chars: expected a positive number"),
-])
+@pytest.mark.parametrize(
+    ("tools", "reason"),
+    [
+        ({"wipe": {"risk": "extreme"}}, "tools.wipe.risk must be one of low, normal, high, got 'extreme'"),
+        ({"wipe": {"read_only": "yes please"}}, "tools.wipe.read_only: expected true or false"),
+        ({"wipe": {"readonly": True}}, "tools.wipe: unknown key 'readonly'"),
+        ({"wipe": {"max_result_chars": 0}}, "tools.wipe.max_result_chars: expected a positive number"),
+    ],
+)
 def test_bad_per_tool_metadata_becomes_that_servers_config_error(write_config, tools, reason):
     loaded = config_.load(str(write_config({"web": webtools_yaml("web", tools=tools), "ok": webtools_yaml("ok")})))
     assert reason in loaded.get("web").error

@@ -61,6 +61,10 @@ def test_read_only_mode_refuses_writing_tools_and_keeps_read_only_ones(tmp_path)
 def test_ask_mode_without_anyone_to_answer_refuses_a_destructive_tool(tmp_path):
     shown, outcome = visible_and_called(tmp_path / "r", "wipe", policy={"mode": "ask"})
     assert "wipe" in shown
-    assert outcome.decision == {"allowed": False, "state": "deny", "reason": "mode_ask",
-                                "message": "web.wipe is destructive: mode ask needs a yes, and none was given"}
+    assert outcome.decision == {
+        "allowed": False,
+        "state": "deny",
+        "reason": "mode_ask",
+        "message": "web.wipe is destructive: mode ask needs a yes, and none was given",
+    }
     assert calls(tmp_path / "r") == []

@@ -33,8 +33,10 @@ def test_annotations_describe_a_tool_the_config_says_nothing_about():
 
 
 def test_an_annotation_cannot_make_a_tool_more_trusted_than_its_config():
-    meta = merge_meta({"read_only": False, "destructive": True, "idempotent": False},
-                      {"readOnlyHint": True, "destructiveHint": False, "idempotentHint": True})
+    meta = merge_meta(
+        {"read_only": False, "destructive": True, "idempotent": False},
+        {"readOnlyHint": True, "destructiveHint": False, "idempotentHint": True},
+    )
     assert not meta.read_only and meta.destructive and not meta.idempotent
 
 
@@ -49,22 +51,37 @@ def test_config_alone_sets_risk_limits_and_concurrency():
 
 
 def test_tool_settings_layer_globs_under_the_tools_own_entry():
-    settings = tool_settings(spec(**{"*": {"max_result_chars": 10, "risk": "low"}, "write_*": {"risk": "high"},
-                                     "write_file": {"max_result_chars": 99}}), "write_file")
+    settings = tool_settings(
+        spec(
+            **{
+                "*": {"max_result_chars": 10, "risk": "low"},
+                "write_*": {"risk": "high"},
+                "write_file": {"max_result_chars": 99},
+            }
+        ),
+        "write_file",
+    )
     assert settings == {"max_result_chars": 99, "risk": "high"}
 
 
-@pytest.mark.parametrize(("mode", "expected"), [
-    ("bypass", {"peek": "ok", "note": "ok", "wipe": "ok", "risky": "ok"}),
-    ("read_only", {"peek": "ok", "note": "mode_read_only", "wipe": "mode_read_only", "risky": "guardrail_high"}),
-    ("normal", {"peek": "ok", "note": "ok", "wipe": "ok", "risky": "guardrail_high"}),
-    ("ask", {"peek": "ok", "note": "ok", "wipe": "mode_ask", "risky": "mode_ask"}),
-])
+@pytest.mark.parametrize(
+    ("mode", "expected"),
+    [
+        ("bypass", {"peek": "ok", "note": "ok", "wipe": "ok", "risky": "ok"}),
+        ("read_only", {"peek": "ok", "note": "mode_read_only", "wipe": "mode_read_only", "risky": "guardrail_high"}),
+        ("normal", {"peek": "ok", "note": "ok", "wipe": "ok", "risky": "guardrail_high"}),
+        ("ask", {"peek": "ok", "note": "ok", "wipe": "mode_ask", "risky": "mode_ask"}),
+    ],
+)
 def test_each_mode_decides_each_kind_of_tool_with_its_reason(mode, expected):
     rules = policy(mode=mode)
     server = spec(risky={"risk": "high", "read_only": True})
-    tools = {"peek": tool("peek", readOnlyHint=True), "note": tool("note", readOnlyHint=False, destructiveHint=False),
-             "wipe": tool("wipe", destructiveHint=True), "risky": tool("risky", readOnlyHint=True)}
+    tools = {
+        "peek": tool("peek", readOnlyHint=True),
+        "note": tool("note", readOnlyHint=False, destructiveHint=False),
+        "wipe": tool("wipe", destructiveHint=True),
+        "risky": tool("risky", readOnlyHint=True),
+    }
     reasons = {name: rules.decide(server, name, info).reason for name, info in tools.items()}
     assert reasons == expected
 
@@ -96,8 +113,9 @@ def test_an_allowlist_walls_off_other_tools_but_lets_read_only_ones_pass():
 
 
 def test_the_blacklist_wins_over_every_mode_and_accepts_globs():
-    rules = Policy.from_profile(Profile(blacklist=frozenset({("srv", "rm_*")}),
-                                        sections={"policy": {"mode": "bypass"}}), environ={})
+    rules = Policy.from_profile(
+        Profile(blacklist=frozenset({("srv", "rm_*")}), sections={"policy": {"mode": "bypass"}}), environ={}
+    )
     assert rules.decide(spec(), "rm_rf", tool("rm_rf")).reason == "blacklist"
     assert rules.decide(spec(), "ls", tool("ls")).allowed
 
@@ -110,8 +128,9 @@ def test_before_the_server_is_asked_only_what_no_annotation_could_allow_is_denie
 
 def test_a_url_argument_matching_a_rule_is_blocked_in_every_mode():
     for mode in ("bypass", "normal"):
-        decision = policy(mode=mode).decide(spec(), "fetch", tool("fetch"),
-                                            {"url": "https://huggingface.co/datasets/gaia-benchmark/GAIA"})
+        decision = policy(mode=mode).decide(
+            spec(), "fetch", tool("fetch"), {"url": "https://huggingface.co/datasets/gaia-benchmark/GAIA"}
+        )
         assert (decision.allowed, decision.reason) == (False, "url_blocked")
         assert "huggingface.co/datasets" in decision.message
 

@@ -18,10 +18,12 @@ from tests.conftest import ROOT, fixture_yaml, run_miroctl, tagged_processes, wa
 def pool(write_config, leak_tag, tmp_path):
     log = tmp_path / "calls.log"
     env = {"MIROCTL_TEST_TAG": leak_tag, "FIXTURE_CALL_LOG": str(log)}
-    path = write_config({
-        "alpha": fixture_yaml("alpha", env=env),
-        "stubborn": fixture_yaml("stubborn", "--mode", "ignore-term", env=env, startup_timeout=2),
-    })
+    path = write_config(
+        {
+            "alpha": fixture_yaml("alpha", env=env),
+            "stubborn": fixture_yaml("stubborn", "--mode", "ignore-term", env=env, startup_timeout=2),
+        }
+    )
     return path, log
 
 
@@ -63,14 +65,15 @@ def test_a_call_outliving_its_timeout_exits_4_soon_after_and_leaves_nothing(pool
 
 
 @pytest.mark.parametrize("detach", ["false", "true"])
-def test_grandchildren_of_a_server_are_killed_when_miroctl_exits_even_in_a_session_of_their_own(
-        pool, leak_tag, detach):
+def test_grandchildren_of_a_server_are_killed_when_miroctl_exits_even_in_a_session_of_their_own(pool, leak_tag, detach):
     path, _ = pool
     result = run_miroctl("call", "--config", str(path), "alpha", "spawn_child", f"detach={detach}", "--json")
     assert result.returncode == 0, result.stderr
     grandchild = int(json.loads(result.stdout)["result"])
-    wait_for(lambda: not psutil.pid_exists(grandchild) or
-             psutil.Process(grandchild).status() == psutil.STATUS_ZOMBIE, timeout=5)
+    wait_for(
+        lambda: not psutil.pid_exists(grandchild) or psutil.Process(grandchild).status() == psutil.STATUS_ZOMBIE,
+        timeout=5,
+    )
 
 
 def test_a_server_ignoring_sigterm_and_eof_is_killed(pool, leak_tag):
@@ -84,8 +87,13 @@ def test_a_server_ignoring_sigterm_and_eof_is_killed(pool, leak_tag):
 @pytest.mark.parametrize(("signum", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_a_signal_during_a_call_stops_every_server_and_exits_with_its_code(pool, leak_tag, signum, code):
     path, log = pool
-    proc = subprocess.Popen([sys.executable, "-m", "miroctl", "call", "--config", str(path), "alpha", "sleep",
-                             "seconds=600"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "miroctl", "call", "--config", str(path), "alpha", "sleep", "seconds=600"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         wait_for(lambda: log.exists() and "sleep" in log.read_text())
         assert tagged_processes(leak_tag)
@@ -99,13 +107,16 @@ def test_a_signal_during_a_call_stops_every_server_and_exits_with_its_code(pool,
 
 
 def test_help_and_version_import_neither_mcp_nor_markitdown_nor_omegaconf():
-    probe = ("import sys; from typer.testing import CliRunner; from miroctl.cli.app import app;"
-             "r1 = CliRunner().invoke(app, ['--help']); r2 = CliRunner().invoke(app, ['--version']);"
-             "r3 = CliRunner().invoke(app, ['call', '--help']);"
-             "assert r1.exit_code == r2.exit_code == r3.exit_code == 0;"
-             "print(sorted(m for m in ('mcp', 'markitdown', 'omegaconf', 'httpx2') if m in sys.modules))")
-    result = subprocess.run([sys.executable, "-c", probe], check=False, capture_output=True, text=True, cwd=ROOT,
-                            timeout=60)
+    probe = (
+        "import sys; from typer.testing import CliRunner; from miroctl.cli.app import app;"
+        "r1 = CliRunner().invoke(app, ['--help']); r2 = CliRunner().invoke(app, ['--version']);"
+        "r3 = CliRunner().invoke(app, ['call', '--help']);"
+        "assert r1.exit_code == r2.exit_code == r3.exit_code == 0;"
+        "print(sorted(m for m in ('mcp', 'markitdown', 'omegaconf', 'httpx2') if m in sys.modules))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], check=False, capture_output=True, text=True, cwd=ROOT, timeout=60
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
 
@@ -127,11 +138,13 @@ def test_stderr_temp_files_are_removed_after_the_run(pool, tmp_path):
     assert os.environ.get("TMPDIR") != str(tmp_path)
 
 
-
-@pytest.mark.parametrize(("command", "reason"), [
-    ("no-such-command-miroctl", "command not found: no-such-command-miroctl"),
-    (__file__, f"command is not executable: {__file__}"),
-])
+@pytest.mark.parametrize(
+    ("command", "reason"),
+    [
+        ("no-such-command-miroctl", "command not found: no-such-command-miroctl"),
+        (__file__, f"command is not executable: {__file__}"),
+    ],
+)
 def test_a_server_that_cannot_start_is_named_and_leaves_no_stderr_file(monkeypatch, tmp_path, command, reason):
     import anyio
 
@@ -145,11 +158,15 @@ def test_a_server_that_cannot_start_is_named_and_leaves_no_stderr_file(monkeypat
     assert str(caught.value) == reason
     assert not list(tmp_path.iterdir())
 
-@pytest.mark.parametrize(("args", "message"), [
-    (["list", "--startup-timeout", "soon"], "miroctl: usage: Invalid value for '--startup-timeout'"),
-    (["lsit"], "miroctl: usage: No such command 'lsit'."),
-    (["call", "--no-such-option"], "miroctl: usage: No such option: --no-such-option"),
-])
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["list", "--startup-timeout", "soon"], "miroctl: usage: Invalid value for '--startup-timeout'"),
+        (["lsit"], "miroctl: usage: No such command 'lsit'."),
+        (["call", "--no-such-option"], "miroctl: usage: No such option: --no-such-option"),
+    ],
+)
 def test_command_line_mistakes_are_one_line_with_a_hint_and_exit_2(args, message):
     result = run_miroctl(*args)
     assert result.returncode == 2

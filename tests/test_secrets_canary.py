@@ -19,8 +19,11 @@ def leaky(write_config):
     servers = {
         "broken": webtools_yaml("broken", "--fail-starts", "9", env={"FIXTURE_SECRET": "${oc.env:MIROCTL_CANARY}"}),
         "web": webtools_yaml("web", env={"ECHO": "${oc.env:MIROCTL_CANARY}", "DB_PASSWORD": PASSWORD}),
-        "remote": {"name": "remote", "url": f"http://127.0.0.1:{free_port()}/mcp",
-                   "headers": {"Authorization": f"Bearer {HEADER_CANARY}"}},
+        "remote": {
+            "name": "remote",
+            "url": f"http://127.0.0.1:{free_port()}/mcp",
+            "headers": {"Authorization": f"Bearer {HEADER_CANARY}"},
+        },
     }
     return write_config(servers)
 
@@ -44,8 +47,11 @@ def test_list_shows_the_failing_servers_stderr_without_the_secret(leaky, tmp_pat
     assert_clean(result.stdout, result.stderr, log.read_text())
 
 
-CALLS = [(["web", "env", "name=ECHO"], 0), (["web", "fail", f"message=token {HEADER_CANARY}"], 1),
-         (["broken", "peek"], 3)]
+CALLS = [
+    (["web", "env", "name=ECHO"], 0),
+    (["web", "fail", f"message=token {HEADER_CANARY}"], 1),
+    (["broken", "peek"], 3),
+]
 MORE_CALLS = [(["web", "env", "name=DB_PASSWORD"], 0), (["web", "scrape", f"url=http://127.0.0.1:9/{CANARY}"], 1)]
 
 

@@ -29,15 +29,20 @@ def anyio_backend() -> str:
 
 
 def memory(name: str, tools: str | None = None, **fields: Any) -> ServerSpec:
-    return ServerSpec(name=name, transport="memory", target=build(name, set(tools.split(",")) if tools else None),
-                      **fields)
+    return ServerSpec(
+        name=name, transport="memory", target=build(name, set(tools.split(",")) if tools else None), **fields
+    )
 
 
 @asynccontextmanager
-async def gateway_client(*specs: ServerSpec, lazy: bool = False, separator: str = "__",
-                         blacklist: frozenset[tuple[str, str]] = frozenset()) -> AsyncIterator[tuple[Gateway, Any]]:
-    config = Config(servers=specs, profile=Profile(blacklist=blacklist, startup_timeout=30),
-                    default_names=tuple(s.name for s in specs))
+async def gateway_client(
+    *specs: ServerSpec, lazy: bool = False, separator: str = "__", blacklist: frozenset[tuple[str, str]] = frozenset()
+) -> AsyncIterator[tuple[Gateway, Any]]:
+    config = Config(
+        servers=specs,
+        profile=Profile(blacklist=blacklist, startup_timeout=30),
+        default_names=tuple(s.name for s in specs),
+    )
     async with Manager(config) as manager:
         gateway = Gateway(manager, list(specs), lazy=lazy, separator=separator)
         await gateway.refresh()
@@ -136,8 +141,11 @@ async def test_lazy_list_tools_gives_summaries_for_all_and_schemas_for_one_serve
     async with gateway_client(memory("alpha", "add"), memory("beta", "echo"), lazy=True) as (_, client):
         everything = json.loads((await client.call_tool("list_tools", {})).content[0].text)
         one = json.loads((await client.call_tool("list_tools", {"server": "beta"})).content[0].text)
-    assert everything["servers"][0] == {"name": "alpha", "ok": True,
-                                        "tools": [{"name": "add", "summary": "Add two integers."}]}
+    assert everything["servers"][0] == {
+        "name": "alpha",
+        "ok": True,
+        "tools": [{"name": "add", "summary": "Add two integers."}],
+    }
     assert one["servers"][0]["tools"][0]["input_schema"]["required"] == ["text"]
 
 
@@ -174,8 +182,9 @@ async def test_secret_values_from_the_config_are_masked_in_gateway_results(monke
 async def test_server_that_fails_at_start_is_left_out_then_served_once_it_can_start(tmp_path, monkeypatch):
     monkeypatch.setattr(pool, "RETRY_AFTER", 0.0)
     script = tmp_path / "late.py"
-    late = ServerSpec(name="late", command=sys.executable, args=(str(script), "--name", "late", "--tools", "echo"),
-                      startup_timeout=30)
+    late = ServerSpec(
+        name="late", command=sys.executable, args=(str(script), "--name", "late", "--tools", "echo"), startup_timeout=30
+    )
     async with gateway_client(memory("alpha", "add"), late) as (gateway, client):
         before = {tool.name for tool in (await client.list_tools()).tools}
         state = gateway.health()["servers"][1]

@@ -39,13 +39,18 @@ def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]
     """One gateway for the module: alpha and beta over stdio, web over HTTP, a token, a small body limit."""
     tag = uuid.uuid4().hex
     port = free_port()
-    web = subprocess.Popen([sys.executable, FIXTURE, "--name", "web", "--http", str(port), "--tools", "headers,echo"],
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**_env(), "MIROCTL_TEST_TAG": tag})
+    web = subprocess.Popen(
+        [sys.executable, FIXTURE, "--name", "web", "--http", str(port), "--tools", "headers,echo"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**_env(), "MIROCTL_TEST_TAG": tag},
+    )
     wait_for_port(port)
     files = pool_files(tag, web={"name": "web", "url": f"http://127.0.0.1:{port}/mcp"})
     config = write_pool(tmp_path_factory.mktemp("secured"), files)
-    gateway, url = start_http_gateway(config, "--token-env", "GATEWAY_TOKEN", "--max-body", "20000",
-                                      env={"GATEWAY_TOKEN": TOKEN})
+    gateway, url = start_http_gateway(
+        config, "--token-env", "GATEWAY_TOKEN", "--max-body", "20000", env={"GATEWAY_TOKEN": TOKEN}
+    )
     yield {"url": url, "gateway": gateway, "tag": tag}
     assert gateway.stop() == 143
     web.terminate()
@@ -61,8 +66,10 @@ def _env() -> dict[str, str]:
 
 @asynccontextmanager
 async def http_client(url: str, headers: dict[str, str]) -> AsyncIterator[Any]:
-    async with httpx2.AsyncClient(headers=headers, timeout=60) as http, \
-            Client(streamable_http_client(f"{url}/mcp", http_client=http)) as client:
+    async with (
+        httpx2.AsyncClient(headers=headers, timeout=60) as http,
+        Client(streamable_http_client(f"{url}/mcp", http_client=http)) as client,
+    ):
         yield client
 
 
@@ -114,8 +121,11 @@ def test_healthz_needs_the_token_too_and_reports_each_upstream(secured):
     health = json.loads(body)
     assert status == 200
     assert health["schema"] == "miroctl.health/1"
-    assert {s["name"]: s["state"] for s in health["servers"]} == {"alpha": "connected", "beta": "connected",
-                                                                  "web": "connected"}
+    assert {s["name"]: s["state"] for s in health["servers"]} == {
+        "alpha": "connected",
+        "beta": "connected",
+        "web": "connected",
+    }
     assert TOKEN not in body.decode()
 
 
@@ -142,8 +152,9 @@ def test_oversize_body_gets_413(secured):
 
 
 def test_json_api_call_answers_the_call_envelope(secured):
-    status, envelope = post_json(secured["url"], "/v1/call", {"server": "alpha", "tool": "add",
-                                                              "arguments": {"a": 1, "b": 2}}, AUTH)
+    status, envelope = post_json(
+        secured["url"], "/v1/call", {"server": "alpha", "tool": "add", "arguments": {"a": 1, "b": 2}}, AUTH
+    )
     assert status == 200
     assert envelope["schema"] == "miroctl.call/1"
     assert (envelope["result"], envelope["exit_code"]) == ("3", 0)
@@ -222,14 +233,17 @@ def test_json_api_call_is_cancelled_upstream_when_its_client_goes_away(secured, 
     wait_until(lambda: marker.read_text() == "cancelled", message="call cancelled upstream")
 
 
-@pytest.mark.parametrize(("header", "ok"), [
-    (f"Bearer {TOKEN}", True),
-    (f"bearer {TOKEN}", True),
-    (f"Basic {TOKEN}", False),
-    (f"Bearer {TOKEN}x", False),
-    ("Bearer", False),
-    (None, False),
-])
+@pytest.mark.parametrize(
+    ("header", "ok"),
+    [
+        (f"Bearer {TOKEN}", True),
+        (f"bearer {TOKEN}", True),
+        (f"Basic {TOKEN}", False),
+        (f"Bearer {TOKEN}x", False),
+        ("Bearer", False),
+        (None, False),
+    ],
+)
 def test_token_check_accepts_only_the_bearer_token(header, ok):
     from miroctl.gateway.http import token_ok
 
@@ -247,10 +261,13 @@ def test_settings_accept_loopback_names_and_any_host_only_beyond_loopback_withou
     assert matches("gw.lan:8765", HttpSettings(host="0.0.0.0", token="t", allow_hosts=["gw.lan:*"]).hosts)
 
 
-@pytest.mark.parametrize(("args", "reason"), [
-    (["--transport", "websocket"], "unknown transport 'websocket'"),
-    (["--separator", "/"], "--separator '/' would make invalid tool names"),
-])
+@pytest.mark.parametrize(
+    ("args", "reason"),
+    [
+        (["--transport", "websocket"], "unknown transport 'websocket'"),
+        (["--separator", "/"], "--separator '/' would make invalid tool names"),
+    ],
+)
 def test_serve_refuses_bad_options_with_exit_2_before_starting_anything(args, reason):
     result = CliRunner().invoke(app, ["serve", *args])
     assert result.exit_code == 2
@@ -259,8 +276,12 @@ def test_serve_refuses_bad_options_with_exit_2_before_starting_anything(args, re
 
 def test_a_host_listening_over_http_hears_when_a_left_out_server_comes_back(tmp_path, leak_tag):
     ready = tmp_path / "ready"
-    late = {"name": "late", "tool_command": "python", "args": [FIXTURE, "--name", "late", "--mode", "late"],
-            "env": {"FIXTURE_READY_FILE": str(ready), "MIROCTL_TEST_TAG": leak_tag}}
+    late = {
+        "name": "late",
+        "tool_command": "python",
+        "args": [FIXTURE, "--name", "late", "--mode", "late"],
+        "env": {"FIXTURE_READY_FILE": str(ready), "MIROCTL_TEST_TAG": leak_tag},
+    }
     config = write_pool(tmp_path, {"late": late})
     gateway, url = start_http_gateway(config, "--retry-every", "0.5")
 
@@ -293,9 +314,12 @@ def test_a_host_on_an_older_protocol_over_http_is_told_when_the_tools_change(tmp
             if getattr(message, "method", None) == "notifications/tools/list_changed":
                 told.set()
 
-        async with httpx2.AsyncClient(timeout=60) as http, \
-                Client(streamable_http_client(f"{url}/mcp", http_client=http), mode="legacy",
-                       message_handler=messages) as client:
+        async with (
+            httpx2.AsyncClient(timeout=60) as http,
+            Client(
+                streamable_http_client(f"{url}/mcp", http_client=http), mode="legacy", message_handler=messages
+            ) as client,
+        ):
             listed = client.server_capabilities.tools.list_changed
             await client.list_tools()
             await client.call_tool("alpha__grow", {"tool_name": "fresh"})

@@ -30,8 +30,9 @@ def anyio_backend() -> str:
 
 @asynccontextmanager
 async def stdio_gateway(config: Path, *args: str, **client_options: Any) -> AsyncIterator[Any]:
-    params = StdioServerParameters(command=sys.executable, args=["-m", "miroctl", "serve", "--config", str(config),
-                                                                 *args], cwd=str(ROOT))
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "miroctl", "serve", "--config", str(config), *args], cwd=str(ROOT)
+    )
     with tempfile.TemporaryFile("w+") as errlog:
         async with Client(stdio_client(params, errlog=errlog), **client_options) as client:
             yield client
@@ -87,11 +88,16 @@ async def test_cancelling_a_call_at_the_gateway_cancels_it_upstream(tmp_path, le
     assert still_works.content[0].text == "ok"
 
 
-
 async def test_a_host_listening_for_changes_hears_when_a_left_out_server_comes_back(tmp_path, leak_tag):
     ready = tmp_path / "ready"
-    late = fixture_yaml("late", "--mode", "late", "--tools", "echo",
-                        env={"FIXTURE_READY_FILE": str(ready), "MIROCTL_TEST_TAG": leak_tag})
+    late = fixture_yaml(
+        "late",
+        "--mode",
+        "late",
+        "--tools",
+        "echo",
+        env={"FIXTURE_READY_FILE": str(ready), "MIROCTL_TEST_TAG": leak_tag},
+    )
     config = write_pool(tmp_path, pool_files(leak_tag, late=late))
     async with stdio_gateway(config, "alpha", "late", "--retry-every", "0.5") as client:
         before = {tool.name for tool in (await client.list_tools()).tools}
@@ -136,6 +142,7 @@ async def test_a_host_on_an_older_protocol_is_told_unsolicited_when_the_tools_ch
             await told.wait()
         names = {tool.name for tool in (await client.list_tools()).tools}
     assert "alpha__fresh" in names
+
 
 async def _wait_for_text(path: Path, text: str, timeout: float = 30) -> None:
     with anyio.fail_after(timeout):

@@ -14,16 +14,18 @@ from tests.policy_support import log_lines, memory_spec, pool, webtools_spec, we
 
 def test_task_id_from_the_command_line_reaches_the_server_as_TASK_ID(write_config):
     path = write_config({"web": webtools_yaml("web")})
-    result = CliRunner().invoke(app, ["call", "-c", str(path), "--json", "--task-id", "task-42",
-                                      "web", "env", "name=TASK_ID"])
+    result = CliRunner().invoke(
+        app, ["call", "-c", str(path), "--json", "--task-id", "task-42", "web", "env", "name=TASK_ID"]
+    )
     assert result.exit_code == 0, result.stderr
     assert parse_json(result.stdout)["result"] == "task-42"
 
 
 def test_task_id_from_miroctls_environment_reaches_the_server(write_config):
     path = write_config({"web": webtools_yaml("web")})
-    result = CliRunner().invoke(app, ["call", "-c", str(path), "--json", "web", "env", "name=TASK_ID"],
-                                env={"TASK_ID": "from-env-7"})
+    result = CliRunner().invoke(
+        app, ["call", "-c", str(path), "--json", "web", "env", "name=TASK_ID"], env={"TASK_ID": "from-env-7"}
+    )
     assert result.exit_code == 0, result.stderr
     assert parse_json(result.stdout)["result"] == "from-env-7"
 
@@ -41,14 +43,32 @@ def test_the_call_log_has_one_json_line_per_step_with_masked_arguments(write_con
     server = webtools_yaml("web", env={"API_TOKEN": "tok-abcdef-123"})
     path = write_config({"web": server}, policy={"mode": "read_only"})
     runner = CliRunner()
-    ok = runner.invoke(app, ["call", "-c", str(path), "--log", str(log), "--task-id", "t1", "web.fetch",
-                             "url=https://example.org/?key=tok-abcdef-123"])
+    ok = runner.invoke(
+        app,
+        [
+            "call",
+            "-c",
+            str(path),
+            "--log",
+            str(log),
+            "--task-id",
+            "t1",
+            "web.fetch",
+            "url=https://example.org/?key=tok-abcdef-123",
+        ],
+    )
     assert ok.exit_code == 0, ok.stderr
     denied = runner.invoke(app, ["call", "-c", str(path), "--log", str(log), "web", "wipe"])
     assert denied.exit_code == 5
     lines = log_lines(log)
-    assert [line["event"] for line in lines] == ["call_start", "decision", "call_success",
-                                                 "call_start", "decision", "call_error"]
+    assert [line["event"] for line in lines] == [
+        "call_start",
+        "decision",
+        "call_success",
+        "call_start",
+        "decision",
+        "call_error",
+    ]
     assert all({"ts", "event", "server", "tool"} <= line.keys() for line in lines)
     start, decision, success = lines[:3]
     assert start["arguments"] == {"url": "https://example.org/?key=****"}

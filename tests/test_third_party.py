@@ -26,8 +26,9 @@ def page(tmp_path):
 
 
 def test_call_converts_a_file_with_markitdown_mcp_over_stdio(page):
-    result = CliRunner().invoke(app, ["call", "--stdio", markitdown_mcp(), "convert_to_markdown",
-                                      f"uri={page.as_uri()}", "--json"])
+    result = CliRunner().invoke(
+        app, ["call", "--stdio", markitdown_mcp(), "convert_to_markdown", f"uri={page.as_uri()}", "--json"]
+    )
     assert result.exit_code == 0, result.stderr
     envelope = parse_json(result.stdout)
     assert envelope["server_name"] == "markitdown-mcp"
@@ -37,8 +38,9 @@ def test_call_converts_a_file_with_markitdown_mcp_over_stdio(page):
 @pytest.fixture
 def markitdown_http():
     port = free_port()
-    proc = subprocess.Popen([markitdown_mcp(), "--http", "--port", str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [markitdown_mcp(), "--http", "--port", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     try:
         wait_for_port(port, timeout=120)  # markitdown's imports are heavy on a busy machine
         yield f"http://127.0.0.1:{port}"

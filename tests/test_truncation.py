@@ -60,23 +60,32 @@ def test_limits_apply_per_tool_per_server_and_globally_through_the_manager():
 
     async def main():
         async with Manager(pool(server, other, max_result_chars=25)) as manager:
-            requests = [("web", "big", {"chars": 100}), ("web", "env", {"name": "X" * 60}),
-                        ("plainweb", "big", {"chars": 100}), ("plainweb", "peek", {})]
+            requests = [
+                ("web", "big", {"chars": 100}),
+                ("web", "env", {"name": "X" * 60}),
+                ("plainweb", "big", {"chars": 100}),
+                ("plainweb", "peek", {}),
+            ]
             return [await manager.call(CallRequest(s, t, a)) for s, t, a in requests]
 
     big, env, global_big, small = anyio.run(main)
     assert big.truncated["limit"] == 10 and big.result.startswith("x" * 10 + "\n[... truncated")
     assert env.truncated is None  # "<unset>" fits in the server's 40
-    assert global_big.truncated == {"original_chars": 100, "kept_chars": 25, "limit": 25,
-                                    "structured_content_dropped": True}
+    assert global_big.truncated == {
+        "original_chars": 100,
+        "kept_chars": 25,
+        "limit": 25,
+        "structured_content_dropped": True,
+    }
     assert small.truncated is None and small.result == "peeked"
 
 
 def test_a_huge_result_gives_a_small_envelope_and_output_writes_all_of_it(write_config, tmp_path):
     target = tmp_path / "full.txt"
     path = write_config({"web": webtools_yaml("web")}, max_result_chars=1000)
-    result = CliRunner().invoke(app, ["call", "-c", str(path), "web", "big", "chars=3000000", "--json",
-                                      "--output", str(target)])
+    result = CliRunner().invoke(
+        app, ["call", "-c", str(path), "web", "big", "chars=3000000", "--json", "--output", str(target)]
+    )
     assert result.exit_code == 0, result.stderr
     assert len(result.stdout) < 5000
     envelope = parse_json(result.stdout)
@@ -114,8 +123,10 @@ def test_output_into_a_missing_directory_exits_2_before_anything_starts(write_co
 def test_error_texts_keep_at_least_2000_characters_under_a_small_limit():
     async def main():
         async with Manager(pool(memory_spec("web", tools={"fail": {"max_result_chars": 10}}))) as manager:
-            return (await manager.call(CallRequest("web", "fail", {"message": "m" * 100})),
-                    await manager.call(CallRequest("web", "fail", {"message": "m" * 3000})))
+            return (
+                await manager.call(CallRequest("web", "fail", {"message": "m" * 100})),
+                await manager.call(CallRequest("web", "fail", {"message": "m" * 3000})),
+            )
 
     short, long = anyio.run(main)
     assert short.truncated is None and short.error.endswith("m" * 100)

@@ -84,8 +84,10 @@ def test_call_with_a_hugging_face_dataset_url_exits_5_and_the_server_records_no_
     runner = CliRunner()
     warm = runner.invoke(app, ["call", "-c", str(path), "web", "fetch", "url=https://example.org/", "--json"])
     assert warm.exit_code == 0, warm.stderr
-    result = runner.invoke(app, ["call", "-c", str(path), "web", "scrape",
-                                 "url=https://huggingface.co/datasets/gaia-benchmark/GAIA", "--json"])
+    result = runner.invoke(
+        app,
+        ["call", "-c", str(path), "web", "scrape", "url=https://huggingface.co/datasets/gaia-benchmark/GAIA", "--json"],
+    )
     assert result.exit_code == 5, result.stderr
     envelope = parse_json(result.stdout)
     assert envelope["error_kind"] == "denied"
@@ -96,7 +98,8 @@ def test_call_with_a_hugging_face_dataset_url_exits_5_and_the_server_records_no_
 
 def test_a_profile_can_replace_the_url_rules(write_config, tmp_path):
     path = write_config({"web": webtools_yaml("web")}, url_rules={"block": ["example.org/private"]})
-    result = CliRunner().invoke(app, ["call", "-c", str(path), "web", "fetch",
-                                      "url=https://example.org/private/x", "--json"])
+    result = CliRunner().invoke(
+        app, ["call", "-c", str(path), "web", "fetch", "url=https://example.org/private/x", "--json"]
+    )
     assert result.exit_code == 5, result.stderr
     assert "example.org/private" in parse_json(result.stdout)["error"]

@@ -84,8 +84,16 @@ def test_miroctl_url_sends_calls_through_the_gateway(pool):
 
 
 def test_miroctl_url_is_ignored_when_a_config_is_named(pool):
-    result = invoke("call", "alpha", "echo", "text=direct", "--json", "--config", pool["config"],
-                    env={"MIROCTL_URL": f"http://127.0.0.1:{free_port()}"})
+    result = invoke(
+        "call",
+        "alpha",
+        "echo",
+        "text=direct",
+        "--json",
+        "--config",
+        pool["config"],
+        env={"MIROCTL_URL": f"http://127.0.0.1:{free_port()}"},
+    )
     assert result.exit_code == 0
     assert json.loads(result.stdout)["result"] == "direct"
 
@@ -121,39 +129,48 @@ def test_list_via_with_an_unknown_server_exits_2_like_list(pool):
 
 def test_batch_via_gives_the_envelopes_of_the_direct_batch(pool, tmp_path):
     lines = tmp_path / "calls.jsonl"
-    lines.write_text('{"server": "alpha", "tool": "add", "arguments": {"a": 2}}\n'
-                     '{"server": "beta", "tool": "add", "arguments": {"a": 2}}\n'
-                     '{"tool": "nope"}\n')
+    lines.write_text(
+        '{"server": "alpha", "tool": "add", "arguments": {"a": 2}}\n'
+        '{"server": "beta", "tool": "add", "arguments": {"a": 2}}\n'
+        '{"tool": "nope"}\n'
+    )
     direct = invoke("call", "--batch", str(lines), "--config", pool["config"])
     warm = invoke("call", "--batch", str(lines), "--via", pool["url"])
     assert (warm.exit_code, direct.exit_code) == (1, 1)
-    assert [without_timing(json.loads(line)) for line in warm.stdout.splitlines()] == \
-        [without_timing(json.loads(line)) for line in direct.stdout.splitlines()]
+    assert [without_timing(json.loads(line)) for line in warm.stdout.splitlines()] == [
+        without_timing(json.loads(line)) for line in direct.stdout.splitlines()
+    ]
     assert [json.loads(line)["exit_code"] for line in warm.stdout.splitlines()] == [0, 5, 6]
 
 
 def test_miroctl_command_via_a_gateway_imports_neither_typer_nor_the_sdk_nor_omegaconf(pool):
-    probe = ("import runpy, sys\n"
-             "sys.argv = ['miroctl', 'call', 'beta', 'echo', 'text=light', '--json', '--via', sys.argv[1]]\n"
-             "try:\n    runpy.run_module('miroctl', run_name='__main__')\nexcept SystemExit as exit:\n"
-             "    heavy = sorted({m.split('.')[0] for m in sys.modules} & {'mcp', 'mcp_types', 'omegaconf', 'typer'})\n"
-             "    print(exit.code, heavy, file=sys.stderr)\n")
-    done = subprocess.run([sys.executable, "-c", probe, pool["url"]], capture_output=True, text=True, cwd=ROOT, check=False,
-                          timeout=60)
+    probe = (
+        "import runpy, sys\n"
+        "sys.argv = ['miroctl', 'call', 'beta', 'echo', 'text=light', '--json', '--via', sys.argv[1]]\n"
+        "try:\n    runpy.run_module('miroctl', run_name='__main__')\nexcept SystemExit as exit:\n"
+        "    heavy = sorted({m.split('.')[0] for m in sys.modules} & {'mcp', 'mcp_types', 'omegaconf', 'typer'})\n"
+        "    print(exit.code, heavy, file=sys.stderr)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe, pool["url"]], capture_output=True, text=True, cwd=ROOT, check=False, timeout=60
+    )
     assert done.stderr.strip() == "0 []"
     assert json.loads(done.stdout)["result"] == "light"
 
 
-@pytest.mark.parametrize("argv", [
-    ["call", "alpha", "add", "a=1", "b=-2", "--json"],
-    ["call", "alpha", "add", "a=1", "--timeout", "5", "--no-autocorrect"],
-    ["call", "alpha", "fail", "-t", "5"],
-    ["call", "nosuch", "tool"],
-    ["call", "alpha", "add", "=1", "--json"],
-    ["call", "--json"],
-    ["list", "beta", "--json"],
-    ["list", "--schema"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["call", "alpha", "add", "a=1", "b=-2", "--json"],
+        ["call", "alpha", "add", "a=1", "--timeout", "5", "--no-autocorrect"],
+        ["call", "alpha", "fail", "-t", "5"],
+        ["call", "nosuch", "tool"],
+        ["call", "alpha", "add", "=1", "--json"],
+        ["call", "--json"],
+        ["list", "beta", "--json"],
+        ["list", "--schema"],
+    ],
+)
 def test_fast_entry_and_full_cli_answer_alike(pool, argv, capsys):
     fast = _exit_of(lambda: warm.main([*argv, "--via", pool["url"]]))
     fast_out = capsys.readouterr()
@@ -178,17 +195,20 @@ def _documents(text: str) -> Any:
         return text
 
 
-@pytest.mark.parametrize("argv", [
-    ["call", "alpha", "echo", "--help"],
-    ["call", "alpha", "echo", "--config", "x.yaml"],
-    ["call", "--batch", "-"],
-    ["call", "alpha", "echo", "--timeout", "soon"],
-    ["call", "alpha", "echo", "--via"],
-    ["call", "alpha", "echo", "-tx"],
-    ["check", "alpha"],
-    ["serve"],
-    ["call", "alpha", "echo", "text=x"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["call", "alpha", "echo", "--help"],
+        ["call", "alpha", "echo", "--config", "x.yaml"],
+        ["call", "--batch", "-"],
+        ["call", "alpha", "echo", "--timeout", "soon"],
+        ["call", "alpha", "echo", "--via"],
+        ["call", "alpha", "echo", "-tx"],
+        ["check", "alpha"],
+        ["serve"],
+        ["call", "alpha", "echo", "text=x"],
+    ],
+)
 def test_fast_entry_leaves_anything_it_is_unsure_of_to_the_full_cli(argv):
     assert warm.parse(argv, {}) is None
 

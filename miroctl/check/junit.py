@@ -31,11 +31,17 @@ def build(document: Mapping[str, Any]) -> ET.ElementTree:
     failures = sum(case.find("failure") is not None for case in cases)
     skipped = sum(case.find("skipped") is not None for case in cases)
     seconds = f"{document.get('duration_ms', 0) / 1000:.3f}"
-    counts = {"tests": str(len(cases)), "failures": str(failures), "errors": "0", "skipped": str(skipped),
-              "time": seconds}
+    counts = {
+        "tests": str(len(cases)),
+        "failures": str(failures),
+        "errors": "0",
+        "skipped": str(skipped),
+        "time": seconds,
+    }
     root = ET.Element("testsuites", {"name": SUITE, **counts})
-    suite = ET.SubElement(root, "testsuite", {
-        "name": SUITE, **counts, "timestamp": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S")})
+    suite = ET.SubElement(
+        root, "testsuite", {"name": SUITE, **counts, "timestamp": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S")}
+    )
     _properties(suite, document)
     suite.extend(cases)
     ET.indent(root)
@@ -48,8 +54,14 @@ def write(path: str | Path, document: Mapping[str, Any]) -> None:
 
 def testcase(server: Mapping[str, Any], changes: Sequence[Mapping[str, Any]]) -> ET.Element:
     """One server: passed, failed (with reason and stderr tail), skipped (allowed to fail), or drifted."""
-    case = ET.Element("testcase", {"classname": CLASSNAME, "name": xml_text(server["name"]),
-                                   "time": f"{(server.get('duration_ms') or 0) / 1000:.3f}"})
+    case = ET.Element(
+        "testcase",
+        {
+            "classname": CLASSNAME,
+            "name": xml_text(server["name"]),
+            "time": f"{(server.get('duration_ms') or 0) / 1000:.3f}",
+        },
+    )
     failure = server.get("failure")
     if failure and server.get("allowed_failure"):
         element = ET.SubElement(case, "skipped", {"message": xml_text("allowed to fail: " + _reason(failure))})
@@ -59,8 +71,9 @@ def testcase(server: Mapping[str, Any], changes: Sequence[Mapping[str, Any]]) ->
         element.text = xml_text(_details(server, failure))
     elif changes:
         breaking = any(c["severity"] == "breaking" for c in changes)
-        element = ET.SubElement(case, "failure", {"message": xml_text(_drift_message(changes)),
-                                                  "type": "breaking" if breaking else "drift"})
+        element = ET.SubElement(
+            case, "failure", {"message": xml_text(_drift_message(changes)), "type": "breaking" if breaking else "drift"}
+        )
         element.text = xml_text("\n".join(_change_line(c) for c in changes))
     out = ET.SubElement(case, "system-out")
     out.text = xml_text(_summary(server))

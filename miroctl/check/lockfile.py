@@ -34,8 +34,13 @@ class Change:
     detail: str
 
     def to_dict(self) -> dict[str, Any]:
-        return {"server": self.server, "tool": self.tool, "kind": self.kind, "severity": self.severity,
-                "detail": self.detail}
+        return {
+            "server": self.server,
+            "tool": self.tool,
+            "kind": self.kind,
+            "severity": self.severity,
+            "detail": self.detail,
+        }
 
 
 @dataclass
@@ -56,9 +61,15 @@ class LockCheck:
         return [c for c in self.changes if c.severity == "drift"]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"against": self.against, "written": self.written, "ok": not self.changes,
-                "breaking": len(self.breaking), "drift": len(self.drift),
-                "changes": [c.to_dict() for c in self.changes], "unchecked": self.unchecked}
+        return {
+            "against": self.against,
+            "written": self.written,
+            "ok": not self.changes,
+            "breaking": len(self.breaking),
+            "drift": len(self.drift),
+            "changes": [c.to_dict() for c in self.changes],
+            "unchecked": self.unchecked,
+        }
 
 
 # ---------------------------------------------------------------------------------------------- file
@@ -69,8 +80,7 @@ def surface(reports: Iterable[Any], mask: Callable[[Any], Any] = lambda value: v
     found: Surface = {}
     for report in reports:
         if report.ok:
-            tools = {t.name: {"description": t.description, "input_schema": dict(t.input_schema)}
-                     for t in report.tools}
+            tools = {t.name: {"description": t.description, "input_schema": dict(t.input_schema)} for t in report.tools}
             found[report.server] = mask(tools)
     return found
 
@@ -110,7 +120,7 @@ def read(path: str | Path) -> dict[str, Any]:
     except json.JSONDecodeError as exc:
         raise ConfigError(f"bad JSON in lock file {path}:{exc.lineno}:{exc.colno}: {exc.msg}") from None
     if not isinstance(data, dict) or data.get("schema") != SCHEMA or not isinstance(data.get("servers"), dict):
-        raise ConfigError(f"{path} is not a miroctl lock file (expected \"schema\": \"{SCHEMA}\")")
+        raise ConfigError(f'{path} is not a miroctl lock file (expected "schema": "{SCHEMA}")')
     for name, entry in data["servers"].items():
         if not isinstance(entry, dict) or not isinstance(entry.get("tools"), dict):
             raise ConfigError(f"{path}: server {name!r} has no tools mapping")
@@ -127,8 +137,9 @@ def compare(locked: Mapping[str, Any], current: Surface) -> LockCheck:
     for server in sorted(current):
         if server not in locked_servers:
             count = len(current[server])
-            result.changes.append(Change(server, None, "added", "drift",
-                                         f"server is not in the lock file ({counted(count, 'tool')})"))
+            result.changes.append(
+                Change(server, None, "added", "drift", f"server is not in the lock file ({counted(count, 'tool')})")
+            )
             continue
         result.changes.extend(compare_tools(server, locked_servers[server]["tools"], current[server]))
     result.unchecked = sorted(s for s in locked_servers if s not in current)

@@ -46,8 +46,13 @@ def _ms(since: float, until: float | None = None) -> float:
 
 
 def _timeout(phase: str, budget: Budget, tail: tuple[str, ...] = (), what: str | None = None) -> Failure:
-    return Failure("timeout", f"no answer to {what or phase} within the {budget.seconds:g}s timeout",
-                   hint=TIMEOUT_HINT, phase=phase, stderr_tail=tail)
+    return Failure(
+        "timeout",
+        f"no answer to {what or phase} within the {budget.seconds:g}s timeout",
+        hint=TIMEOUT_HINT,
+        phase=phase,
+        stderr_tail=tail,
+    )
 
 
 class Prober:
@@ -162,16 +167,21 @@ class Prober:
         report.passed("tools", _ms(began), f"{counted(len(visible), 'tool')}{hidden}, {counted(pages, 'page')}")
         return True
 
-    async def _list_failure(self, handle: ServerHandle, connection: Any, listing: Any, error: Exception | None,
-                            budget: Budget) -> Failure | None:
+    async def _list_failure(
+        self, handle: ServerHandle, connection: Any, listing: Any, error: Exception | None, budget: Budget
+    ) -> Failure | None:
         if error is not None:
             return await self._request_failed(handle, error, "tools/list")
         if listing is None:
             connection.wire.hurry = True
             return _timeout("tools/list", budget, connection.wire.stderr_tail())
         if listing[2]:
-            return Failure("protocol", f"tools/list still had more pages after {MAX_TOOL_PAGES}",
-                           phase="tools/list", hint="the server keeps returning a nextCursor")
+            return Failure(
+                "protocol",
+                f"tools/list still had more pages after {MAX_TOOL_PAGES}",
+                phase="tools/list",
+                hint="the server keeps returning a nextCursor",
+            )
         return None
 
     async def _request_failed(self, handle: ServerHandle, exc: BaseException, phase: str) -> Failure:
@@ -252,8 +262,12 @@ def smoke_failure(call: SmokeCall, outcome: Any, budget: Budget) -> Failure:
     if outcome.error_kind == "timeout":
         return _timeout("smoke", budget, what=f"the smoke call to {call.tool}")
     if outcome.error_kind in ("arguments", "usage"):
-        return Failure("config", f"smoke arguments for {call.tool} do not fit its schema: {outcome.error}",
-                       hint=outcome.hint, phase="smoke")
+        return Failure(
+            "config",
+            f"smoke arguments for {call.tool} do not fit its schema: {outcome.error}",
+            hint=outcome.hint,
+            phase="smoke",
+        )
     what = {"tool_error": "returned an error", "denied": "was denied", "not_found": "could not be made"}
     reason = what.get(outcome.error_kind, "failed")
     return Failure("smoke", f"smoke call {call.tool} {reason}: {outcome.error}", hint=outcome.hint, phase="smoke")
@@ -290,9 +304,15 @@ def warm_up(specs: Sequence[ServerSpec]) -> None:
         import mcp.client.streamable_http  # noqa: F401
 
 
-async def probe_all(manager: Any, specs: Sequence[ServerSpec], *, timeout: float | None = None,
-                    concurrency: int = DEFAULT_CONCURRENCY, smoke: bool = False,
-                    on_done: DoneFn | None = None) -> list[ProbeReport]:
+async def probe_all(
+    manager: Any,
+    specs: Sequence[ServerSpec],
+    *,
+    timeout: float | None = None,
+    concurrency: int = DEFAULT_CONCURRENCY,
+    smoke: bool = False,
+    on_done: DoneFn | None = None,
+) -> list[ProbeReport]:
     """Probe every server concurrently (at most `concurrency` at once); one report per server, in order."""
     warm_up(specs)
     prober = Prober(manager, timeout=timeout, smoke=smoke)

@@ -45,13 +45,25 @@ class SmokeCall:
     error: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"tool": self.tool, "arguments": dict(self.arguments), "ok": self.ok,
-                "duration_ms": round(self.duration_ms, 1), "result": self.result, "error": self.error}
+        return {
+            "tool": self.tool,
+            "arguments": dict(self.arguments),
+            "ok": self.ok,
+            "duration_ms": round(self.duration_ms, 1),
+            "result": self.result,
+            "error": self.error,
+        }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> SmokeCall:
-        return cls(data["tool"], dict(data.get("arguments") or {}), ok=bool(data.get("ok")),
-                   duration_ms=data.get("duration_ms") or 0.0, result=data.get("result"), error=data.get("error"))
+        return cls(
+            data["tool"],
+            dict(data.get("arguments") or {}),
+            ok=bool(data.get("ok")),
+            duration_ms=data.get("duration_ms") or 0.0,
+            result=data.get("result"),
+            error=data.get("error"),
+        )
 
 
 @dataclass
@@ -103,10 +115,17 @@ class ProbeReport:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "name": self.server, "status": self.status, "ok": self.ok, "allowed_failure": self.allowed_failure,
-            "transport": self.transport, "where": self.where, "source": self.source,
-            "protocol_version": self.protocol_version, "server_name": self.server_name,
-            "server_version": self.server_version, "capabilities": self.capabilities,
+            "name": self.server,
+            "status": self.status,
+            "ok": self.ok,
+            "allowed_failure": self.allowed_failure,
+            "transport": self.transport,
+            "where": self.where,
+            "source": self.source,
+            "protocol_version": self.protocol_version,
+            "server_name": self.server_name,
+            "server_version": self.server_version,
+            "capabilities": self.capabilities,
             "tool_count": len(self.tools) if self.phases["tools"].status == "ok" else None,
             "tools": sorted(t.name for t in self.tools),
             "phases": {name: phase.to_dict() for name, phase in self.phases.items()},
@@ -119,23 +138,42 @@ class ProbeReport:
     def from_dict(cls, data: Mapping[str, Any], surface: Mapping[str, Any] | None = None) -> ProbeReport:
         """A report back from its `to_dict()`; `surface` (tool -> description, input_schema) fills in the tools."""
         surface = surface or {}
-        tools = tuple(ToolInfo(data["name"], name, (surface.get(name) or {}).get("description") or "",
-                               (surface.get(name) or {}).get("input_schema") or {}) for name in data.get("tools") or ())
+        tools = tuple(
+            ToolInfo(
+                data["name"],
+                name,
+                (surface.get(name) or {}).get("description") or "",
+                (surface.get(name) or {}).get("input_schema") or {},
+            )
+            for name in data.get("tools") or ()
+        )
         failure = data.get("failure")
         return cls(
-            data["name"], data.get("transport") or "", data.get("where") or "", data.get("source"),
+            data["name"],
+            data.get("transport") or "",
+            data.get("where") or "",
+            data.get("source"),
             phases={name: Phase.from_dict(name, phase) for name, phase in (data.get("phases") or {}).items()},
-            protocol_version=data.get("protocol_version"), server_name=data.get("server_name"),
-            server_version=data.get("server_version"), capabilities=dict(data.get("capabilities") or {}),
-            tools=tools, smoke=[SmokeCall.from_dict(call) for call in data.get("smoke") or ()],
-            failure=_failure(failure) if failure else None, allowed_failure=bool(data.get("allowed_failure")),
+            protocol_version=data.get("protocol_version"),
+            server_name=data.get("server_name"),
+            server_version=data.get("server_version"),
+            capabilities=dict(data.get("capabilities") or {}),
+            tools=tools,
+            smoke=[SmokeCall.from_dict(call) for call in data.get("smoke") or ()],
+            failure=_failure(failure) if failure else None,
+            allowed_failure=bool(data.get("allowed_failure")),
             duration_ms=data.get("duration_ms") or 0.0,
         )
 
 
 def _failure(data: Mapping[str, Any]) -> Failure:
-    return Failure(data.get("kind") or "unavailable", data.get("message") or "", hint=data.get("hint"),
-                   phase=data.get("phase"), stderr_tail=tuple(data.get("stderr_tail") or ()))
+    return Failure(
+        data.get("kind") or "unavailable",
+        data.get("message") or "",
+        hint=data.get("hint"),
+        phase=data.get("phase"),
+        stderr_tail=tuple(data.get("stderr_tail") or ()),
+    )
 
 
 @dataclass
@@ -166,8 +204,12 @@ class CheckRun:
     def summary(self) -> dict[str, int]:
         healthy = sum(r.ok for r in self.reports)
         allowed = sum(r.allowed_failure for r in self.reports)
-        return {"servers": len(self.reports), "healthy": healthy, "unhealthy": len(self.reports) - healthy,
-                "allowed_failures": allowed}
+        return {
+            "servers": len(self.reports),
+            "healthy": healthy,
+            "unhealthy": len(self.reports) - healthy,
+            "allowed_failures": allowed,
+        }
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -189,6 +231,11 @@ class CheckRun:
         """A run back from a `check --json` document (its lock left out); `surface` as lockfile.surface gives it."""
         surface = surface or {}
         reports = [ProbeReport.from_dict(server, surface.get(server["name"])) for server in data.get("servers") or ()]
-        return cls(reports, data.get("config") or "", duration_ms=data.get("duration_ms") or 0.0,
-                   concurrency=data.get("concurrency") or DEFAULT_CONCURRENCY, timeout=data.get("timeout"),
-                   smoke=bool(data.get("smoke")))
+        return cls(
+            reports,
+            data.get("config") or "",
+            duration_ms=data.get("duration_ms") or 0.0,
+            concurrency=data.get("concurrency") or DEFAULT_CONCURRENCY,
+            timeout=data.get("timeout"),
+            smoke=bool(data.get("smoke")),
+        )

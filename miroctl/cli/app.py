@@ -44,10 +44,16 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def main(
-    version: Annotated[bool, typer.Option("--version", "-V", callback=_version, is_eager=True,
-                                          help="Show the version and exit.")] = False,
-    traceback: Annotated[bool, typer.Option("--traceback", help="On an error, also show where it came from "
-                                            "(anywhere on the command line). [env: MIROCTL_TRACEBACK]")] = False,
+    version: Annotated[
+        bool, typer.Option("--version", "-V", callback=_version, is_eager=True, help="Show the version and exit.")
+    ] = False,
+    traceback: Annotated[
+        bool,
+        typer.Option(
+            "--traceback",
+            help="On an error, also show where it came from (anywhere on the command line). [env: MIROCTL_TRACEBACK]",
+        ),
+    ] = False,
 ) -> None:
     """Run, probe, check and serve pools of MCP servers."""
     if traceback:

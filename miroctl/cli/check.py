@@ -27,42 +27,88 @@ from miroctl.render.output import Output
 def check(
     servers: Annotated[list[str] | None, typer.Argument(help="Servers to check (default: the profile's).")] = None,
     json_mode: JsonOpt = False,
-    junit: Annotated[str | None, typer.Option(
-        "--junit", metavar="FILE", help="Also write JUnit XML (one testcase per server) to FILE.")] = None,
-    timeout: Annotated[float | None, typer.Option(
-        "--timeout", "-t", min=0.001,
-        help="Seconds each server's probe may take, all phases (default: its startup_timeout, 30).")] = None,
-    concurrency: Annotated[int | None, typer.Option(
-        "--concurrency", "-j", min=1, help="Servers probed at once (default: the profile's concurrency, 8).",
-        show_default=False)] = None,
-    smoke: Annotated[bool, typer.Option(
-        "--smoke", help="Also make each server's smoke call (smoke: {tool, arguments} in its file).")] = False,
-    lock: Annotated[str | None, typer.Option(
-        "--lock", metavar="FILE", help="Write the healthy servers' tool names, descriptions, schemas to FILE.")] = None,
-    against: Annotated[str | None, typer.Option(
-        "--against", metavar="FILE", help="Compare the tools with a lock file; any change fails the check.")] = None,
-    allow_fail: Annotated[list[str] | None, typer.Option(
-        "--allow-fail", metavar="NAME", help="A server known to be broken: reported, but not failing (repeatable).")] = None,
+    junit: Annotated[
+        str | None,
+        typer.Option("--junit", metavar="FILE", help="Also write JUnit XML (one testcase per server) to FILE."),
+    ] = None,
+    timeout: Annotated[
+        float | None,
+        typer.Option(
+            "--timeout",
+            "-t",
+            min=0.001,
+            help="Seconds each server's probe may take, all phases (default: its startup_timeout, 30).",
+        ),
+    ] = None,
+    concurrency: Annotated[
+        int | None,
+        typer.Option(
+            "--concurrency",
+            "-j",
+            min=1,
+            help="Servers probed at once (default: the profile's concurrency, 8).",
+            show_default=False,
+        ),
+    ] = None,
+    smoke: Annotated[
+        bool, typer.Option("--smoke", help="Also make each server's smoke call (smoke: {tool, arguments} in its file).")
+    ] = False,
+    lock: Annotated[
+        str | None,
+        typer.Option(
+            "--lock", metavar="FILE", help="Write the healthy servers' tool names, descriptions, schemas to FILE."
+        ),
+    ] = None,
+    against: Annotated[
+        str | None,
+        typer.Option(
+            "--against", metavar="FILE", help="Compare the tools with a lock file; any change fails the check."
+        ),
+    ] = None,
+    allow_fail: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allow-fail", metavar="NAME", help="A server known to be broken: reported, but not failing (repeatable)."
+        ),
+    ] = None,
     mode: ModeOpt = None,
     task_id: TaskIdOpt = None,
     log: LogOpt = None,
-
     config: ConfigOpt = None,
     stdio: StdioOpt = None,
     url: UrlOpt = None,
     header: HeaderOpt = None,
-    via: Annotated[str | None, typer.Option(
-        "--via", help="Let a running `miroctl serve --transport http` at this URL probe its servers afresh. "
-        "[env: MIROCTL_URL, unless --config/--stdio/--url is given]")] = None,
+    via: Annotated[
+        str | None,
+        typer.Option(
+            "--via",
+            help="Let a running `miroctl serve --transport http` at this URL probe its servers afresh. "
+            "[env: MIROCTL_URL, unless --config/--stdio/--url is given]",
+        ),
+    ] = None,
 ) -> None:
     """Probe every selected server phase by phase; exit 1 if any is unhealthy or its tools drifted."""
     out = boundary.output(json_mode)
     gateway_url = remote.resolve_via(via, bool(config or stdio or url))
     if gateway_url:
-        body = {"servers": servers or [], "timeout": timeout, "concurrency": concurrency, "smoke": smoke,
-                "allow_fail": allow_fail or [], "surface": bool(lock or against)}
-        _check_via(out, gateway_url, body, {"--mode": mode, "--task-id": task_id, "--log": log},
-                   json_mode, junit, lock, against)
+        body = {
+            "servers": servers or [],
+            "timeout": timeout,
+            "concurrency": concurrency,
+            "smoke": smoke,
+            "allow_fail": allow_fail or [],
+            "surface": bool(lock or against),
+        }
+        _check_via(
+            out,
+            gateway_url,
+            body,
+            {"--mode": mode, "--task-id": task_id, "--log": log},
+            json_mode,
+            junit,
+            lock,
+            against,
+        )
     loaded = load_config(config, stdio, url, header, out)
     concurrency = concurrency or loaded.profile.concurrency
     specs = list({spec.name: spec for spec in loaded.select(servers or ())}.values())
@@ -73,8 +119,15 @@ def check(
     _finish(out, result, locked, json_mode, junit, lock, against)
 
 
-def _finish(out: Output, result: CheckRun, locked: dict[str, Any] | None, json_mode: bool, junit: str | None, lock: str | None,
-            against: str | None) -> None:
+def _finish(
+    out: Output,
+    result: CheckRun,
+    locked: dict[str, Any] | None,
+    json_mode: bool,
+    junit: str | None,
+    lock: str | None,
+    against: str | None,
+) -> None:
     """Lock, JUnit, the table or the JSON document, and the exit code: the same with or without --via."""
     if lock or against:
         result.lock = _lock(out, result, locked, lock, against)
@@ -87,8 +140,16 @@ def _finish(out: Output, result: CheckRun, locked: dict[str, Any] | None, json_m
     raise typer.Exit(result.exit_code)
 
 
-def _check_via(out: Output, gateway_url: str, body: dict[str, Any], local: dict[str, Any], json_mode: bool,
-               junit: str | None, lock: str | None, against: str | None) -> None:
+def _check_via(
+    out: Output,
+    gateway_url: str,
+    body: dict[str, Any],
+    local: dict[str, Any],
+    json_mode: bool,
+    junit: str | None,
+    lock: str | None,
+    against: str | None,
+) -> None:
     """`check --via URL`: the gateway probes its servers afresh; lock, JUnit and output are made here."""
     _local_only(local)
     locked = lockfile.read(against) if against else None
@@ -104,12 +165,15 @@ def _local_only(options: dict[str, Any]) -> None:
     """Options that set this process's own policy, which a check through a gateway would silently drop."""
     given = [name for name, value in options.items() if value]
     if given:
-        raise UsageError(f"{given[0]} does not apply to a check through a gateway: it probes with its own "
-                         "policy, task id and log", hint=f"drop {given[0]}, or set it on `miroctl serve`")
+        raise UsageError(
+            f"{given[0]} does not apply to a check through a gateway: it probes with its own policy, task id and log",
+            hint=f"drop {given[0]}, or set it on `miroctl serve`",
+        )
 
 
-def _check_inputs(loaded: Config, specs: list[ServerSpec], allow_fail: list[str], against: str | None,
-                  outputs: tuple[str | None, ...]) -> tuple[list[str], dict[str, Any] | None]:
+def _check_inputs(
+    loaded: Config, specs: list[ServerSpec], allow_fail: list[str], against: str | None, outputs: tuple[str | None, ...]
+) -> tuple[list[str], dict[str, Any] | None]:
     """Everything about a check's command line that can be wrong, found before any server starts."""
     if not specs:
         raise UsageError(f"no servers to check in {loaded.source}", hint="name some, or add server files")
@@ -120,8 +184,9 @@ def _check_inputs(loaded: Config, specs: list[ServerSpec], allow_fail: list[str]
     return allowed, locked
 
 
-async def _probe(out: Output, manager: Manager, specs: list[ServerSpec], timeout: float | None, concurrency: int,
-                 smoke: bool) -> CheckRun:
+async def _probe(
+    out: Output, manager: Manager, specs: list[ServerSpec], timeout: float | None, concurrency: int, smoke: bool
+) -> CheckRun:
     warm_up(specs)  # miroctl's own import of the SDK is not part of any server's time, nor of the run's
     started = time.perf_counter()
     with out.progress(f"checking {len(specs)} servers") as progress:
@@ -132,10 +197,17 @@ async def _probe(out: Output, manager: Manager, specs: list[ServerSpec], timeout
             await progress(len(finished), len(specs), report.server)
 
         async with manager:
-            reports = await probe_all(manager, specs, timeout=timeout, concurrency=concurrency, smoke=smoke,
-                                      on_done=done)
-    return CheckRun(reports, manager.config.source, duration_ms=(time.perf_counter() - started) * 1000,
-                    concurrency=concurrency, timeout=timeout, smoke=smoke)
+            reports = await probe_all(
+                manager, specs, timeout=timeout, concurrency=concurrency, smoke=smoke, on_done=done
+            )
+    return CheckRun(
+        reports,
+        manager.config.source,
+        duration_ms=(time.perf_counter() - started) * 1000,
+        concurrency=concurrency,
+        timeout=timeout,
+        smoke=smoke,
+    )
 
 
 def _allowed_failures(loaded: Config, specs: list[ServerSpec], names: list[str]) -> list[str]:
@@ -145,8 +217,7 @@ def _allowed_failures(loaded: Config, specs: list[ServerSpec], names: list[str])
     for name in names:
         spec = loaded.get(name)
         if spec is None or spec.name not in selected:
-            raise UsageError(f"--allow-fail {name}: no such server among those checked",
-                             hint=suggest(name, selected))
+            raise UsageError(f"--allow-fail {name}: no such server among those checked", hint=suggest(name, selected))
         allowed.append(spec.name)
     return allowed
 
@@ -156,8 +227,9 @@ def _writable(path: str | None) -> None:
         raise UsageError(f"cannot write {path}: its directory does not exist")
 
 
-def _lock(out: Output, result: CheckRun, locked: dict[str, Any] | None, lock: str | None,
-          against: str | None) -> lockfile.LockCheck:
+def _lock(
+    out: Output, result: CheckRun, locked: dict[str, Any] | None, lock: str | None, against: str | None
+) -> lockfile.LockCheck:
     current = lockfile.surface(result.reports, mask=out.masker.data)
     check = lockfile.compare(locked, current) if locked is not None else lockfile.LockCheck()
     check.against = against

@@ -35,11 +35,18 @@ from miroctl.render.results import call_result
 def list_(
     servers: Annotated[list[str] | None, typer.Argument(help="Servers to list (default: the profile's).")] = None,
     json_mode: JsonOpt = False,
-    schema: Annotated[bool, typer.Option("--schema", help="Show each tool's full description and input schema.")] = False,
-    resources: Annotated[bool, typer.Option("--resources", help="Also list each server's resources and resource "
-                                            "templates (read one with miroctl read).")] = False,
-    prompts: Annotated[bool, typer.Option("--prompts", help="Also list each server's prompts (get one with "
-                                          "miroctl prompt).")] = False,
+    schema: Annotated[
+        bool, typer.Option("--schema", help="Show each tool's full description and input schema.")
+    ] = False,
+    resources: Annotated[
+        bool,
+        typer.Option(
+            "--resources", help="Also list each server's resources and resource templates (read one with miroctl read)."
+        ),
+    ] = False,
+    prompts: Annotated[
+        bool, typer.Option("--prompts", help="Also list each server's prompts (get one with miroctl prompt).")
+    ] = False,
     config: ConfigOpt = None,
     stdio: StdioOpt = None,
     url: UrlOpt = None,
@@ -75,18 +82,32 @@ def list_(
 
 
 def call(
-    target: Annotated[list[str] | None, typer.Argument(
-        help="SERVER TOOL, SERVER.TOOL or TOOL, then key=value pairs (key:=json for raw JSON).",
-        show_default=False)] = None,
-    args: Annotated[str | None, typer.Option(
-        "--args", "-a", help="Base arguments: a JSON object, @file.json, or - for stdin; pairs override it.")] = None,
+    target: Annotated[
+        list[str] | None,
+        typer.Argument(
+            help="SERVER TOOL, SERVER.TOOL or TOOL, then key=value pairs (key:=json for raw JSON).", show_default=False
+        ),
+    ] = None,
+    args: Annotated[
+        str | None,
+        typer.Option(
+            "--args", "-a", help="Base arguments: a JSON object, @file.json, or - for stdin; pairs override it."
+        ),
+    ] = None,
     json_mode: JsonOpt = False,
-    timeout: Annotated[float | None, typer.Option(
-        "--timeout", "-t", min=0.001, help="Seconds the call may take (default: server, profile, 900).")] = None,
-    no_autocorrect: Annotated[bool, typer.Option(
-        "--no-autocorrect", help="Never re-route a call to the one server that has the tool.")] = False,
-    save_dir: Annotated[str | None, typer.Option(
-        "--save-dir", help="Where images, audio and blobs of the result are saved (default: a new temp dir).")] = None,
+    timeout: Annotated[
+        float | None,
+        typer.Option("--timeout", "-t", min=0.001, help="Seconds the call may take (default: server, profile, 900)."),
+    ] = None,
+    no_autocorrect: Annotated[
+        bool, typer.Option("--no-autocorrect", help="Never re-route a call to the one server that has the tool.")
+    ] = False,
+    save_dir: Annotated[
+        str | None,
+        typer.Option(
+            "--save-dir", help="Where images, audio and blobs of the result are saved (default: a new temp dir)."
+        ),
+    ] = None,
     config: ConfigOpt = None,
     stdio: StdioOpt = None,
     url: UrlOpt = None,
@@ -96,12 +117,19 @@ def call(
     yes: YesOpt = False,
     task_id: TaskIdOpt = None,
     log: LogOpt = None,
-    output: Annotated[str | None, typer.Option(
-        "--output", "-o", help="Write the whole result text to this file (no max_result_chars cut).")] = None,
+    output: Annotated[
+        str | None,
+        typer.Option("--output", "-o", help="Write the whole result text to this file (no max_result_chars cut)."),
+    ] = None,
     via: ViaOpt = None,
-    batch_file: Annotated[str | None, typer.Option(
-        "--batch", help="JSON lines of {server, tool, arguments} (- for stdin): every call over one pool, one "
-        "envelope per output line, in input order.")] = None,
+    batch_file: Annotated[
+        str | None,
+        typer.Option(
+            "--batch",
+            help="JSON lines of {server, tool, arguments} (- for stdin): every call over one pool, one "
+            "envelope per output line, in input order.",
+        ),
+    ] = None,
     jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, help="Calls in flight at once with --batch.")] = 8,
 ) -> None:
     """Call one tool and print its result; the exit code says how it went."""
@@ -113,14 +141,25 @@ def call(
             raise UsageError("--batch reads every call from its lines", hint="drop SERVER TOOL, key=value and --args")
         text = batch.read_source(batch_file)
         if gateway_url:
-            raise typer.Exit(remote.batch(gateway_url, text, out=out, jobs=jobs, timeout=timeout,
-                                          no_autocorrect=no_autocorrect))
+            raise typer.Exit(
+                remote.batch(gateway_url, text, out=out, jobs=jobs, timeout=timeout, no_autocorrect=no_autocorrect)
+            )
         loaded = load_config(config, stdio, url, header, out, startup_timeout)
-        raise typer.Exit(_batch(out, manager_for(loaded, out, mode, yes, task_id, log), text, jobs, timeout,
-                                no_autocorrect))
+        raise typer.Exit(
+            _batch(out, manager_for(loaded, out, mode, yes, task_id, log), text, jobs, timeout, no_autocorrect)
+        )
     if gateway_url:
-        raise typer.Exit(remote.call(gateway_url, target or [], out=out, args=args, timeout=timeout,
-                                     no_autocorrect=no_autocorrect, save_dir=save_dir))
+        raise typer.Exit(
+            remote.call(
+                gateway_url,
+                target or [],
+                out=out,
+                args=args,
+                timeout=timeout,
+                no_autocorrect=no_autocorrect,
+                save_dir=save_dir,
+            )
+        )
     loaded = load_config(config, stdio, url, header, out, startup_timeout)
     check_log(loaded, log)
     server, tool, pairs = split_target(target or [], loaded)
@@ -131,8 +170,16 @@ def call(
     async def work() -> CallOutcome:
         async with manager_for(loaded, out, mode, yes, task_id, log) as manager:
             with out.progress(f"{tool}") as progress:
-                request = CallRequest(server, tool, base, pairs, timeout=timeout,
-                                      autocorrect=not no_autocorrect, progress=progress, output=output)
+                request = CallRequest(
+                    server,
+                    tool,
+                    base,
+                    pairs,
+                    timeout=timeout,
+                    autocorrect=not no_autocorrect,
+                    progress=progress,
+                    output=output,
+                )
                 return await manager.call(request)
 
     outcome = run(work)

@@ -63,8 +63,14 @@ async def _watch_signals(scope: anyio.CancelScope, received: list[int]) -> None:
             return
 
 
-def load_config(config: str | None, stdio: list[str] | None, url: list[str] | None, header: list[str] | None,
-                out: Output, startup_timeout: float | None = None) -> Config:
+def load_config(
+    config: str | None,
+    stdio: list[str] | None,
+    url: list[str] | None,
+    header: list[str] | None,
+    out: Output,
+    startup_timeout: float | None = None,
+) -> Config:
     """The config the command line names; its secrets are masked in `out` from now on."""
     loaded = load(config, stdio=stdio or (), urls=url or (), headers=header or ())
     out.masker = out.masker.with_secrets(loaded.secrets())
@@ -73,15 +79,23 @@ def load_config(config: str | None, stdio: list[str] | None, url: list[str] | No
     return loaded
 
 
-def manager_for(loaded: Config, out: Output, mode: Mode | None = None, yes: bool = False,
-                task_id: str | None = None, log: str | None = None, *, ask_on_terminal: bool = True,
-                follow_changes: bool = False) -> Manager:
+def manager_for(
+    loaded: Config,
+    out: Output,
+    mode: Mode | None = None,
+    yes: bool = False,
+    task_id: str | None = None,
+    log: str | None = None,
+    *,
+    ask_on_terminal: bool = True,
+    follow_changes: bool = False,
+) -> Manager:
     """A Manager with the profile's policy and the command line's --mode, --yes, --task-id and --log."""
-    policy = Policy.from_profile(loaded.profile).with_overrides(mode=mode.value if mode else None,
-                                                                assume_yes=True if yes else None)
+    policy = Policy.from_profile(loaded.profile).with_overrides(
+        mode=mode.value if mode else None, assume_yes=True if yes else None
+    )
     confirm = _confirm_on_terminal(out) if ask_on_terminal else None
-    return Manager(loaded, policy=policy, confirm=confirm, log_path=log, task_id=task_id,
-                   follow_changes=follow_changes)
+    return Manager(loaded, policy=policy, confirm=confirm, log_path=log, task_id=task_id, follow_changes=follow_changes)
 
 
 def _confirm_on_terminal(out: Output) -> ConfirmFn | None:
@@ -106,4 +120,3 @@ def check_output(path: str | None) -> None:
     """--output must name a file in an existing directory (exit 2 before anything starts)."""
     if path and not Path(path).expanduser().resolve().parent.is_dir():
         raise UsageError(f"--output {path}: its directory does not exist")
-

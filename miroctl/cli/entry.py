@@ -16,11 +16,21 @@ from typing import Any
 from miroctl.base.errors import ExitCode, UsageError
 from miroctl.cli import boundary, remote
 
-_FLAGS = {"call": {"--json": "json_mode", "--no-autocorrect": "no_autocorrect"},
-          "list": {"--json": "json_mode", "--schema": "schema"}}
-_VALUES = {"call": {"--via": "via", "--timeout": "timeout", "-t": "timeout", "--args": "args", "-a": "args",
-                    "--save-dir": "save_dir"},
-           "list": {"--via": "via"}}
+_FLAGS = {
+    "call": {"--json": "json_mode", "--no-autocorrect": "no_autocorrect"},
+    "list": {"--json": "json_mode", "--schema": "schema"},
+}
+_VALUES = {
+    "call": {
+        "--via": "via",
+        "--timeout": "timeout",
+        "-t": "timeout",
+        "--args": "args",
+        "-a": "args",
+        "--save-dir": "save_dir",
+    },
+    "list": {"--via": "via"},
+}
 
 
 def main(argv: Sequence[str] | None = None) -> None:

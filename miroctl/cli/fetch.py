@@ -19,16 +19,20 @@ from miroctl.render import blobs
 from miroctl.render.output import Output
 from miroctl.render.results import fetched_result
 
-TimeoutOpt = Annotated[float | None, typer.Option(
-    "--timeout", "-t", min=0.001, help="Seconds the request may take (default: server, profile, 900).")]
-SaveDirOpt = Annotated[str | None, typer.Option(
-    "--save-dir", help="Where binary contents are saved (default: a new temp dir).")]
+TimeoutOpt = Annotated[
+    float | None,
+    typer.Option("--timeout", "-t", min=0.001, help="Seconds the request may take (default: server, profile, 900)."),
+]
+SaveDirOpt = Annotated[
+    str | None, typer.Option("--save-dir", help="Where binary contents are saved (default: a new temp dir).")
+]
 
 
 def read(
     server: Annotated[str, typer.Argument(help="The server that offers the resource.", show_default=False)],
-    uri: Annotated[str, typer.Argument(help="The resource's URI (miroctl list SERVER --resources lists them).",
-                                       show_default=False)],
+    uri: Annotated[
+        str, typer.Argument(help="The resource's URI (miroctl list SERVER --resources lists them).", show_default=False)
+    ],
     json_mode: JsonOpt = False,
     timeout: TimeoutOpt = None,
     save_dir: SaveDirOpt = None,
@@ -46,10 +50,12 @@ def read(
 
 def prompt(
     server: Annotated[str, typer.Argument(help="The server that offers the prompt.", show_default=False)],
-    name: Annotated[str, typer.Argument(help="The prompt's name (miroctl list SERVER --prompts lists them).",
-                                        show_default=False)],
-    pairs: Annotated[list[str] | None, typer.Argument(help="The prompt's arguments as key=value pairs.",
-                                                      show_default=False)] = None,
+    name: Annotated[
+        str, typer.Argument(help="The prompt's name (miroctl list SERVER --prompts lists them).", show_default=False)
+    ],
+    pairs: Annotated[
+        list[str] | None, typer.Argument(help="The prompt's arguments as key=value pairs.", show_default=False)
+    ] = None,
     json_mode: JsonOpt = False,
     timeout: TimeoutOpt = None,
     save_dir: SaveDirOpt = None,
@@ -63,12 +69,18 @@ def prompt(
     out = boundary.output(json_mode)
     arguments = {key: value for key, value, _ in map(split_pair, pairs or [])}  # a prompt's arguments are text
     loaded = load_config(config, stdio, url, header, out, startup_timeout)
-    _fetch(out, loaded, json_mode, save_dir,
-           lambda manager: catalog.get_prompt(manager, server, name, arguments, timeout))
+    _fetch(
+        out, loaded, json_mode, save_dir, lambda manager: catalog.get_prompt(manager, server, name, arguments, timeout)
+    )
 
 
-def _fetch(out: Output, loaded: Config, json_mode: bool, save_dir: str | None,
-           ask: Callable[[Manager], Awaitable[catalog.Fetched]]) -> None:
+def _fetch(
+    out: Output,
+    loaded: Config,
+    json_mode: bool,
+    save_dir: str | None,
+    ask: Callable[[Manager], Awaitable[catalog.Fetched]],
+) -> None:
     """Ask on a fresh manager, print the envelope (JSON) or its content (human), exit with its code."""
 
     async def work() -> catalog.Fetched:

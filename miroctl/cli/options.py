@@ -8,24 +8,50 @@ import typer
 
 from miroctl.config.sections import Mode
 
-ConfigOpt = Annotated[str | None, typer.Option(
-    "--config", "-c", help="Profile yaml, one server yaml, or an mcpServers JSON file. [env: MIROCTL_CONFIG]")]
-StdioOpt = Annotated[list[str] | None, typer.Option(
-    "--stdio", help="An ad-hoc stdio server: \"CMD ARGS\" (repeatable; replaces the configured servers).")]
-UrlOpt = Annotated[list[str] | None, typer.Option(
-    "--url", help="An ad-hoc HTTP server: streamable HTTP, or SSE when the path ends in /sse (repeatable).")]
+ConfigOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--config", "-c", help="Profile yaml, one server yaml, or an mcpServers JSON file. [env: MIROCTL_CONFIG]"
+    ),
+]
+StdioOpt = Annotated[
+    list[str] | None,
+    typer.Option("--stdio", help='An ad-hoc stdio server: "CMD ARGS" (repeatable; replaces the configured servers).'),
+]
+UrlOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--url", help="An ad-hoc HTTP server: streamable HTTP, or SSE when the path ends in /sse (repeatable)."
+    ),
+]
 HeaderOpt = Annotated[list[str] | None, typer.Option("--header", "-H", help="'Name: value' for --url servers.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
-StartupOpt = Annotated[float | None, typer.Option(
-    "--startup-timeout", min=0.001, help="Seconds a server may take to start and list its tools.")]
-ViaOpt = Annotated[str | None, typer.Option(
-    "--via", help="Go through a running `miroctl serve --transport http` at this URL (fast: no SDK, warm "
-    "servers). [env: MIROCTL_URL, unless --config/--stdio/--url is given]")]
-ModeOpt = Annotated[Mode | None, typer.Option(
-    "--mode", help="Permission mode (default: the profile's policy.mode, else normal).", show_default=False)]
-YesOpt = Annotated[bool, typer.Option(
-    "--yes", "-y", help="Answer yes to mode ask's questions (destructive and high-risk tools).")]
-TaskIdOpt = Annotated[str | None, typer.Option(
-    "--task-id", help="Passed to every server as TASK_ID, so per-task state stays apart. [env: TASK_ID]")]
-LogOpt = Annotated[str | None, typer.Option(
-    "--log", help="Append one JSON line per step (start, decision, retry, fallback, end) to this file.")]
+StartupOpt = Annotated[
+    float | None,
+    typer.Option("--startup-timeout", min=0.001, help="Seconds a server may take to start and list its tools."),
+]
+ViaOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--via",
+        help="Go through a running `miroctl serve --transport http` at this URL (fast: no SDK, warm "
+        "servers). [env: MIROCTL_URL, unless --config/--stdio/--url is given]",
+    ),
+]
+ModeOpt = Annotated[
+    Mode | None,
+    typer.Option(
+        "--mode", help="Permission mode (default: the profile's policy.mode, else normal).", show_default=False
+    ),
+]
+YesOpt = Annotated[
+    bool, typer.Option("--yes", "-y", help="Answer yes to mode ask's questions (destructive and high-risk tools).")
+]
+TaskIdOpt = Annotated[
+    str | None,
+    typer.Option("--task-id", help="Passed to every server as TASK_ID, so per-task state stays apart. [env: TASK_ID]"),
+]
+LogOpt = Annotated[
+    str | None,
+    typer.Option("--log", help="Append one JSON line per step (start, decision, retry, fallback, end) to this file."),
+]

@@ -21,15 +21,24 @@ from miroctl.render.results import call_result
 def resolve_via(via: str | None, named_servers: bool) -> str | None:
     """The gateway to go through: --via, else $MIROCTL_URL unless servers were named another way."""
     if via and named_servers:
-        raise UsageError("--via goes through a gateway, which has its own servers",
-                         hint="drop --config/--stdio/--url, or drop --via")
+        raise UsageError(
+            "--via goes through a gateway, which has its own servers", hint="drop --config/--stdio/--url, or drop --via"
+        )
     if via or named_servers:
         return via
     return os.environ.get(URL_ENV) or None
 
 
-def call(via: str, target: list[str], *, out: Output, args: str | None = None, timeout: float | None = None,
-         no_autocorrect: bool = False, save_dir: str | None = None) -> int:
+def call(
+    via: str,
+    target: list[str],
+    *,
+    out: Output,
+    args: str | None = None,
+    timeout: float | None = None,
+    no_autocorrect: bool = False,
+    save_dir: str | None = None,
+) -> int:
     """`miroctl call ... --via URL`: the gateway's envelope, printed as the direct path would; the exit code."""
     if not target:
         raise UsageError("call needs a tool: miroctl call SERVER TOOL [key=value ...]")

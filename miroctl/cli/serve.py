@@ -25,27 +25,60 @@ from miroctl.render.serving import serve_report
 
 def serve(
     servers: Annotated[list[str] | None, typer.Argument(help="Servers to serve (default: the profile's).")] = None,
-    transport: Annotated[str, typer.Option("--transport", "-T", help="stdio (for an MCP host that starts "
-                                           "miroctl) or http (streamable HTTP, plus the JSON API).")] = "stdio",
-    host: Annotated[str, typer.Option("--host", help="Address to listen on (http); anything but loopback "
-                                      "needs --token-env.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option("--port", "-p", min=0, max=65535, help="Port (http); 0 picks a free one.")]
-    = 8765,
-    token_env: Annotated[str | None, typer.Option("--token-env", help="Require `Authorization: Bearer` with "
-                                                     "the token held by this environment variable (http).")] = None,
+    transport: Annotated[
+        str,
+        typer.Option(
+            "--transport",
+            "-T",
+            help="stdio (for an MCP host that starts miroctl) or http (streamable HTTP, plus the JSON API).",
+        ),
+    ] = "stdio",
+    host: Annotated[
+        str, typer.Option("--host", help="Address to listen on (http); anything but loopback needs --token-env.")
+    ] = "127.0.0.1",
+    port: Annotated[
+        int, typer.Option("--port", "-p", min=0, max=65535, help="Port (http); 0 picks a free one.")
+    ] = 8765,
+    token_env: Annotated[
+        str | None,
+        typer.Option(
+            "--token-env",
+            help="Require `Authorization: Bearer` with the token held by this environment variable (http).",
+        ),
+    ] = None,
     separator: Annotated[str, typer.Option("--separator", help="Between server and tool in exposed names.")] = "__",
-    lazy: Annotated[bool, typer.Option("--lazy", help="Expose two meta-tools, list_tools and call_tool, instead "
-                                       "of every tool (saves a host's prompt tokens on big pools).")] = False,
-    allow_host: Annotated[list[str] | None, typer.Option("--allow-host", help="Another Host header to accept, "
-                                                            "e.g. gateway.lan:8765 or gateway.lan:* (http).")] = None,
-    allow_origin: Annotated[list[str] | None, typer.Option("--allow-origin", help="Another browser Origin to "
-                                                              "accept, e.g. https://app.example (http).")] = None,
-    max_body: Annotated[int, typer.Option("--max-body", min=1, help="Largest request body in bytes (http).")]
-    = 4 * 1024 * 1024,
-    retry_every: Annotated[float, typer.Option("--retry-every", min=0, help="While a server is down, look again "
-                                               "this often (seconds; its own backoff still applies) and tell "
-                                               "listening hosts when tools come or go; 0: only when a client "
-                                               "lists tools.")] = 5.0,
+    lazy: Annotated[
+        bool,
+        typer.Option(
+            "--lazy",
+            help="Expose two meta-tools, list_tools and call_tool, instead "
+            "of every tool (saves a host's prompt tokens on big pools).",
+        ),
+    ] = False,
+    allow_host: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allow-host", help="Another Host header to accept, e.g. gateway.lan:8765 or gateway.lan:* (http)."
+        ),
+    ] = None,
+    allow_origin: Annotated[
+        list[str] | None,
+        typer.Option("--allow-origin", help="Another browser Origin to accept, e.g. https://app.example (http)."),
+    ] = None,
+    max_body: Annotated[int, typer.Option("--max-body", min=1, help="Largest request body in bytes (http).")] = 4
+    * 1024
+    * 1024,
+    retry_every: Annotated[
+        float,
+        typer.Option(
+            "--retry-every",
+            min=0,
+            help="While a server is down, look again "
+            "this often (seconds; its own backoff still applies) and tell "
+            "listening hosts when tools come or go; 0: only when a client "
+            "lists tools.",
+        ),
+    ] = 5.0,
     config: ConfigOpt = None,
     stdio: StdioOpt = None,
     url: UrlOpt = None,
@@ -64,12 +97,22 @@ def serve(
     if token:
         out.masker = out.masker.with_secrets([token])
     # No one can answer mode ask's questions for a remote caller: ask means denied unless --yes in the profile.
-    options = {"separator": separator, "lazy": lazy, "manager": {"mode": mode, "task_id": task_id, "log": log},
-               "retry_every": retry_every}
+    options = {
+        "separator": separator,
+        "lazy": lazy,
+        "manager": {"mode": mode, "task_id": task_id, "log": log},
+        "retry_every": retry_every,
+    }
     settings = None
     if transport == "http":
-        settings = HttpSettings(host=host, port=port, token=token, allow_hosts=allow_host or (),
-                                allow_origins=allow_origin or (), max_body=max_body)
+        settings = HttpSettings(
+            host=host,
+            port=port,
+            token=token,
+            allow_hosts=allow_host or (),
+            allow_origins=allow_origin or (),
+            max_body=max_body,
+        )
         check_bind(settings)
     loaded = load_config(config, stdio, url, header, out, startup_timeout)
     specs = loaded.select(servers or ())
@@ -84,13 +127,16 @@ def _token(token_env: str | None) -> str | None:
         return None
     value = os.environ.get(token_env, "")
     if not value.strip():
-        raise UsageError(f"--token-env {token_env}: that environment variable is empty or unset",
-                         hint=f"export {token_env}=<a long random token>")
+        raise UsageError(
+            f"--token-env {token_env}: that environment variable is empty or unset",
+            hint=f"export {token_env}=<a long random token>",
+        )
     return value.strip()
 
 
-def _serve_http(loaded: Config, specs: list[ServerSpec], options: dict[str, Any], out: Output,
-                settings: HttpSettings) -> None:
+def _serve_http(
+    loaded: Config, specs: list[ServerSpec], options: dict[str, Any], out: Output, settings: HttpSettings
+) -> None:
     sock = bind(settings)
     try:
         run(lambda: _gateway(loaded, specs, options, out, (settings, sock)))
@@ -98,8 +144,13 @@ def _serve_http(loaded: Config, specs: list[ServerSpec], options: dict[str, Any]
         sock.close()
 
 
-async def _gateway(loaded: Config, specs: list[ServerSpec], options: dict[str, Any], out: Output,
-                   http: tuple[HttpSettings, socket.socket] | None = None) -> None:
+async def _gateway(
+    loaded: Config,
+    specs: list[ServerSpec],
+    options: dict[str, Any],
+    out: Output,
+    http: tuple[HttpSettings, socket.socket] | None = None,
+) -> None:
     """Start the pool, report what is served, and serve (stdio, or http: settings and bound socket)."""
     served = replace(loaded, servers=tuple(specs), default_names=tuple(s.name for s in specs))
     manager_options, retry_every = options.pop("manager"), options.pop("retry_every")
@@ -112,8 +163,9 @@ async def _gateway(loaded: Config, specs: list[ServerSpec], options: dict[str, A
             watching.cancel_scope.cancel()
 
 
-async def _serve(gateway: Gateway, out: Output, separator: str, http: tuple[HttpSettings, socket.socket] | None
-                 ) -> None:
+async def _serve(
+    gateway: Gateway, out: Output, separator: str, http: tuple[HttpSettings, socket.socket] | None
+) -> None:
     """Report what is served, then serve it until the caller stops (stdio: until stdin ends)."""
     if http is None:
         serve_report(out, gateway.health(), "stdio", separator)
@@ -122,4 +174,3 @@ async def _serve(gateway: Gateway, out: Output, separator: str, http: tuple[Http
     settings, sock = http
     serve_report(out, gateway.health(), f"{address_of(sock)}/mcp", separator)
     await serve_http(gateway, settings, sock)
-

@@ -26,8 +26,18 @@ from miroctl.config.servers import adhoc_servers, positive, reject_unknown, serv
 __all__ = ["Config", "Profile", "find_config", "load", "server_from_file"]
 
 PROFILE_KEYS = {
-    "tool_config", "tool_dir", "tool_blacklist", "timeout", "startup_timeout", "concurrency", "policy",
-    "max_result_chars", "fallbacks", "url_rules", "log", "description",
+    "tool_config",
+    "tool_dir",
+    "tool_blacklist",
+    "timeout",
+    "startup_timeout",
+    "concurrency",
+    "policy",
+    "max_result_chars",
+    "fallbacks",
+    "url_rules",
+    "log",
+    "description",
 }
 _ENV_REF = re.compile(r"\$\{oc\.env:([A-Za-z_][A-Za-z0-9_]*)(,[^}]*)?\}")
 
@@ -256,8 +266,10 @@ def _load_profile(data: Mapping[str, Any], path: Path) -> Config:
 
 
 def _lookup(specs: Mapping[str, ServerSpec], name: str) -> ServerSpec | None:
-    return specs.get(name) or specs.get(f"tool-{name}") or next(
-        (s for s in specs.values() if s.source and Path(s.source).stem == name), None
+    return (
+        specs.get(name)
+        or specs.get(f"tool-{name}")
+        or next((s for s in specs.values() if s.source and Path(s.source).stem == name), None)
     )
 
 
@@ -297,5 +309,3 @@ def server_from_file(path: Path) -> ServerSpec:
         return server_from_mapping(data, where=str(path), secrets=_interpolated_values(raw, data))
     except ConfigError as exc:
         return ServerSpec(name=fallback_name, error=exc.message, source=str(path))
-
-

@@ -38,8 +38,11 @@ def sections(data: Mapping[str, Any], path: Path) -> dict[str, Any]:
     """The profile's policy sections, validated and normalised (absent ones stay absent)."""
     where = str(path)
     checks = {
-        "policy": _policy, "fallbacks": _fallbacks, "url_rules": _url_rules,
-        "log": lambda v, w: _log(v, w, path.parent), "max_result_chars": _limit,
+        "policy": _policy,
+        "fallbacks": _fallbacks,
+        "url_rules": _url_rules,
+        "log": lambda v, w: _log(v, w, path.parent),
+        "max_result_chars": _limit,
     }
     return {key: checks[key](data[key], f"{where}: {key}") for key in SECTIONS if key in data}
 

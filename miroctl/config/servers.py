@@ -20,11 +20,30 @@ from miroctl.base.text import suggest
 from miroctl.config import sections as policy_config
 
 SERVER_KEYS = {
-    "name", "tool_command", "command", "args", "env", "url", "transport", "headers", "cwd", "timeout",
-    "startup_timeout", "persistent", "enabled", "tools", "smoke", "description", "max_result_chars",
+    "name",
+    "tool_command",
+    "command",
+    "args",
+    "env",
+    "url",
+    "transport",
+    "headers",
+    "cwd",
+    "timeout",
+    "startup_timeout",
+    "persistent",
+    "enabled",
+    "tools",
+    "smoke",
+    "description",
+    "max_result_chars",
 }
 TRANSPORTS = {"stdio", "streamable_http", "sse"}
-_TRANSPORT_ALIASES = {"http": "streamable_http", "streamable-http": "streamable_http", "streamableHttp": "streamable_http"}
+_TRANSPORT_ALIASES = {
+    "http": "streamable_http",
+    "streamable-http": "streamable_http",
+    "streamableHttp": "streamable_http",
+}
 
 
 def positive(value: Any, key: str, where: Any) -> float:
@@ -43,8 +62,9 @@ def reject_unknown(data: Mapping[str, Any], known: set[str], where: str) -> None
             raise ConfigError(f"{where}: unknown key {key!r}", hint=suggest(str(key), known))
 
 
-def server_from_mapping(data: Mapping[str, Any], *, where: str, name: str | None = None,
-                        secrets: Iterable[str] = ()) -> ServerSpec:
+def server_from_mapping(
+    data: Mapping[str, Any], *, where: str, name: str | None = None, secrets: Iterable[str] = ()
+) -> ServerSpec:
     """Validate one server's settings (the seeds' shape plus extensions) into a spec."""
     reject_unknown(data, SERVER_KEYS, where)
     name = str(data.get("name") or name or Path(where).stem)
@@ -68,7 +88,8 @@ def server_from_mapping(data: Mapping[str, Any], *, where: str, name: str | None
         timeout=positive(data["timeout"], "timeout", where) if data.get("timeout") is not None else None,
         startup_timeout=(
             positive(data["startup_timeout"], "startup_timeout", where)
-            if data.get("startup_timeout") is not None else None
+            if data.get("startup_timeout") is not None
+            else None
         ),
         persistent=bool(data.get("persistent", False)),
         enabled=bool(data.get("enabled", True)),
@@ -144,10 +165,16 @@ def adhoc_servers(stdio: Sequence[str], urls: Sequence[str], headers: Sequence[s
         if parts.scheme not in ("http", "https") or not parts.netloc:
             raise ConfigError(f"--url {url!r}: expected an http(s) URL")
         name = _unique(parts.hostname or "remote", taken)
-        specs.append(ServerSpec(
-            name=name, transport=_transport(None, url, "--url"), url=url,
-            headers=MappingProxyType(header_map), source="--url", secrets=frozenset(header_secrets(header_map)),
-        ))
+        specs.append(
+            ServerSpec(
+                name=name,
+                transport=_transport(None, url, "--url"),
+                url=url,
+                headers=MappingProxyType(header_map),
+                source="--url",
+                secrets=frozenset(header_secrets(header_map)),
+            )
+        )
     return specs
 
 

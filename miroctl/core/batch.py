@@ -87,8 +87,9 @@ def line_request(data: Any) -> CallRequest:
     timeout = data.get("timeout")
     if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0):
         raise UsageError("timeout must be a positive number of seconds")
-    return CallRequest(server or None, tool, dict(arguments), timeout=timeout,
-                       autocorrect=data.get("autocorrect", True) is not False)
+    return CallRequest(
+        server or None, tool, dict(arguments), timeout=timeout, autocorrect=data.get("autocorrect", True) is not False
+    )
 
 
 def _loose(raw: str) -> dict[str, Any]:
@@ -100,8 +101,13 @@ def _loose(raw: str) -> dict[str, Any]:
 
 
 def _bad(number: int, server: str | None, tool: str | None, reason: str) -> Line:
-    outcome = CallOutcome(server, tool or "", error=f"line {number}: {reason}", error_kind="usage",
-                          hint='each line is {"server": ..., "tool": ..., "arguments": {...}}')
+    outcome = CallOutcome(
+        server,
+        tool or "",
+        error=f"line {number}: {reason}",
+        error_kind="usage",
+        hint='each line is {"server": ..., "tool": ..., "arguments": {...}}',
+    )
     return Line(number, problem=outcome)
 
 

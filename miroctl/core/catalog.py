@@ -126,8 +126,9 @@ async def read_resource(manager: Manager, server: str, uri: str, timeout: float 
     return await _fetch(manager, Fetched(server, "resource", uri), timeout, fetch)
 
 
-async def get_prompt(manager: Manager, server: str, name: str, arguments: Mapping[str, str],
-                     timeout: float | None = None) -> Fetched:
+async def get_prompt(
+    manager: Manager, server: str, name: str, arguments: Mapping[str, str], timeout: float | None = None
+) -> Fetched:
     """Get one prompt of one server, filled in with `arguments`; its name and required arguments are
     checked against the server's prompts/list first, so a typo gets suggestions and nothing is sent."""
 
@@ -136,43 +137,57 @@ async def get_prompt(manager: Manager, server: str, name: str, arguments: Mappin
         prompt = next((p for p in listed if p.get("name") == name), None)
         if prompt is None:
             names = [p.get("name", "") for p in listed]
-            hint = suggest(name, names) or (f"it has {counted(len(names), 'prompt')}: miroctl list {server} "
-                                            "--prompts" if names else "it lists no prompts")
-            return _failed(Fetched(server, "prompt", name), "not_found",
-                           f"server {server!r} has no prompt {name!r}", hint)
-        missing = [a["name"] for a in prompt.get("arguments") or () if a.get("required") and a["name"] not in
-                   arguments]
+            hint = suggest(name, names) or (
+                f"it has {counted(len(names), 'prompt')}: miroctl list {server} --prompts"
+                if names
+                else "it lists no prompts"
+            )
+            return _failed(
+                Fetched(server, "prompt", name), "not_found", f"server {server!r} has no prompt {name!r}", hint
+            )
+        missing = [a["name"] for a in prompt.get("arguments") or () if a.get("required") and a["name"] not in arguments]
         if missing:
             wanted = ", ".join(f"{a['name']}{'*' if a.get('required') else ''}" for a in prompt["arguments"])
-            return _failed(Fetched(server, "prompt", name), "usage",
-                           f"{name}: missing required {'argument' if len(missing) == 1 else 'arguments'} "
-                           f"{', '.join(missing)}", f"{name} takes {wanted} (* required)")
+            return _failed(
+                Fetched(server, "prompt", name),
+                "usage",
+                f"{name}: missing required {'argument' if len(missing) == 1 else 'arguments'} {', '.join(missing)}",
+                f"{name} takes {wanted} (* required)",
+            )
         result = await client.get_prompt(name, dict(arguments))
-        return Fetched(server, "prompt", name, content=[plain(m) for m in result.messages],
-                       description=result.description)
+        return Fetched(
+            server, "prompt", name, content=[plain(m) for m in result.messages], description=result.description
+        )
 
     return await _fetch(manager, Fetched(server, "prompt", name), timeout, fetch)
 
 
-async def _fetch(manager: Manager, asked: Fetched, timeout: float | None,
-                 fetch: Callable[[Any], Awaitable[Fetched]]) -> Fetched:
+async def _fetch(
+    manager: Manager, asked: Fetched, timeout: float | None, fetch: Callable[[Any], Awaitable[Fetched]]
+) -> Fetched:
     """Find the server, open its session and run `fetch` under the timeout; every failure becomes data."""
     started = time.perf_counter()
     spec = manager.config.get(asked.server_name or "")
     if spec is None:
         names = [s.name for s in manager.config.servers]
-        outcome = _failed(asked, "not_found", f"no server named {asked.server_name!r}",
-                          suggest(asked.server_name or "", names) or "miroctl list shows the configured servers")
+        outcome = _failed(
+            asked,
+            "not_found",
+            f"no server named {asked.server_name!r}",
+            suggest(asked.server_name or "", names) or "miroctl list shows the configured servers",
+        )
     else:
         asked.server_name = spec.name
-        outcome = await _on_session(manager, spec, asked, timeout or spec.timeout or manager.config.profile.timeout,
-                                    fetch)
+        outcome = await _on_session(
+            manager, spec, asked, timeout or spec.timeout or manager.config.profile.timeout, fetch
+        )
     outcome.duration_ms = (time.perf_counter() - started) * 1000
     return outcome
 
 
-async def _on_session(manager: Manager, spec: ServerSpec, asked: Fetched, timeout: float,
-                      fetch: Callable[[Any], Awaitable[Fetched]]) -> Fetched:
+async def _on_session(
+    manager: Manager, spec: ServerSpec, asked: Fetched, timeout: float, fetch: Callable[[Any], Awaitable[Fetched]]
+) -> Fetched:
     handle = manager.handle(spec)
     try:
         connection = await handle.connect()
@@ -187,8 +202,12 @@ async def _on_session(manager: Manager, spec: ServerSpec, asked: Fetched, timeou
             return await _request_failed(handle, asked, exc)
     if waited.cancelled_caught:
         connection.wire.hurry = True
-        return _failed(asked, "timeout", f"{asked.what} {asked.name} did not arrive within {timeout:g}s",
-                       "raise --timeout if the server is just slow")
+        return _failed(
+            asked,
+            "timeout",
+            f"{asked.what} {asked.name} did not arrive within {timeout:g}s",
+            "raise --timeout if the server is just slow",
+        )
     outcome.server_name = spec.name
     return outcome
 
@@ -205,11 +224,19 @@ async def _request_failed(handle: Any, asked: Fetched, exc: BaseException) -> Fe
     if code is None:
         raise exc
     if code == METHOD_NOT_FOUND:
-        return _failed(asked, "not_found", f"server {asked.server_name!r} offers no {asked.what}s",
-                       f"miroctl list {asked.server_name} --{asked.what}s shows what it offers")
+        return _failed(
+            asked,
+            "not_found",
+            f"server {asked.server_name!r} offers no {asked.what}s",
+            f"miroctl list {asked.server_name} --{asked.what}s shows what it offers",
+        )
     if code in (RESOURCE_NOT_FOUND, INVALID_PARAMS) and asked.what == "resource":
-        return _failed(asked, "not_found", f"{asked.server_name}: {message}",
-                       f"miroctl list {asked.server_name} --resources shows what it offers")
+        return _failed(
+            asked,
+            "not_found",
+            f"{asked.server_name}: {message}",
+            f"miroctl list {asked.server_name} --resources shows what it offers",
+        )
     return _failed(asked, "failed", f"server answered with error {code}: {message}")
 
 

@@ -18,8 +18,11 @@ def outcome_from_result(server: str, tool: str, result: Any) -> CallOutcome:
     """An SDK CallToolResult as the envelope: text joined, blocks and structured content kept."""
     blocks = [block.model_dump(mode="json", by_alias=True, exclude_none=True) for block in result.content or []]
     texts = [b["text"] for b in blocks if b.get("type") == "text" and isinstance(b.get("text"), str)]
-    texts += [b["resource"]["text"] for b in blocks
-              if b.get("type") == "resource" and isinstance(b.get("resource", {}).get("text"), str)]
+    texts += [
+        b["resource"]["text"]
+        for b in blocks
+        if b.get("type") == "resource" and isinstance(b.get("resource", {}).get("text"), str)
+    ]
     structured = result.structured_content
     text = "\n".join(texts)
     if not texts and structured is not None:
@@ -52,14 +55,19 @@ def denied(server: str | None, tool: str, decision: Decision, unanswered: bool =
     hint = f"reason: {decision.reason}"
     if decision.reason == "mode_ask" and unanswered:
         hint += "; answer the prompt on a terminal, or pass --yes (policy.assume_yes in the profile)"
-    return CallOutcome(server, tool, error=decision.message, error_kind="denied", hint=hint,
-                       decision=decision.to_dict())
+    return CallOutcome(
+        server, tool, error=decision.message, error_kind="denied", hint=hint, decision=decision.to_dict()
+    )
 
 
 def log_summary(outcome: CallOutcome) -> tuple[str, dict[str, Any]]:
     """The call log's last line of a call: call_success or call_error, without the result itself."""
-    fields: dict[str, Any] = {"server": outcome.server_name, "tool": outcome.tool_name,
-                              "duration_ms": round(outcome.duration_ms, 1), "exit_code": int(outcome.exit_code)}
+    fields: dict[str, Any] = {
+        "server": outcome.server_name,
+        "tool": outcome.tool_name,
+        "duration_ms": round(outcome.duration_ms, 1),
+        "exit_code": int(outcome.exit_code),
+    }
     if outcome.corrected_from is not None:
         fields["corrected_from"] = outcome.corrected_from
     for key in ("truncated", "fallback", "output"):
@@ -75,12 +83,18 @@ def says_unknown_tool(outcome: CallOutcome) -> bool:
 
 
 def timed_out(route: Route, timeout: float) -> CallOutcome:
-    return CallOutcome(route.spec.name, route.tool.name, error_kind="timeout", corrected_from=route.corrected_from,
-                       error=f"{route.tool.name} did not answer within {timeout:g}s",
-                       hint="raise it with --timeout, or the server's timeout setting")
+    return CallOutcome(
+        route.spec.name,
+        route.tool.name,
+        error_kind="timeout",
+        corrected_from=route.corrected_from,
+        error=f"{route.tool.name} did not answer within {timeout:g}s",
+        hint="raise it with --timeout, or the server's timeout setting",
+    )
 
 
 def unavailable(server: str | None, tool: str, exc: Unavailable) -> CallOutcome:
     failure = exc.failure
-    return CallOutcome(server, tool, error=failure.message, error_kind="unavailable", hint=failure.hint,
-                       failure=failure)
+    return CallOutcome(
+        server, tool, error=failure.message, error_kind="unavailable", hint=failure.hint, failure=failure
+    )

@@ -46,7 +46,9 @@ class MarkItDownFallback:
     @classmethod
     def from_sections(cls, sections: Mapping[str, Any], environ: Mapping[str, str] | None = None) -> MarkItDownFallback:
         settings = (sections.get("fallbacks") or {}).get("markitdown") or {}
-        endpoint = settings.get("docintel_endpoint") or (environ if environ is not None else os.environ).get(ENDPOINT_ENV)
+        endpoint = settings.get("docintel_endpoint") or (environ if environ is not None else os.environ).get(
+            ENDPOINT_ENV
+        )
         return cls(
             enabled=bool(settings.get("enabled", True)),
             docintel_endpoint=endpoint or None,
@@ -66,11 +68,13 @@ class MarkItDownFallback:
         data, content_type, final_url = fetch(url, rules, self.max_bytes, self.timeout)
         converter, StreamInfo = _markitdown(self.docintel_endpoint)
         mimetype, _, params = content_type.partition(";")
-        charset = next((p.split("=", 1)[1].strip() for p in params.split(";") if p.strip().startswith("charset=")),
-                       None)
+        charset = next(
+            (p.split("=", 1)[1].strip() for p in params.split(";") if p.strip().startswith("charset=")), None
+        )
         extension = posixpath.splitext(urlsplit(final_url).path)[1] or None
-        info = StreamInfo(mimetype=mimetype.strip() or None, charset=charset or None, url=final_url,
-                          extension=extension)
+        info = StreamInfo(
+            mimetype=mimetype.strip() or None, charset=charset or None, url=final_url, extension=extension
+        )
         try:
             result = converter.convert_stream(io.BytesIO(data), stream_info=info)
         except Exception as exc:  # noqa: BLE001 - markitdown raises many kinds; each becomes the reason

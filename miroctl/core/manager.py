@@ -52,10 +52,19 @@ ConfirmFn = Callable[[Confirmation], Awaitable[bool]]
 class Manager:
     """Sessions to the configured servers, shared by every list and call made through it."""
 
-    def __init__(self, config: Config, *, policy: Policy | None = None, concurrency: int | None = None,
-                 on_event: EventFn | None = None, confirm: ConfirmFn | None = None,
-                 log_path: str | None = None, task_id: str | None = None, run_id: str | None = None,
-                 follow_changes: bool = False) -> None:
+    def __init__(
+        self,
+        config: Config,
+        *,
+        policy: Policy | None = None,
+        concurrency: int | None = None,
+        on_event: EventFn | None = None,
+        confirm: ConfirmFn | None = None,
+        log_path: str | None = None,
+        task_id: str | None = None,
+        run_id: str | None = None,
+        follow_changes: bool = False,
+    ) -> None:
         """`confirm` answers mode ask's questions, `log_path` gets the call log, `task_id` goes to servers;
         with `follow_changes`, sessions follow their servers' tool-list changes (see `next_change`)."""
         # `run_id` (processes.sub_run_id) marks this Manager's stdio servers apart from others in the process,
@@ -114,9 +123,13 @@ class Manager:
         if spec.name not in self._handles:
             assert self._tg is not None, "use the Manager as an async context manager"
             following = self._tools_changed if self.follow_changes else None
-            self._handles[spec.name] = ServerHandle(self._child_spec(spec), self._tg,
-                                                    self.config.profile.startup_timeout, on_event=self.emit,
-                                                    on_tools_changed=following)
+            self._handles[spec.name] = ServerHandle(
+                self._child_spec(spec),
+                self._tg,
+                self.config.profile.startup_timeout,
+                on_event=self.emit,
+                on_tools_changed=following,
+            )
         return self._handles[spec.name]
 
     def _tools_changed(self, server: str) -> None:
@@ -155,8 +168,9 @@ class Manager:
 
     # ------------------------------------------------------------------------------------------ listing
 
-    async def list_tools(self, specs: Sequence[ServerSpec] | None = None,
-                         extras: frozenset[str] = frozenset()) -> list[ServerTools]:
+    async def list_tools(
+        self, specs: Sequence[ServerSpec] | None = None, extras: frozenset[str] = frozenset()
+    ) -> list[ServerTools]:
         """Every selected server's visible tools, concurrently (bounded); failures become entries.
         `extras` ("resources", "prompts") adds what the servers offer besides tools."""
         specs = list(specs) if specs is not None else self.config.select()
@@ -182,9 +196,13 @@ class Manager:
             return ServerTools(spec.name, spec.transport, failure=exc.failure, duration_ms=_ms(started))
         connection = handle.connection
         return ServerTools(
-            spec.name, spec.transport, tools=tuple(t for t in tools if self.policy.visible(spec, t)),
-            duration_ms=_ms(started), protocol_version=connection.protocol_version if connection else None,
-            server_version=connection.server_version if connection else None, **offered,
+            spec.name,
+            spec.transport,
+            tools=tuple(t for t in tools if self.policy.visible(spec, t)),
+            duration_ms=_ms(started),
+            protocol_version=connection.protocol_version if connection else None,
+            server_version=connection.server_version if connection else None,
+            **offered,
         )
 
     async def tools_of(self, spec: ServerSpec) -> tuple[ToolInfo, ...]:
@@ -205,8 +223,14 @@ class Manager:
         try:
             outcome = await self._call(request)
         except MiroctlError as exc:
-            outcome = CallOutcome(request.server, request.tool, error=exc.message, error_kind=exc.kind,
-                                  hint=exc.hint, candidates=list(getattr(exc, "candidates", [])))
+            outcome = CallOutcome(
+                request.server,
+                request.tool,
+                error=exc.message,
+                error_kind=exc.kind,
+                hint=exc.hint,
+                candidates=list(getattr(exc, "candidates", [])),
+            )
             decision = getattr(exc, "decision", None)
             if decision is not None:  # denied before the server was asked for its tools
                 outcome.decision = decision.to_dict()
@@ -250,8 +274,9 @@ class Manager:
         decision = self.policy.decide(route.spec, route.tool.name, route.tool, values)
         if decision.needs_confirmation:
             decision = await self._confirmation(route, values, decision)
-        self.emit("decision", server=route.spec.name, tool=route.tool.name, arguments=dict(values),
-                  **decision.to_dict())
+        self.emit(
+            "decision", server=route.spec.name, tool=route.tool.name, arguments=dict(values), **decision.to_dict()
+        )
         return decision
 
     async def _confirmation(self, route: Route, values: Mapping[str, Any], decision: Decision) -> Decision:
@@ -283,16 +308,21 @@ class Manager:
         async with self._exclusive_locks.setdefault(spec.name, anyio.Lock()):
             yield
 
-    async def _fall_back(self, route: Route, values: Mapping[str, Any], request: CallRequest,
-                         outcome: CallOutcome) -> CallOutcome:
+    async def _fall_back(
+        self, route: Route, values: Mapping[str, Any], request: CallRequest, outcome: CallOutcome
+    ) -> CallOutcome:
         """A failed scrape-type call answered by converting its URL locally with MarkItDown."""
         if outcome.ok or outcome.error_kind not in TRIGGER_KINDS or not self.fallback.enabled:
             return outcome
         url = url_argument(values) if self.policy.is_scrape(route.tool.name) else None
         if url is None:
             return outcome
-        record: dict[str, Any] = {"kind": "markitdown", "url": url, "original_error": outcome.error,
-                                  "original_error_kind": outcome.error_kind}
+        record: dict[str, Any] = {
+            "kind": "markitdown",
+            "url": url,
+            "original_error": outcome.error,
+            "original_error_kind": outcome.error_kind,
+        }
         try:
             text = await self.fallback.convert(url, self.policy.url_rules)
         except FallbackError as exc:
@@ -341,11 +371,12 @@ class Manager:
         handle = self.handle(route.spec)
         if route.spec.persistent and handle.restarted:
             handle.restarted = False
-            outcome.notes.append(f"{route.spec.name} was restarted after its session was lost; its state started afresh")
+            outcome.notes.append(
+                f"{route.spec.name} was restarted after its session was lost; its state started afresh"
+            )
         return outcome
 
-    async def _call_failed(self, route: Route, handle: ServerHandle, exc: BaseException,
-                           timeout: float) -> CallOutcome:
+    async def _call_failed(self, route: Route, handle: ServerHandle, exc: BaseException, timeout: float) -> CallOutcome:
         code = getattr(exc, "code", None)
         if code == REQUEST_TIMEOUT:
             return envelopes.timed_out(route, timeout)
@@ -354,12 +385,17 @@ class Manager:
             failure = died_during(wire, f"the call to {route.tool.name}") if wire else None
             outcome = envelopes.unavailable(route.spec.name, route.tool.name, Unavailable(failure))  # type: ignore[arg-type]
         elif code is not None:
-            outcome = CallOutcome(route.spec.name, route.tool.name, error_kind="failed",
-                                  error=f"server answered with error {code}: {getattr(exc, 'message', exc)}")
+            outcome = CallOutcome(
+                route.spec.name,
+                route.tool.name,
+                error_kind="failed",
+                error=f"server answered with error {code}: {getattr(exc, 'message', exc)}",
+            )
         else:
             raise exc
         outcome.corrected_from = route.corrected_from
         return outcome
+
 
 def _ms(started: float) -> float:
     return (time.perf_counter() - started) * 1000

@@ -49,8 +49,10 @@ class Router:
             if holders:
                 raise _ambiguous(tool, holders, f"server {spec.name!r} has no tool {tool!r}")
         names = [t.name for t in tools]
-        raise NotFound(f"server {spec.name!r} has no tool {tool!r}",
-                       hint=suggest(tool, names) or f"its tools: {', '.join(names) or '(none)'}")
+        raise NotFound(
+            f"server {spec.name!r} has no tool {tool!r}",
+            hint=suggest(tool, names) or f"its tools: {', '.join(names) or '(none)'}",
+        )
 
     async def reroute(self, route: Route) -> Route | None:
         """The server answered "Unknown tool": the one other server that has it, if exactly one."""

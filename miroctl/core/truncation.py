@@ -78,7 +78,7 @@ def write_full(path: str, result: Any, masker: Masker) -> dict[str, Any]:
                 chars += handle.write("\n")
             text = masker.text(text)  # a copy only when a secret is found in it
             for start in range(0, len(text), CHUNK):
-                chars += handle.write(text[start:start + CHUNK])
+                chars += handle.write(text[start : start + CHUNK])
     return {"path": path, "chars": chars}
 
 

@@ -26,13 +26,21 @@ def call_request(body: Any, gateway: Gateway) -> CallRequest:
         raise UsageError("the request body must be a JSON object")
     unknown = sorted(set(body) - CALL_KEYS)
     if unknown:
-        raise UsageError(f"unknown keys in the call: {', '.join(unknown)}", hint=f"known: {', '.join(sorted(CALL_KEYS))}")
+        raise UsageError(
+            f"unknown keys in the call: {', '.join(unknown)}", hint=f"known: {', '.join(sorted(CALL_KEYS))}"
+        )
     server, tool, pairs = _target(body, gateway)
     arguments = body.get("arguments") or {}
     if not isinstance(arguments, Mapping):
         raise UsageError("arguments must be a JSON object")
-    return CallRequest(server, tool, dict(arguments), [*pairs, *_strings(body, "pairs")],
-                       timeout=_timeout(body.get("timeout")), autocorrect=body.get("autocorrect", True) is not False)
+    return CallRequest(
+        server,
+        tool,
+        dict(arguments),
+        [*pairs, *_strings(body, "pairs")],
+        timeout=_timeout(body.get("timeout")),
+        autocorrect=body.get("autocorrect", True) is not False,
+    )
 
 
 def _target(body: Mapping[str, Any], gateway: Gateway) -> tuple[str | None, str, list[str]]:
@@ -77,8 +85,11 @@ async def list_document(body: Any, gateway: Gateway) -> dict[str, Any]:
         raise UsageError("the request body must be a JSON object")
     specs = [_served(name, gateway) for name in names] or gateway.specs
     entries = await gateway.manager.list_tools(specs)
-    document = {"schema": "miroctl.list/1", "config": gateway.manager.config.source,
-                "servers": [entry.to_dict() for entry in entries]}
+    document = {
+        "schema": "miroctl.list/1",
+        "config": gateway.manager.config.source,
+        "servers": [entry.to_dict() for entry in entries],
+    }
     return gateway.masker.data(document)
 
 
@@ -92,5 +103,10 @@ def _served(name: str, gateway: Gateway) -> Any:
 
 def error_document(exc: MiroctlError) -> dict[str, Any]:
     """A request the API refused: the reason, the hint and the exit code the CLI would use."""
-    return {"schema": "miroctl.error/1", "error": exc.message, "error_kind": exc.kind, "hint": exc.hint,
-            "exit_code": int(exc.exit_code)}
+    return {
+        "schema": "miroctl.error/1",
+        "error": exc.message,
+        "error_kind": exc.kind,
+        "hint": exc.hint,
+        "exit_code": int(exc.exit_code),
+    }

@@ -45,16 +45,23 @@ def check_request(body: Any, gateway: Gateway) -> CheckRequest:
         raise UsageError("the request body must be a JSON object")
     unknown = sorted(set(body) - CHECK_KEYS)
     if unknown:
-        raise UsageError(f"unknown keys in the check: {', '.join(unknown)}",
-                         hint=f"known: {', '.join(sorted(CHECK_KEYS))}")
+        raise UsageError(
+            f"unknown keys in the check: {', '.join(unknown)}", hint=f"known: {', '.join(sorted(CHECK_KEYS))}"
+        )
     named = [_served(name, gateway) for name in _strings(body, "servers")] or gateway.specs
     specs = list({spec.name: spec for spec in named}.values())
     if not specs:
-        raise UsageError(f"no servers to check in {gateway.manager.config.source}",
-                         hint="name some, or add server files")
-    return CheckRequest(specs, _timeout(body.get("timeout")), _concurrency(body.get("concurrency"), gateway),
-                        smoke=_flag(body, "smoke"), allow_fail=_allowed(_strings(body, "allow_fail"), specs, gateway),
-                        surface=_flag(body, "surface"))
+        raise UsageError(
+            f"no servers to check in {gateway.manager.config.source}", hint="name some, or add server files"
+        )
+    return CheckRequest(
+        specs,
+        _timeout(body.get("timeout")),
+        _concurrency(body.get("concurrency"), gateway),
+        smoke=_flag(body, "smoke"),
+        allow_fail=_allowed(_strings(body, "allow_fail"), specs, gateway),
+        surface=_flag(body, "surface"),
+    )
 
 
 def _concurrency(value: Any, gateway: Gateway) -> int:
@@ -79,8 +86,7 @@ def _allowed(names: list[str], specs: list[ServerSpec], gateway: Gateway) -> tup
     for name in names:
         spec = gateway.manager.config.get(name)
         if spec is None or spec.name not in selected:
-            raise UsageError(f"--allow-fail {name}: no such server among those checked",
-                             hint=suggest(name, selected))
+            raise UsageError(f"--allow-fail {name}: no such server among those checked", hint=suggest(name, selected))
         allowed.append(spec.name)
     return tuple(allowed)
 
@@ -88,8 +94,13 @@ def _allowed(names: list[str], specs: list[ServerSpec], gateway: Gateway) -> tup
 def probe_manager(gateway: Gateway) -> Manager:
     """A Manager with the gateway's config, policy, task id and log, its servers apart from the served ones."""
     served = gateway.manager
-    return Manager(served.config, policy=served.policy, log_path=served.log_path, task_id=served.task_id,
-                   run_id=sub_run_id("check"))
+    return Manager(
+        served.config,
+        policy=served.policy,
+        log_path=served.log_path,
+        task_id=served.task_id,
+        run_id=sub_run_id("check"),
+    )
 
 
 async def run_check(request: CheckRequest, gateway: Gateway) -> CheckRun:
@@ -97,10 +108,17 @@ async def run_check(request: CheckRequest, gateway: Gateway) -> CheckRun:
     warm_up(request.specs)
     started = time.perf_counter()
     async with probe_manager(gateway) as manager:
-        reports = await probe_all(manager, request.specs, timeout=request.timeout,
-                                  concurrency=request.concurrency, smoke=request.smoke)
-    run = CheckRun(reports, gateway.manager.config.source, duration_ms=(time.perf_counter() - started) * 1000,
-                   concurrency=request.concurrency, timeout=request.timeout, smoke=request.smoke)
+        reports = await probe_all(
+            manager, request.specs, timeout=request.timeout, concurrency=request.concurrency, smoke=request.smoke
+        )
+    run = CheckRun(
+        reports,
+        gateway.manager.config.source,
+        duration_ms=(time.perf_counter() - started) * 1000,
+        concurrency=request.concurrency,
+        timeout=request.timeout,
+        smoke=request.smoke,
+    )
     run.allow(request.allow_fail)
     return run
 

@@ -47,8 +47,9 @@ class HttpSettings:
         loopback = tuple(n for name in LOOPBACK_NAMES for n in (name, f"{name}:*"))
         any_host = not is_loopback(self.host) and not self.allow_hosts
         object.__setattr__(self, "hosts", () if any_host else (*loopback, *self.allow_hosts))
-        local = tuple(f"{scheme}://{name}{port}" for scheme in ("http", "https") for name in LOOPBACK_NAMES
-                      for port in ("", ":*"))
+        local = tuple(
+            f"{scheme}://{name}{port}" for scheme in ("http", "https") for name in LOOPBACK_NAMES for port in ("", ":*")
+        )
         object.__setattr__(self, "origins", (*local, *self.allow_origins))
 
 
@@ -64,8 +65,10 @@ def is_loopback(host: str) -> bool:
 def check_bind(settings: HttpSettings) -> None:
     """Refuse to listen beyond this machine without a token (exit 2, nothing started)."""
     if not is_loopback(settings.host) and not settings.token:
-        raise UsageError(f"refusing to listen on {settings.host} without a token",
-                         hint="pass --token-env VAR (a variable holding the token), or bind 127.0.0.1")
+        raise UsageError(
+            f"refusing to listen on {settings.host} without a token",
+            hint="pass --token-env VAR (a variable holding the token), or bind 127.0.0.1",
+        )
 
 
 def matches(value: str, patterns: Sequence[str]) -> bool:
@@ -104,8 +107,9 @@ class Guard:
             return _refuse(403, "requests from that Origin are not allowed")
         if self.settings.token and not token_ok(headers.get("authorization"), self.settings.token):
             error = ', error="invalid_token"' if headers.get("authorization") else ""
-            return _refuse(401, "a valid bearer token is required",
-                           {"WWW-Authenticate": f'Bearer realm="miroctl"{error}'})
+            return _refuse(
+                401, "a valid bearer token is required", {"WWW-Authenticate": f'Bearer realm="miroctl"{error}'}
+            )
         if _declared_size(headers) > self.settings.max_body:
             return _refuse(413, f"the request body is larger than {self.settings.max_body} bytes")
         return None
@@ -141,10 +145,14 @@ def build_app(gateway: Gateway, settings: HttpSettings) -> Any:
     from starlette.applications import Starlette
     from starlette.routing import Route
 
-    security = TransportSecuritySettings(enable_dns_rebinding_protection=bool(settings.hosts),
-                                         allowed_hosts=list(settings.hosts), allowed_origins=list(settings.origins))
-    sessions = StreamableHTTPSessionManager(app=build_server(gateway), security_settings=security,
-                                            max_request_body_size=settings.max_body)
+    security = TransportSecuritySettings(
+        enable_dns_rebinding_protection=bool(settings.hosts),
+        allowed_hosts=list(settings.hosts),
+        allowed_origins=list(settings.origins),
+    )
+    sessions = StreamableHTTPSessionManager(
+        app=build_server(gateway), security_settings=security, max_request_body_size=settings.max_body
+    )
     routes = [
         Route("/mcp", endpoint=StreamableHTTPASGIApp(sessions)),
         Route("/healthz", endpoint=_health(gateway), methods=["GET"]),
@@ -195,6 +203,7 @@ async def _json_body(request: Any) -> Any:
 async def _until_disconnect(request: Any, work: Awaitable[dict[str, Any]]) -> dict[str, Any]:
     finished: dict[str, Any] = {}
     async with anyio.create_task_group() as tg:
+
         async def watch() -> None:
             while (await request.receive())["type"] != "http.disconnect":
                 pass
@@ -262,8 +271,10 @@ def bind(settings: HttpSettings) -> socket.socket:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(address)
     except OSError as exc:
-        raise UsageError(f"cannot listen on {settings.host}:{settings.port}: {exc.strerror or exc}",
-                         hint="choose another --port (0 picks a free one)") from None
+        raise UsageError(
+            f"cannot listen on {settings.host}:{settings.port}: {exc.strerror or exc}",
+            hint="choose another --port (0 picks a free one)",
+        ) from None
     sock.listen(128)
     sock.setblocking(False)
     return sock
@@ -279,8 +290,14 @@ async def serve_http(gateway: Gateway, settings: HttpSettings, sock: socket.sock
 
             return nullcontext()
 
-    config = uvicorn.Config(build_app(gateway, settings), log_config=None, log_level="warning", access_log=False,
-                            lifespan="on", timeout_graceful_shutdown=SHUTDOWN_GRACE)
+    config = uvicorn.Config(
+        build_app(gateway, settings),
+        log_config=None,
+        log_level="warning",
+        access_log=False,
+        lifespan="on",
+        timeout_graceful_shutdown=SHUTDOWN_GRACE,
+    )
     server = QuietServer(config)
 
     async def stop_when_cancelled() -> None:

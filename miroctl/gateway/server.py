@@ -28,8 +28,15 @@ META_KEY = "miroctl/outcome"  # where each result's envelope metadata rides in `
 class Gateway:
     """The selected servers behind one MCP server: names, routing, results, health."""
 
-    def __init__(self, manager: Manager, specs: Sequence[ServerSpec], *, separator: str = toolmap.DEFAULT_SEPARATOR,
-                 lazy: bool = False, masker: Masker | None = None) -> None:
+    def __init__(
+        self,
+        manager: Manager,
+        specs: Sequence[ServerSpec],
+        *,
+        separator: str = toolmap.DEFAULT_SEPARATOR,
+        lazy: bool = False,
+        masker: Masker | None = None,
+    ) -> None:
         self.manager = manager
         self.specs = list(specs)
         self.separator = separator
@@ -120,8 +127,13 @@ class Gateway:
         return self.result(await self.call(CallRequest(info.server, info.name, arguments, progress=relay)))
 
     def _unknown(self, name: str) -> CallOutcome:
-        return CallOutcome(None, name, error=f"the gateway has no tool named {name!r}", error_kind="not_found",
-                           hint=suggest(name, self.map.tools) or "list the tools again")
+        return CallOutcome(
+            None,
+            name,
+            error=f"the gateway has no tool named {name!r}",
+            error_kind="not_found",
+            hint=suggest(name, self.map.tools) or "list the tools again",
+        )
 
     def result(self, outcome: CallOutcome) -> Any:
         """An envelope as an MCP CallToolResult, masked; the envelope's metadata rides in `_meta`."""
@@ -139,16 +151,25 @@ class Gateway:
             return self._unknown(name)
         server, tool, values = arguments.get("server"), arguments.get("tool"), arguments.get("arguments") or {}
         if not isinstance(server, str) or not isinstance(tool, str) or not isinstance(values, dict):
-            return CallOutcome(None, "call_tool", error_kind="arguments",
-                               error="call_tool needs server and tool (strings) and arguments (an object)")
+            return CallOutcome(
+                None,
+                "call_tool",
+                error_kind="arguments",
+                error="call_tool needs server and tool (strings) and arguments (an object)",
+            )
         if self.spec(server) is None:
             return self._no_server(server, tool)
         return await self.call(CallRequest(server, tool, values, progress=relay))
 
     def _no_server(self, server: str, tool: str) -> CallOutcome:
         names = [s.name for s in self.specs]
-        return CallOutcome(server, tool, error=f"the gateway serves no server named {server!r}",
-                           error_kind="not_found", hint=suggest(server, names) or f"its servers: {', '.join(names)}")
+        return CallOutcome(
+            server,
+            tool,
+            error=f"the gateway serves no server named {server!r}",
+            error_kind="not_found",
+            hint=suggest(server, names) or f"its servers: {', '.join(names)}",
+        )
 
     async def _meta_list(self, server: Any) -> CallOutcome:
         if server is None:
@@ -160,8 +181,9 @@ class Gateway:
             entries = await self.manager.list_tools([self.spec(server)])  # type: ignore[list-item]
             document = {"servers": [detail(entry) for entry in entries]}
         text = json.dumps(document, ensure_ascii=False)
-        return CallOutcome(None, "list_tools", result=text, structured_content=document,
-                           content=[{"type": "text", "text": text}])
+        return CallOutcome(
+            None, "list_tools", result=text, structured_content=document, content=[{"type": "text", "text": text}]
+        )
 
     # ------------------------------------------------------------------------------------------ health
 
@@ -197,8 +219,11 @@ class Gateway:
 
 def mcp_tool(name: str, info: ToolInfo) -> dict[str, Any]:
     """An upstream tool as the gateway lists it: its description, schemas and annotations passed through."""
-    tool: dict[str, Any] = {"name": name, "description": info.description, "inputSchema": dict(info.input_schema)
-                            or {"type": "object"}}
+    tool: dict[str, Any] = {
+        "name": name,
+        "description": info.description,
+        "inputSchema": dict(info.input_schema) or {"type": "object"},
+    }
     if info.title:
         tool["title"] = info.title
     if info.output_schema is not None:
@@ -218,10 +243,15 @@ def result_body(outcome: CallOutcome) -> dict[str, Any]:
     else:
         text = f"{outcome.error_kind}: {outcome.error}" + (f"\nhint: {outcome.hint}" if outcome.hint else "")
         body = {"content": [{"type": "text", "text": text}], "isError": True}
-    body["_meta"] = {META_KEY: {
-        "server_name": outcome.server_name, "tool_name": outcome.tool_name, "error_kind": outcome.error_kind,
-        "exit_code": int(outcome.exit_code), "corrected_from": outcome.corrected_from,
-    }}
+    body["_meta"] = {
+        META_KEY: {
+            "server_name": outcome.server_name,
+            "tool_name": outcome.tool_name,
+            "error_kind": outcome.error_kind,
+            "exit_code": int(outcome.exit_code),
+            "corrected_from": outcome.corrected_from,
+        }
+    }
     return body
 
 
@@ -245,17 +275,28 @@ def meta_tools(specs: Sequence[ServerSpec]) -> list[dict[str, Any]]:
     names = ", ".join(spec.name for spec in specs) or "(none)"
     server = {"type": "string", "description": f"One of: {names}."}
     return [
-        {"name": "list_tools", "annotations": {"readOnlyHint": True},
-         "description": f"List the tools of the servers behind this gateway ({names}). Without `server`: every "
-                        "server's tool names and summaries. With `server`: that server's tools with full "
-                        "descriptions and input schemas. Call them with call_tool.",
-         "inputSchema": {"type": "object", "properties": {"server": server}}},
-        {"name": "call_tool",
-         "description": "Call one tool of one server behind this gateway. Find its name and input schema "
-                        "with list_tools(server) first.",
-         "inputSchema": {"type": "object", "required": ["server", "tool"], "properties": {
-             "server": server, "tool": {"type": "string", "description": "The tool's name on that server."},
-             "arguments": {"type": "object", "description": "The tool's arguments, as its input schema says."}}}},
+        {
+            "name": "list_tools",
+            "annotations": {"readOnlyHint": True},
+            "description": f"List the tools of the servers behind this gateway ({names}). Without `server`: every "
+            "server's tool names and summaries. With `server`: that server's tools with full "
+            "descriptions and input schemas. Call them with call_tool.",
+            "inputSchema": {"type": "object", "properties": {"server": server}},
+        },
+        {
+            "name": "call_tool",
+            "description": "Call one tool of one server behind this gateway. Find its name and input schema "
+            "with list_tools(server) first.",
+            "inputSchema": {
+                "type": "object",
+                "required": ["server", "tool"],
+                "properties": {
+                    "server": server,
+                    "tool": {"type": "string", "description": "The tool's name on that server."},
+                    "arguments": {"type": "object", "description": "The tool's arguments, as its input schema says."},
+                },
+            },
+        },
     ]
 
 
@@ -276,10 +317,13 @@ def build_server(gateway: Gateway) -> Any:
     names = ", ".join(spec.name for spec in gateway.specs)
     gateway.bus = gateway.bus or InMemorySubscriptionBus()
     server = GatewayServer(
-        "miroctl", version=__version__,
+        "miroctl",
+        version=__version__,
         instructions=f"miroctl gateway for these MCP servers: {names}.",
-        on_list_tools=gateway.on_list_tools, on_call_tool=gateway.on_call_tool,
-        get_tool_input_schema=gateway.input_schema, on_subscriptions_listen=ListenHandler(gateway.bus),
+        on_list_tools=gateway.on_list_tools,
+        on_call_tool=gateway.on_call_tool,
+        get_tool_input_schema=gateway.input_schema,
+        on_subscriptions_listen=ListenHandler(gateway.bus),
     )
     server.middleware = []  # the default OpenTelemetry middleware costs every relayed call ~0.1 ms, for no exporter
     return server

@@ -61,7 +61,7 @@ class StdoutWriter:
     async def write(self, text: str) -> None:
         data = memoryview(text.encode("utf-8"))
         while data:
-            data = data[await _write_some(self.fd, data[:WRITE_CHUNK]):]
+            data = data[await _write_some(self.fd, data[:WRITE_CHUNK]) :]
 
     async def flush(self) -> None:
         await anyio.lowlevel.checkpoint()

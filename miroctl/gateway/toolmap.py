@@ -26,8 +26,10 @@ class Collision:
 
     @property
     def message(self) -> str:
-        return (f"tool name {self.name!r} would mean {' and '.join(self.owners)}; none of them is exposed "
-                f"(choose another --separator)")
+        return (
+            f"tool name {self.name!r} would mean {' and '.join(self.owners)}; none of them is exposed "
+            f"(choose another --separator)"
+        )
 
     def to_dict(self) -> dict[str, object]:
         return {"name": self.name, "owners": list(self.owners), "message": self.message}
@@ -55,8 +57,9 @@ def prefixes(server_names: Iterable[str]) -> dict[str, str]:
     return result
 
 
-def build(entries: Sequence[ServerTools], separator: str = DEFAULT_SEPARATOR,
-          server_names: Iterable[str] | None = None) -> ToolMap:
+def build(
+    entries: Sequence[ServerTools], separator: str = DEFAULT_SEPARATOR, server_names: Iterable[str] | None = None
+) -> ToolMap:
     """Name every tool of the healthy entries; a name claimed twice is left out and reported."""
     prefix = prefixes(server_names if server_names is not None else [e.server for e in entries])
     claims: dict[str, list[ToolInfo]] = {}
@@ -65,13 +68,18 @@ def build(entries: Sequence[ServerTools], separator: str = DEFAULT_SEPARATOR,
             name = f"{prefix.get(entry.server, entry.server)}{separator}{tool.name}"
             claims.setdefault(name, []).append(tool)
     tools = {name: found[0] for name, found in claims.items() if len(found) == 1}
-    collisions = tuple(Collision(name, tuple(f"{t.server}.{t.name}" for t in found))
-                       for name, found in claims.items() if len(found) > 1)
+    collisions = tuple(
+        Collision(name, tuple(f"{t.server}.{t.name}" for t in found))
+        for name, found in claims.items()
+        if len(found) > 1
+    )
     return ToolMap(tools, collisions)
 
 
 def check_separator(separator: str) -> None:
     """A separator must keep exposed names valid MCP tool names (letters, digits, _ - .)."""
     if not _NAME_CHARACTERS.fullmatch(separator):
-        raise UsageError(f"--separator {separator!r} would make invalid tool names",
-                         hint="use letters, digits, _, - or . (the default is __)")
+        raise UsageError(
+            f"--separator {separator!r} would make invalid tool names",
+            hint="use letters, digits, _, - or . (the default is __)",
+        )

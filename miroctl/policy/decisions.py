@@ -220,8 +220,9 @@ class Policy:
         """Whether a tool is shown in `list` and exposed by `serve` (tools that need a yes are)."""
         return self.decide(spec, tool.name, tool).state != "deny"
 
-    def decide(self, spec: ServerSpec, tool: str, info: ToolInfo | None = None,
-               arguments: Mapping[str, Any] | None = None) -> Decision:
+    def decide(
+        self, spec: ServerSpec, tool: str, info: ToolInfo | None = None, arguments: Mapping[str, Any] | None = None
+    ) -> Decision:
         """Whether a call of `tool` on `spec` may go ahead (info and arguments when known)."""
         where = f"{spec.name}.{tool}"
         if self.blacklisted(spec, tool):
@@ -252,6 +253,7 @@ class Policy:
             kind = "high-risk" if meta.risk == "high" else "destructive"
             return Decision(False, "mode_ask", f"{where} is {kind}: mode ask needs a yes", needs_confirmation=True)
         if meta.risk == "high" and matches(self.allow_high, spec, tool) is None:
-            return Decision(False, "guardrail_high",
-                            f"{where} is marked risk: high and policy.allow_high does not name it")
+            return Decision(
+                False, "guardrail_high", f"{where} is marked risk: high and policy.allow_high does not name it"
+            )
         return ALLOW

@@ -32,9 +32,12 @@ def check_table(out: Output, run: Any) -> None:
 
 def _check_rows(out: Output, run: Any, wide: bool, reasons: bool) -> Table:
     columns = [*_PHASE_COLUMNS, *((("smoke", "smoke"),) if run.smoke else ())]
-    table = Table(caption=_check_caption(run), caption_justify="left", expand=False,
-                  **({} if wide else {"box": box.SIMPLE_HEAD, "padding": (0, 1), "collapse_padding": True,
-                                       "pad_edge": False}))
+    table = Table(
+        caption=_check_caption(run),
+        caption_justify="left",
+        expand=False,
+        **({} if wide else {"box": box.SIMPLE_HEAD, "padding": (0, 1), "collapse_padding": True, "pad_edge": False}),
+    )
     table.add_column("server", no_wrap=True, min_width=6, style="bold")
     if wide:
         table.add_column("status", no_wrap=True)
@@ -65,8 +68,7 @@ def _check_caption(run: Any) -> Text:
     return Text(text, style="dim")
 
 
-def _check_cells(out: Output, report: Any, columns: Sequence[tuple[str, str]], wide: bool,
-                 reasons: bool) -> list[Text]:
+def _check_cells(out: Output, report: Any, columns: Sequence[tuple[str, str]], wide: bool, reasons: bool) -> list[Text]:
     tools = str(len(report.tools)) if report.phases["tools"].status == "ok" else "–"
     cells = [Text(out.safe(report.protocol_version or "–")), Text(out.safe(report.server_version or "–")), Text(tools)]
     cells += [_phase_cell(report.phases[report.start_phase if key == "start" else key]) for key, _ in columns]
@@ -74,8 +76,12 @@ def _check_cells(out: Output, report: Any, columns: Sequence[tuple[str, str]], w
         mark, style = _status(report)
         return [Text(f"{mark[0]} {out.safe(report.server)}", style=style), *cells]
     mark, style = _status(report)
-    return [Text(out.safe(report.server)), Text(mark, style=style), *cells,
-            *([_reason_cell(out, report)] if reasons else [])]
+    return [
+        Text(out.safe(report.server)),
+        Text(mark, style=style),
+        *cells,
+        *([_reason_cell(out, report)] if reasons else []),
+    ]
 
 
 def _status(report: Any) -> tuple[str, str]:
@@ -144,8 +150,9 @@ def lock_changes(out: Output, lock: Any) -> None:
         line.append(f"  [{change.severity}]", style="red" if change.severity == "breaking" else "yellow")
         out.out.print(line)
     if lock.unchecked:
-        out.out.print(Text("  not compared (unhealthy or not selected): " + out.safe(", ".join(lock.unchecked)),
-                           style="dim"))
+        out.out.print(
+            Text("  not compared (unhealthy or not selected): " + out.safe(", ".join(lock.unchecked)), style="dim")
+        )
 
 
 def _check_summary(run: Any) -> str:

@@ -28,8 +28,9 @@ def list_tables(out: Output, entries: Iterable[Any], *, schema: bool = False) ->
         table.add_column("description")
         table.add_column("parameters (* required)")
         for tool in entry.tools:
-            table.add_row(Text(out.safe(tool.name)), Text(out.safe(_summary(tool, schema))),
-                          _parameters(out, tool, type_label))
+            table.add_row(
+                Text(out.safe(tool.name)), Text(out.safe(_summary(tool, schema))), _parameters(out, tool, type_label)
+            )
         out.out.print(table)
         _offered(out, entry)
 

@@ -20,8 +20,9 @@ _C1_AND_SEPARATORS = re.compile(r"[\x7f-\x9f\u2028\u2029]")
 
 def literal(text: Any) -> str:
     """Server text made safe for a terminal: control characters become visible \\xNN escapes."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else
-                        f"\\u{ord(m.group()):04x}", str(text))
+    return _CONTROL.sub(
+        lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else f"\\u{ord(m.group()):04x}", str(text)
+    )
 
 
 def dumps(document: Any) -> str:
@@ -83,8 +84,14 @@ class Output:
             return
         from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-        bar = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[message]}"),
-                       TimeElapsedColumn(), console=self.err, transient=True)
+        bar = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            TextColumn("{task.fields[message]}"),
+            TimeElapsedColumn(),
+            console=self.err,
+            transient=True,
+        )
         task = bar.add_task(self.safe(label), total=None, message="")
 
         async def update(progress: float, total: float | None, message: str | None) -> None:

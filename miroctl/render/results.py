@@ -53,15 +53,20 @@ def policy_notes(out: Output, outcome: Any) -> None:
     """What the policy layer did to a call: fallback, cut, whole result written to a file."""
     fallback = outcome.fallback
     if fallback and fallback.get("ok"):
-        out.note(f"{outcome.tool_name} failed ({fallback['original_error']}); "
-                 f"this is {fallback['url']} converted locally by MarkItDown")
+        out.note(
+            f"{outcome.tool_name} failed ({fallback['original_error']}); "
+            f"this is {fallback['url']} converted locally by MarkItDown"
+        )
     cut = outcome.truncated
     if cut:
-        out.note(f"result cut to {cut['kept_chars']} of {cut['original_chars']} characters (max_result_chars); "
-                 "--output FILE writes all of it")
+        out.note(
+            f"result cut to {cut['kept_chars']} of {cut['original_chars']} characters (max_result_chars); "
+            "--output FILE writes all of it"
+        )
     if outcome.output:
-        out.note(f"wrote the whole result ({outcome.output['chars']} characters) to {outcome.output['path']}",
-                 style="green")
+        out.note(
+            f"wrote the whole result ({outcome.output['chars']} characters) to {outcome.output['path']}", style="green"
+        )
 
 
 def _pretty(outcome: Any) -> str:

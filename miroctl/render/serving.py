@@ -24,7 +24,12 @@ def serve_report(out: Output, health: Mapping[str, Any], where: str, separator: 
         if server.get("state") != "connected":
             error = server.get("error") or {}
             reason = f"{error.get('kind')}: {error.get('message')}" if error else server.get("state")
-            out.err.print(Text(f"  left out for now (tried again later): {out.safe(server['name'])}: "
-                               f"{out.safe(reason)}", style="yellow"), soft_wrap=True)
+            out.err.print(
+                Text(
+                    f"  left out for now (tried again later): {out.safe(server['name'])}: {out.safe(reason)}",
+                    style="yellow",
+                ),
+                soft_wrap=True,
+            )
     for collision in health.get("collisions", []):
         out.err.print(Text(f"  name collision: {out.safe(collision['message'])}", style="yellow"), soft_wrap=True)

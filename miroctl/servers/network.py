@@ -84,8 +84,10 @@ def tcp_port_check(host: str, port: Port, timeout_seconds: Seconds = 3.0) -> Cal
     except ProbeFailed as failed:
         return _finding(f"{host}:{port}", failed, started, {"port": port})
     shown = address if address == host else f"{host} ({address})"
-    return result(f"{shown} port {port} is OPEN: connected in {ms} ms.",
-                  {"host": host, "address": address, "port": port, "state": "open", "ms": ms})
+    return result(
+        f"{shown} port {port} is OPEN: connected in {ms} ms.",
+        {"host": host, "address": address, "port": port, "state": "open", "ms": ms},
+    )
 
 
 @mcp.tool(annotations=PROBE)
@@ -162,12 +164,20 @@ def _host(text: str) -> str:
 
 
 def _finding(target: str, failed: ProbeFailed, started: float, extra: dict[str, Any] | None = None) -> CallToolResult:
-    words = {"closed": "is CLOSED: the host answered but nothing listens there",
-             "timeout": "did not answer: a firewall may drop the packets, or the host is down",
-             "unreachable": "is UNREACHABLE from this machine (no route)",
-             "unresolvable": "cannot be checked: the host name does not resolve"}
+    words = {
+        "closed": "is CLOSED: the host answered but nothing listens there",
+        "timeout": "did not answer: a firewall may drop the packets, or the host is down",
+        "unreachable": "is UNREACHABLE from this machine (no route)",
+        "unresolvable": "cannot be checked: the host name does not resolve",
+    }
     head = f"{target} {words.get(failed.state, 'could not be checked')}"
-    data = {"target": target, "state": failed.state, "reason": failed.reason, "ms": elapsed_ms(started), **(extra or {})}
+    data = {
+        "target": target,
+        "state": failed.state,
+        "reason": failed.reason,
+        "ms": elapsed_ms(started),
+        **(extra or {}),
+    }
     return result(f"{head} ({failed.reason}).", data)
 
 
@@ -184,8 +194,10 @@ def _tls_line(tls: dict[str, Any]) -> str:
     days = tls["days_left"]
     when = f"EXPIRED {-days} day{'s' if days != -1 else ''} ago" if tls["expired"] else f"in {days} days"
     trust = "trusted by this machine" if tls["trusted"] else f"NOT trusted: {tls['problem']}"
-    return (f"TLS certificate: {tls['subject']}, issued by {tls['issuer']}; expires {tls['not_after'][:16]} UTC "
-            f"({when}); {trust}")
+    return (
+        f"TLS certificate: {tls['subject']}, issued by {tls['issuer']}; expires {tls['not_after'][:16]} UTC "
+        f"({when}); {trust}"
+    )
 
 
 def _request(url: str, method: str, deadline: Deadline, follow: bool, verify: bool) -> tuple[list[str], dict]:
@@ -193,8 +205,10 @@ def _request(url: str, method: str, deadline: Deadline, follow: bool, verify: bo
 
     started = time.monotonic()
     try:
-        with (httpx2.Client(timeout=deadline.left(), follow_redirects=follow, verify=verify) as client,
-              client.stream(method, url, headers={"User-Agent": "miroctl-network/0.2"}) as response):
+        with (
+            httpx2.Client(timeout=deadline.left(), follow_redirects=follow, verify=verify) as client,
+            client.stream(method, url, headers={"User-Agent": "miroctl-network/0.2"}) as response,
+        ):
             headers_ms = elapsed_ms(started)
             size = _body_size(response)
     except ProbeFailed as failed:
@@ -221,15 +235,28 @@ def _body_size(response: Any) -> int | None:
 def _answer_lines(url: str, response: Any, headers_ms: float, total_ms: float, size: int | None) -> tuple[list, dict]:
     kind = response.headers.get("content-type", "no content type").split(";")[0]
     shown = "not read" if size is None else (f"{human_bytes(size)}+" if size >= BODY_LIMIT else human_bytes(size))
-    first = (f"{url} answered {response.status_code} {response.reason_phrase} in {headers_ms} ms (headers), "
-             f"{total_ms} ms in total; {shown}, {kind}")
+    first = (
+        f"{url} answered {response.status_code} {response.reason_phrase} in {headers_ms} ms (headers), "
+        f"{total_ms} ms in total; {shown}, {kind}"
+    )
     lines = [first]
     redirects = [str(r.url) for r in response.history]
     if redirects:
-        lines.append(f"Followed {len(redirects)} redirect{'s' if len(redirects) != 1 else ''}; final URL {response.url}")
-    data = {"url": url, "state": "answered", "status": response.status_code, "reason": response.reason_phrase,
-            "headers_ms": headers_ms, "total_ms": total_ms, "bytes": size, "content_type": kind,
-            "redirects": redirects, "final_url": str(response.url)}
+        lines.append(
+            f"Followed {len(redirects)} redirect{'s' if len(redirects) != 1 else ''}; final URL {response.url}"
+        )
+    data = {
+        "url": url,
+        "state": "answered",
+        "status": response.status_code,
+        "reason": response.reason_phrase,
+        "headers_ms": headers_ms,
+        "total_ms": total_ms,
+        "bytes": size,
+        "content_type": kind,
+        "redirects": redirects,
+        "final_url": str(response.url),
+    }
     return lines, data
 
 
@@ -289,8 +316,16 @@ def _ping_result(target: str, method: str, note: str | None, sent: int, got: int
     if times:
         head += f"; round trip min/avg/max {times[0]:.2f}/{times[1]:.2f}/{times[2]:.2f} ms"
     lines = [head] + ([f"note: {note}"] if note else [])
-    data = {"target": target, "method": method, "sent": sent, "received": got, "loss_percent": loss,
-            "rtt_ms": dict(zip(("min", "avg", "max"), times)), "state": "up" if got else "no_answer", "note": note}
+    data = {
+        "target": target,
+        "method": method,
+        "sent": sent,
+        "received": got,
+        "loss_percent": loss,
+        "rtt_ms": dict(zip(("min", "avg", "max"), times)),
+        "state": "up" if got else "no_answer",
+        "note": note,
+    }
     return result("\n".join(lines), data)
 
 

@@ -34,8 +34,11 @@ MAX_TITLE = 500
 _SAFE_TASK = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 
 
-@mcp.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False,
-                                      open_world_hint=False))
+@mcp.tool(
+    annotations=ToolAnnotations(
+        read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False
+    )
+)
 def add_todo(titles: list[str] | str) -> CallToolResult:
     """Add one or more items to this task's todo list and return the whole list.
 
@@ -51,8 +54,11 @@ def add_todo(titles: list[str] | str) -> CallToolResult:
     return _checklist(todos, f"Added {len(wanted)} item{'s' if len(wanted) != 1 else ''}.")
 
 
-@mcp.tool(annotations=ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True,
-                                      open_world_hint=False))
+@mcp.tool(
+    annotations=ToolAnnotations(
+        read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+    )
+)
 def list_todos() -> CallToolResult:
     """Show this task's todo list: every item, done or not, as a Markdown checklist with ids.
 
@@ -61,8 +67,11 @@ def list_todos() -> CallToolResult:
     return _checklist(TodoStore.for_task().read())
 
 
-@mcp.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True,
-                                      open_world_hint=False))
+@mcp.tool(
+    annotations=ToolAnnotations(
+        read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+    )
+)
 def complete_todo(todo_ids: list[str] | str) -> CallToolResult:
     """Mark items of this task's todo list as done and return the whole list.
 
@@ -110,8 +119,10 @@ def resolve_id(todo_id: str, todos: list[dict[str, Any]]) -> dict[str, Any]:
         known = ", ".join(t["id"][:SHORT_ID] for t in todos) or "(the list is empty)"
         raise ToolError(f"no todo item has id {todo_id!r}; nothing was changed. Known ids: {known}")
     if len(found) > 1:
-        raise ToolError(f"todo id {todo_id!r} matches {len(found)} items; give more characters: "
-                        + ", ".join(t["id"] for t in found))
+        raise ToolError(
+            f"todo id {todo_id!r} matches {len(found)} items; give more characters: "
+            + ", ".join(t["id"] for t in found)
+        )
     return found[0]
 
 
@@ -131,8 +142,11 @@ def _checklist(todos: list[dict[str, Any]], note: str | None = None) -> CallTool
         lines = ["## Todo list (empty)", "", "Nothing planned yet: add the steps with add_todo."]
     if note:
         lines = [note, "", *lines]
-    data = {"total": len(todos), "done": done,
-            "todos": [{"id": t["id"], "title": t["title"], "done": t["done"]} for t in todos]}
+    data = {
+        "total": len(todos),
+        "done": done,
+        "todos": [{"id": t["id"], "title": t["title"], "done": t["done"]} for t in todos],
+    }
     return result("\n".join(lines), data)
 
 
@@ -150,8 +164,10 @@ class TodoStore:
     def for_task(cls) -> TodoStore:
         task = setting("TASK_ID")
         if task is None:
-            raise ToolError("TASK_ID is not set: the planner keeps one todo list per task, so the server "
-                            "needs TASK_ID in its environment (e.g. TASK_ID=my-task miroctl call ...)")
+            raise ToolError(
+                "TASK_ID is not set: the planner keeps one todo list per task, so the server "
+                "needs TASK_ID in its environment (e.g. TASK_ID=my-task miroctl call ...)"
+            )
         directory = state_dir("PLANNER_STATE_DIR", "planner")
         try:
             directory.mkdir(parents=True, exist_ok=True)

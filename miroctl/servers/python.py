@@ -25,18 +25,52 @@ from miroctl.servers.helpers.sandbox_run import Run, stop_all
 mcp = MCPServer("python", version="0.2.0", log_level="WARNING")
 
 # Ids that models make up instead of calling create_sandbox (as the seeds list them).
-MADE_UP_IDS = frozenset({
-    "default", "sandbox", "sandbox_id", "sandbox-id", "sandboxid", "your_sandbox_id", "your-sandbox-id",
-    "<sandbox_id>", "{sandbox_id}", "auto", "new", "none", "null", "nil", "undefined", "test", "example",
-    "id", "local", "current", "main", "temp", "tmp", "python", "sbx", "my_sandbox", "my-sandbox",
-    "sandbox1", "sandbox_1", "sandbox-1", "0", "1", "123",
-})
+MADE_UP_IDS = frozenset(
+    {
+        "default",
+        "sandbox",
+        "sandbox_id",
+        "sandbox-id",
+        "sandboxid",
+        "your_sandbox_id",
+        "your-sandbox-id",
+        "<sandbox_id>",
+        "{sandbox_id}",
+        "auto",
+        "new",
+        "none",
+        "null",
+        "nil",
+        "undefined",
+        "test",
+        "example",
+        "id",
+        "local",
+        "current",
+        "main",
+        "temp",
+        "tmp",
+        "python",
+        "sbx",
+        "my_sandbox",
+        "my-sandbox",
+        "sandbox1",
+        "sandbox_1",
+        "sandbox-1",
+        "0",
+        "1",
+        "123",
+    }
+)
 MAX_CODE_CHARS = 1_000_000
 _RUNS = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=True)
 
 
-@mcp.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False,
-                                      open_world_hint=False))
+@mcp.tool(
+    annotations=ToolAnnotations(
+        read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False
+    )
+)
 def create_sandbox() -> CallToolResult:
     """Create a new, empty sandbox and return its sandbox_id.
 
@@ -46,8 +80,10 @@ def create_sandbox() -> CallToolResult:
     """
     backend = sandbox_backend()
     sandbox_id = backend.create()
-    text = (f"sandbox_id: {sandbox_id}\nA new {backend.name} sandbox is ready. Pass this sandbox_id to "
-            "run_command, run_python_code and the file tools; files stay between calls.")
+    text = (
+        f"sandbox_id: {sandbox_id}\nA new {backend.name} sandbox is ready. Pass this sandbox_id to "
+        "run_command, run_python_code and the file tools; files stay between calls."
+    )
     return result(text, {"sandbox_id": sandbox_id, "backend": backend.name})
 
 
@@ -89,10 +125,14 @@ def run_python_code(code_block: str, sandbox_id: str = "", timeout_seconds: floa
     return run_report(run, sandbox_id if handle is not None else None, why)
 
 
-@mcp.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True,
-                                      open_world_hint=False))
-def upload_file_from_local_to_sandbox(sandbox_id: str, local_file_path: str,
-                                      sandbox_file_path: str = E2B_HOME) -> CallToolResult:
+@mcp.tool(
+    annotations=ToolAnnotations(
+        read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False
+    )
+)
+def upload_file_from_local_to_sandbox(
+    sandbox_id: str, local_file_path: str, sandbox_file_path: str = E2B_HOME
+) -> CallToolResult:
     """Copy a file from this machine into a sandbox, so code in the sandbox can use it.
 
     `local_file_path` is a file on the machine running the server. `sandbox_file_path` is the
@@ -105,14 +145,20 @@ def upload_file_from_local_to_sandbox(sandbox_id: str, local_file_path: str,
     if not local.is_file():
         raise ToolError(f"no such local file: {local_file_path}")
     placed = backend.upload(handle, local, sandbox_file_path)
-    return result(f"uploaded {local.name} to {placed} in sandbox {sandbox_id}",
-                  {"sandbox_id": sandbox_id, "sandbox_path": str(placed)})
+    return result(
+        f"uploaded {local.name} to {placed} in sandbox {sandbox_id}",
+        {"sandbox_id": sandbox_id, "sandbox_path": str(placed)},
+    )
 
 
-@mcp.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True,
-                                      open_world_hint=False))
-def download_file_from_sandbox_to_local(sandbox_id: str, sandbox_file_path: str,
-                                        local_filename: str | None = None) -> CallToolResult:
+@mcp.tool(
+    annotations=ToolAnnotations(
+        read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False
+    )
+)
+def download_file_from_sandbox_to_local(
+    sandbox_id: str, sandbox_file_path: str, local_filename: str | None = None
+) -> CallToolResult:
     """Copy a file out of a sandbox to this machine and return its local path.
 
     Files inside a sandbox cannot be read by other tools: download them first, then pass the
@@ -126,8 +172,10 @@ def download_file_from_sandbox_to_local(sandbox_id: str, sandbox_file_path: str,
     if not name:
         raise ToolError(f"{sandbox_file_path!r} does not name a file")
     saved = backend.download(handle, sandbox_file_path, scratch_dir("SANDBOX_DOWNLOAD_DIR", "downloads") / name)
-    return result(f"downloaded {sandbox_file_path} from sandbox {sandbox_id} to {saved}",
-                  {"sandbox_id": sandbox_id, "local_path": str(saved)})
+    return result(
+        f"downloaded {sandbox_file_path} from sandbox {sandbox_id} to {saved}",
+        {"sandbox_id": sandbox_id, "local_path": str(saved)},
+    )
 
 
 # ---------------------------------------------------------------------------------------------- helpers
@@ -150,12 +198,12 @@ def made_up(sandbox_id: str) -> bool:
 
 def _existing(backend: Any, sandbox_id: str) -> Any:
     if made_up(sandbox_id):
-        raise ToolError(f"{sandbox_id!r} is not a sandbox id: call create_sandbox first and pass the "
-                        "sandbox_id it returns")
+        raise ToolError(
+            f"{sandbox_id!r} is not a sandbox id: call create_sandbox first and pass the sandbox_id it returns"
+        )
     handle = backend.find(sandbox_id.strip())
     if handle is None:
-        raise ToolError(f"no sandbox has id {sandbox_id!r} (it may have expired): call create_sandbox "
-                        "for a new one")
+        raise ToolError(f"no sandbox has id {sandbox_id!r} (it may have expired): call create_sandbox for a new one")
     return handle
 
 
@@ -194,9 +242,15 @@ def run_report(run: Run, sandbox_id: str | None, one_shot: str | None = None) ->
     if run.stderr.strip():
         lines += ["", "stderr:", run.stderr.rstrip("\n")]
     data = {
-        "sandbox_id": sandbox_id, "one_shot": sandbox_id is None, "exit_code": run.exit_code,
-        "killed": run.killed, "seconds": round(run.seconds, 3), "stdout": run.stdout, "stderr": run.stderr,
-        "cut_bytes": run.cut_bytes, "notes": ([one_shot] if one_shot else []) + run.notes,
+        "sandbox_id": sandbox_id,
+        "one_shot": sandbox_id is None,
+        "exit_code": run.exit_code,
+        "killed": run.killed,
+        "seconds": round(run.seconds, 3),
+        "stdout": run.stdout,
+        "stderr": run.stderr,
+        "cut_bytes": run.cut_bytes,
+        "notes": ([one_shot] if one_shot else []) + run.notes,
     }
     return result("\n".join(lines), data, error=not run.ok)
 

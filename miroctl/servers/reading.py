@@ -18,8 +18,9 @@ mcp = MCPServer("reading", version="0.2.0", log_level="WARNING")
 
 
 @mcp.tool(
-    annotations=ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True,
-                                open_world_hint=True),
+    annotations=ToolAnnotations(
+        read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=True
+    ),
     structured_output=False,
 )
 def read_file(uri: str) -> str:

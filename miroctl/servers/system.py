@@ -44,11 +44,18 @@ def cpu_usage(sample_seconds: Annotated[float, Field(ge=0.1, le=10.0)] = 1.0) ->
         f"CPU: {overall:.1f}% busy over a {sample_seconds:g} s sample, on {cores} logical cores"
         + (f" ({physical} physical)" if physical else ""),
         "Per core: " + ", ".join(f"#{i} {p:.0f}%" for i, p in enumerate(per_core)),
-        "Load average (1/5/15 min): " + " / ".join(f"{v:.2f}" for v in load)
+        "Load average (1/5/15 min): "
+        + " / ".join(f"{v:.2f}" for v in load)
         + f" = {' / '.join(percent(v, cores) for v in load)} of {cores} cores",
     ]
-    data = {"percent": round(overall, 1), "per_core": per_core, "logical_cores": cores,
-            "physical_cores": physical, "load_average": list(load), "sample_seconds": sample_seconds}
+    data = {
+        "percent": round(overall, 1),
+        "per_core": per_core,
+        "logical_cores": cores,
+        "physical_cores": physical,
+        "load_average": list(load),
+        "sample_seconds": sample_seconds,
+    }
     return result("\n".join(lines), data)
 
 
@@ -63,13 +70,23 @@ def memory_usage() -> CallToolResult:
 
     memory, swap = psutil.virtual_memory(), psutil.swap_memory()
     used = memory.total - memory.available
-    ram = (f"Memory: {human_bytes(memory.available)} available of {human_bytes(memory.total)} "
-           f"({percent(memory.available, memory.total)}); {human_bytes(used)} in use ({percent(used, memory.total)})")
-    swapped = (f"Swap: {human_bytes(swap.used)} used of {human_bytes(swap.total)} ({percent(swap.used, swap.total)})"
-               if swap.total else "Swap: none configured")
+    ram = (
+        f"Memory: {human_bytes(memory.available)} available of {human_bytes(memory.total)} "
+        f"({percent(memory.available, memory.total)}); {human_bytes(used)} in use ({percent(used, memory.total)})"
+    )
+    swapped = (
+        f"Swap: {human_bytes(swap.used)} used of {human_bytes(swap.total)} ({percent(swap.used, swap.total)})"
+        if swap.total
+        else "Swap: none configured"
+    )
     lines = [ram, swapped]
-    data = {"total": memory.total, "available": memory.available, "used_percent": memory.percent,
-            "swap_total": swap.total, "swap_used": swap.used}
+    data = {
+        "total": memory.total,
+        "available": memory.available,
+        "used_percent": memory.percent,
+        "swap_total": swap.total,
+        "swap_used": swap.used,
+    }
     return result("\n".join(lines), data)
 
 
@@ -123,12 +140,21 @@ def _disk_row(location: str, device: str, fstype: str, label: str) -> dict[str, 
     except OSError as exc:
         raise ToolError(f"cannot read the usage of {label}: {exc.strerror or exc}") from None
     where = ", ".join(x for x in (fstype, device) if x)
-    line = (f"{label}{f' ({where})' if where else ''}: {human_bytes(usage.free)} free of "
-            f"{human_bytes(usage.total)} ({percent(usage.free, usage.total)} free, {usage.percent:.1f}% used)")
+    line = (
+        f"{label}{f' ({where})' if where else ''}: {human_bytes(usage.free)} free of "
+        f"{human_bytes(usage.total)} ({percent(usage.free, usage.total)} free, {usage.percent:.1f}% used)"
+    )
     if usage.percent >= NEARLY_FULL:
         line += " <- nearly full"
-    return {"line": line, "path": label, "device": device, "fstype": fstype, "total": usage.total,
-            "free": usage.free, "used_percent": usage.percent}
+    return {
+        "line": line,
+        "path": label,
+        "device": device,
+        "fstype": fstype,
+        "total": usage.total,
+        "free": usage.free,
+        "used_percent": usage.percent,
+    }
 
 
 @mcp.tool(annotations=READ_ONLY)
@@ -149,13 +175,19 @@ def top_processes(
     key = (lambda p: p["cpu_percent"]) if sort_by == "cpu" else (lambda p: p["rss"])
     chosen = sorted(procs, key=key, reverse=True)[:limit]
     total, cores = psutil.virtual_memory().total, psutil.cpu_count() or 1
-    heading = (f"Top {len(chosen)} of {len(procs)} processes by {sort_by} ({cores} cores, so CPU% runs up to "
-               f"{cores * 100}%; memory is resident, of {human_bytes(total)} RAM):")
+    heading = (
+        f"Top {len(chosen)} of {len(procs)} processes by {sort_by} ({cores} cores, so CPU% runs up to "
+        f"{cores * 100}%; memory is resident, of {human_bytes(total)} RAM):"
+    )
     lines = [heading]
-    lines += [f"pid {p['pid']} {p['name']} (user {p['user']}): CPU {p['cpu_percent']:.1f}%, memory "
-              f"{of_total(p['rss'], total)}" for p in chosen]
-    return result("\n".join(lines), {"sort_by": sort_by, "processes": chosen, "logical_cores": cores,
-                                     "memory_total": total})
+    lines += [
+        f"pid {p['pid']} {p['name']} (user {p['user']}): CPU {p['cpu_percent']:.1f}%, memory "
+        f"{of_total(p['rss'], total)}"
+        for p in chosen
+    ]
+    return result(
+        "\n".join(lines), {"sort_by": sort_by, "processes": chosen, "logical_cores": cores, "memory_total": total}
+    )
 
 
 def _sampled_processes(sample_seconds: float) -> list[dict[str, Any]]:
@@ -176,8 +208,15 @@ def _sampled_processes(sample_seconds: float) -> list[dict[str, Any]]:
             continue
         info = proc.info
         rss = info["memory_info"].rss if info.get("memory_info") else 0
-        rows.append({"pid": info["pid"], "name": info.get("name") or "?", "user": info.get("username") or "?",
-                     "cpu_percent": cpu, "rss": rss})
+        rows.append(
+            {
+                "pid": info["pid"],
+                "name": info.get("name") or "?",
+                "user": info.get("username") or "?",
+                "cpu_percent": cpu,
+                "rss": rss,
+            }
+        )
     return rows
 
 
@@ -194,8 +233,9 @@ def listening_ports(port: Annotated[int, Field(ge=1, le=65535)] | None = None) -
     if port is not None and not sockets:
         return result(f"Nothing is listening on port {port}.", {"port": port, "listening": []})
     lines = [f"{len(sockets)} listening socket{'s' if len(sockets) != 1 else ''}:"]
-    lines += [f"{s['protocol']} {_address(s['address'])}:{s['port']} ({_scope(s['address'])}) "
-              f"{_owner(s)}" for s in sockets]
+    lines += [
+        f"{s['protocol']} {_address(s['address'])}:{s['port']} ({_scope(s['address'])}) {_owner(s)}" for s in sockets
+    ]
     return result("\n".join(lines), {"port": port, "listening": sockets})
 
 
@@ -212,9 +252,18 @@ def _listening() -> list[dict[str, Any]]:
         listening = conn.status == psutil.CONN_LISTEN or (conn.type == socket.SOCK_DGRAM and not conn.raddr)
         if not listening or not conn.laddr:
             continue
-        protocol = ("tcp" if conn.type == socket.SOCK_STREAM else "udp") + ("6" if conn.family == socket.AF_INET6 else "")
-        found.append({"protocol": protocol, "address": conn.laddr.ip, "port": conn.laddr.port,
-                      "pid": conn.pid, "process": _process_name(conn.pid, names)})
+        protocol = ("tcp" if conn.type == socket.SOCK_STREAM else "udp") + (
+            "6" if conn.family == socket.AF_INET6 else ""
+        )
+        found.append(
+            {
+                "protocol": protocol,
+                "address": conn.laddr.ip,
+                "port": conn.laddr.port,
+                "pid": conn.pid,
+                "process": _process_name(conn.pid, names),
+            }
+        )
     return found
 
 

@@ -40,34 +40,59 @@ def startup_failure(exc: BaseException, wire: Wire, phase: str = "initialize") -
     if isinstance(exc, SpawnError):
         return Failure(exc.kind, str(exc), hint=exc.hint, phase="spawn", stderr_tail=tail)
     if wire.noise_lines or wire.oversize:
-        return Failure("protocol", _noise_reason(wire), hint="a stdio server must write only JSON-RPC to stdout; "
-                       "logs belong on stderr", phase=phase, stderr_tail=tail)
+        return Failure(
+            "protocol",
+            _noise_reason(wire),
+            hint="a stdio server must write only JSON-RPC to stdout; logs belong on stderr",
+            phase=phase,
+            stderr_tail=tail,
+        )
     http = _http_failure(exc, wire, phase, tail)
     if http is not None:
         return http
     code = getattr(exc, "code", None)
     if wire.exited_on_its_own or (code == CONNECTION_CLOSED and _exited_unsignalled(wire)):
-        return Failure("exited", f"server {exit_description(wire.returncode)} before {phase} finished",
-                       hint=_stderr_hint(tail), phase=phase, stderr_tail=tail)
+        return Failure(
+            "exited",
+            f"server {exit_description(wire.returncode)} before {phase} finished",
+            hint=_stderr_hint(tail),
+            phase=phase,
+            stderr_tail=tail,
+        )
     if code == CONNECTION_CLOSED:
-        return Failure("exited", f"server closed the connection during {phase}", hint=_stderr_hint(tail),
-                       phase=phase, stderr_tail=tail)
+        return Failure(
+            "exited",
+            f"server closed the connection during {phase}",
+            hint=_stderr_hint(tail),
+            phase=phase,
+            stderr_tail=tail,
+        )
     if code is not None:
-        return Failure("protocol", f"{phase} failed: {getattr(exc, 'message', exc)} (error {code})",
-                       phase=phase, stderr_tail=tail)
+        return Failure(
+            "protocol", f"{phase} failed: {getattr(exc, 'message', exc)} (error {code})", phase=phase, stderr_tail=tail
+        )
     if UNSUPPORTED_VERSION in str(exc):
         return unsupported_version(exc, phase, tail)
-    return Failure("crashed", f"{phase} failed: {type(exc).__name__}: {_one_line(exc)}", phase=phase,
-                   stderr_tail=tail)
+    return Failure("crashed", f"{phase} failed: {type(exc).__name__}: {_one_line(exc)}", phase=phase, stderr_tail=tail)
 
 
 def startup_timeout(wire: Wire, seconds: float, phase: str = "initialize") -> Failure:
     tail = wire.stderr_tail()
     if wire.noise_lines:
-        return Failure("protocol", _noise_reason(wire) + f", and no answer to {phase} within {seconds:g}s",
-                       hint="a stdio server must write only JSON-RPC to stdout", phase=phase, stderr_tail=tail)
-    return Failure("timeout", f"no answer to {phase} within {seconds:g}s", phase=phase,
-                   hint="raise startup_timeout if the server is just slow to start", stderr_tail=tail)
+        return Failure(
+            "protocol",
+            _noise_reason(wire) + f", and no answer to {phase} within {seconds:g}s",
+            hint="a stdio server must write only JSON-RPC to stdout",
+            phase=phase,
+            stderr_tail=tail,
+        )
+    return Failure(
+        "timeout",
+        f"no answer to {phase} within {seconds:g}s",
+        phase=phase,
+        hint="raise startup_timeout if the server is just slow to start",
+        stderr_tail=tail,
+    )
 
 
 def died_during(wire: Wire, phase: str) -> Failure:
@@ -85,14 +110,22 @@ def died_during(wire: Wire, phase: str) -> Failure:
 def _http_failure(exc: BaseException, wire: Wire, phase: str, tail: tuple[str, ...]) -> Failure | None:
     status = wire.http_status
     if status in (401, 403):
-        return Failure("auth", f"HTTP {status} {'Unauthorized' if status == 401 else 'Forbidden'} from {wire.spec.url}",
-                       hint="check the server's headers (Authorization) and the token it expects", phase=phase)
+        return Failure(
+            "auth",
+            f"HTTP {status} {'Unauthorized' if status == 401 else 'Forbidden'} from {wire.spec.url}",
+            hint="check the server's headers (Authorization) and the token it expects",
+            phase=phase,
+        )
     if status is not None:
         return Failure("http", f"HTTP {status} from {wire.spec.url}", phase=phase)
     name = type(exc).__name__
     if name in ("ConnectError", "ConnectTimeout"):
-        return Failure("http", f"cannot connect to {wire.spec.url}: {_one_line(exc) or 'connection refused'}",
-                       hint="is the server running and listening there?", phase="connect")
+        return Failure(
+            "http",
+            f"cannot connect to {wire.spec.url}: {_one_line(exc) or 'connection refused'}",
+            hint="is the server running and listening there?",
+            phase="connect",
+        )
     if "Timeout" in name:
         return Failure("timeout", f"HTTP timeout talking to {wire.spec.url}", phase=phase)
     if name in ("RemoteProtocolError", "ReadError", "WriteError", "NetworkError"):
@@ -128,8 +161,13 @@ def _one_line(exc: Any) -> str:
 def unsupported_version(exc: BaseException, phase: str, tail: tuple[str, ...] = ()) -> Failure:
     """The server answered the handshake with a protocol version this client does not speak."""
     version = _one_line(exc).rpartition(":")[2].strip() or "?"
-    return Failure("protocol", f"server answered {phase} with unsupported protocol version {version}",
-                   hint="the server or miroctl's mcp SDK needs updating", phase=phase, stderr_tail=tail)
+    return Failure(
+        "protocol",
+        f"server answered {phase} with unsupported protocol version {version}",
+        hint="the server or miroctl's mcp SDK needs updating",
+        phase=phase,
+        stderr_tail=tail,
+    )
 
 
 def config_failure(message: str) -> Failure:
@@ -148,30 +186,54 @@ def after_initialize(exc: BaseException, wire: Wire, phase: str) -> Failure:
     tail = wire.stderr_tail()
     code = getattr(exc, "code", None)
     if wire.noise_lines or wire.oversize:
-        return Failure("protocol", _noise_reason(wire), phase=phase, stderr_tail=tail,
-                       hint="a stdio server must write only JSON-RPC to stdout; logs belong on stderr")
+        return Failure(
+            "protocol",
+            _noise_reason(wire),
+            phase=phase,
+            stderr_tail=tail,
+            hint="a stdio server must write only JSON-RPC to stdout; logs belong on stderr",
+        )
     if wire.returncode is not None and (wire.exited_on_its_own or code == CONNECTION_CLOSED):
-        return Failure("exited", f"server {exit_description(wire.returncode)} after initialize, during {phase}",
-                       hint=_stderr_hint(tail), phase=phase, stderr_tail=tail)
+        return Failure(
+            "exited",
+            f"server {exit_description(wire.returncode)} after initialize, during {phase}",
+            hint=_stderr_hint(tail),
+            phase=phase,
+            stderr_tail=tail,
+        )
     http = _http_failure(exc, wire, phase, tail)
     if http is not None:
         return http
     if type(exc).__name__ == "ValidationError":
-        return Failure("protocol", f"the answer to {phase} does not fit the protocol: {_one_line(exc)}",
-                       phase=phase, stderr_tail=tail)
+        return Failure(
+            "protocol",
+            f"the answer to {phase} does not fit the protocol: {_one_line(exc)}",
+            phase=phase,
+            stderr_tail=tail,
+        )
     if code == CONNECTION_CLOSED or isinstance(exc, (ConnectionError, EOFError)):
-        return Failure("crashed", f"server closed the connection during {phase}", hint=_stderr_hint(tail),
-                       phase=phase, stderr_tail=tail)
+        return Failure(
+            "crashed",
+            f"server closed the connection during {phase}",
+            hint=_stderr_hint(tail),
+            phase=phase,
+            stderr_tail=tail,
+        )
     if code is not None:
-        return Failure("protocol", f"{phase} failed: {getattr(exc, 'message', exc)} (error {code})",
-                       phase=phase, stderr_tail=tail)
-    return Failure("crashed", f"{phase} failed: {type(exc).__name__}: {_one_line(exc)}", phase=phase,
-                   stderr_tail=tail)
+        return Failure(
+            "protocol", f"{phase} failed: {getattr(exc, 'message', exc)} (error {code})", phase=phase, stderr_tail=tail
+        )
+    return Failure("crashed", f"{phase} failed: {type(exc).__name__}: {_one_line(exc)}", phase=phase, stderr_tail=tail)
 
 
 def stdout_noise(wire: Wire | None, phase: str) -> Failure | None:
     """A working server that still wrote non-JSON to stdout: other clients break on that."""
     if wire is None or not (wire.noise_lines or wire.oversize):
         return None
-    return Failure("protocol", _noise_reason(wire), phase=phase, stderr_tail=wire.stderr_tail(),
-                   hint="a stdio server must write only JSON-RPC to stdout; logs belong on stderr")
+    return Failure(
+        "protocol",
+        _noise_reason(wire),
+        phase=phase,
+        stderr_tail=wire.stderr_tail(),
+        hint="a stdio server must write only JSON-RPC to stdout; logs belong on stderr",
+    )

@@ -55,9 +55,14 @@ class _Generation:
 class ServerHandle:
     """The lazily opened session to one server, shared by every caller in the process."""
 
-    def __init__(self, spec: ServerSpec, task_group: TaskGroup, startup_timeout: float,
-                 on_event: Callable[..., None] | None = None,
-                 on_tools_changed: Callable[[str], None] | None = None) -> None:
+    def __init__(
+        self,
+        spec: ServerSpec,
+        task_group: TaskGroup,
+        startup_timeout: float,
+        on_event: Callable[..., None] | None = None,
+        on_tools_changed: Callable[[str], None] | None = None,
+    ) -> None:
         """With `on_tools_changed`, the session follows the server's tool-list changes and reports them."""
         self.spec = spec
         self._on_event = on_event
@@ -128,9 +133,14 @@ class ServerHandle:
     def _raise_crash_loop(self) -> None:
         wait = self.crash_backoff() - (time.monotonic() - self._lost_at)
         if wait > 0:
-            raise Unavailable(Failure(
-                "crashed", f"server crashed {self.crashes} times in a row; next restart in {wait:.1f}s",
-                hint=self.last_failure.message if self.last_failure else None, phase="connect"))
+            raise Unavailable(
+                Failure(
+                    "crashed",
+                    f"server crashed {self.crashes} times in a row; next restart in {wait:.1f}s",
+                    hint=self.last_failure.message if self.last_failure else None,
+                    phase="connect",
+                )
+            )
 
     def call_succeeded(self) -> None:
         """A call got an answer: the session works, so a later crash restarts at once again."""
@@ -143,8 +153,9 @@ class ServerHandle:
             if exc.failure.kind not in RETRYABLE_KINDS:
                 raise
             if self._on_event is not None:
-                self._on_event("server_retry", server=self.spec.name, failure=exc.failure.to_dict(),
-                               delay_s=START_RETRY_DELAY)
+                self._on_event(
+                    "server_retry", server=self.spec.name, failure=exc.failure.to_dict(), delay_s=START_RETRY_DELAY
+                )
             await anyio.sleep(START_RETRY_DELAY)
             await self._start()
 
@@ -173,8 +184,10 @@ class ServerHandle:
         try:
             with gen.scope:
                 following = self._tools_changed if self._on_tools_changed is not None else None
-                async with open_connection(self.spec, gen.wire, on_tools_changed=following) as connection, \
-                        anyio.create_task_group() as changes:
+                async with (
+                    open_connection(self.spec, gen.wire, on_tools_changed=following) as connection,
+                    anyio.create_task_group() as changes,
+                ):
                     gen.connection = Connection(BoundedClient(connection.client, self, gen), connection.wire)
                     gen.ready.set()
                     if following is not None and _announces_tool_changes(connection.client):
@@ -317,7 +330,8 @@ def closed(exc: BaseException) -> bool:
     """Whether a call failed because the session's connection is gone."""
     exc = leaf(exc)
     return getattr(exc, "code", None) == CONNECTION_CLOSED or isinstance(
-        exc, (anyio.ClosedResourceError, anyio.BrokenResourceError))
+        exc, (anyio.ClosedResourceError, anyio.BrokenResourceError)
+    )
 
 
 def _announces_tool_changes(client: Any) -> bool:

@@ -62,8 +62,12 @@ async def spawn(spec: ServerSpec) -> tuple[anyio.abc.Process, str]:
     try:
         process = await anyio.open_process(
             [spec.command or "", *spec.args],
-            stdin=-1, stdout=-1, stderr=fd,
-            env=child_environment(spec), cwd=spec.cwd, start_new_session=True,
+            stdin=-1,
+            stdout=-1,
+            stderr=fd,
+            env=child_environment(spec),
+            cwd=spec.cwd,
+            start_new_session=True,
         )
     except OSError as exc:
         os.unlink(stderr_path)

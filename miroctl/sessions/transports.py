@@ -92,8 +92,9 @@ class Connection:
 
 
 @asynccontextmanager
-async def open_connection(spec: ServerSpec, wire: Wire,
-                          on_tools_changed: Callable[[], None] | None = None) -> AsyncIterator[Connection]:
+async def open_connection(
+    spec: ServerSpec, wire: Wire, on_tools_changed: Callable[[], None] | None = None
+) -> AsyncIterator[Connection]:
     """Start or reach the server, run the handshake, and yield the session; close it all on exit.
 
     `on_tools_changed` hears the tools/list_changed notifications that servers on protocols before

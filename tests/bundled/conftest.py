@@ -57,8 +57,10 @@ async def call_all(spec: ServerSpec, calls: list[tuple[str, dict[str, Any]]], ti
     """Make the calls one after another on one session of the server."""
     config = config_.Config(servers=(spec,), default_names=(spec.name,))
     async with Manager(config) as manager:
-        outcomes = [await manager.call(CallRequest(spec.name, tool, arguments, timeout=timeout, autocorrect=False))
-                    for tool, arguments in calls]
+        outcomes = [
+            await manager.call(CallRequest(spec.name, tool, arguments, timeout=timeout, autocorrect=False))
+            for tool, arguments in calls
+        ]
         return Session(outcomes, manager.handle(spec).starts)
 
 
@@ -96,5 +98,8 @@ def state_dirs(tmp_path: Path) -> Iterator[dict[str, str]]:
     dirs = {name: tmp_path / name for name in ("planner", "sandboxes", "downloads")}
     for path in dirs.values():
         path.mkdir()
-    yield {"PLANNER_STATE_DIR": str(dirs["planner"]), "SANDBOX_DIR": str(dirs["sandboxes"]),
-           "SANDBOX_DOWNLOAD_DIR": str(dirs["downloads"])}
+    yield {
+        "PLANNER_STATE_DIR": str(dirs["planner"]),
+        "SANDBOX_DIR": str(dirs["sandboxes"]),
+        "SANDBOX_DOWNLOAD_DIR": str(dirs["downloads"]),
+    }

@@ -13,8 +13,12 @@ from miroctl.cli.app import app
 from tests.bundled.conftest import BUNDLED, CONFIG, bundled_config, bundled_spec, listed_tools
 from tests.conftest import parse_json
 
-HINTS = {"read_only": "readOnlyHint", "destructive": "destructiveHint", "idempotent": "idempotentHint",
-         "open_world": "openWorldHint"}
+HINTS = {
+    "read_only": "readOnlyHint",
+    "destructive": "destructiveHint",
+    "idempotent": "idempotentHint",
+    "open_world": "openWorldHint",
+}
 
 
 def test_the_default_profile_enables_the_five_bundled_servers():

@@ -9,8 +9,10 @@ from miroctl.servers.helpers.sandbox_run import Capture
 from miroctl.servers.planner import task_file_name
 
 
-@pytest.mark.parametrize(("count", "words"), [(0, "0 B"), (1023, "1023 B"), (1536, "1.5 KB"),
-                                              (8 * 1024**3, "8.0 GB"), (512 * 1024**2, "512.0 MB")])
+@pytest.mark.parametrize(
+    ("count", "words"),
+    [(0, "0 B"), (1023, "1023 B"), (1536, "1.5 KB"), (8 * 1024**3, "8.0 GB"), (512 * 1024**2, "512.0 MB")],
+)
 def test_human_bytes_uses_binary_units(count: int, words: str):
     assert human_bytes(count) == words
 

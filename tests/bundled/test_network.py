@@ -14,9 +14,13 @@ UNRESOLVABLE = "nonexistent.invalid"  # .invalid never resolves, and fails at on
 
 
 def test_dns_lookup_resolves_localhost_and_reports_a_name_that_does_not_resolve():
-    got = session(bundled_spec("network"), ("dns_lookup", {"hostname": "localhost"}),
-                  ("dns_lookup", {"hostname": UNRESOLVABLE}), ("dns_lookup", {"hostname": "bad host!"}),
-                  ("dns_lookup", {"hostname": "127.0.0.1"}))
+    got = session(
+        bundled_spec("network"),
+        ("dns_lookup", {"hostname": "localhost"}),
+        ("dns_lookup", {"hostname": UNRESOLVABLE}),
+        ("dns_lookup", {"hostname": "bad host!"}),
+        ("dns_lookup", {"hostname": "127.0.0.1"}),
+    )
     assert got[0].ok and "127.0.0.1" in got[0].structured_content["ipv4"]
     assert got[1].ok and got[1].structured_content["state"] == "unresolvable"
     assert f"{UNRESOLVABLE} cannot be checked: the host name does not resolve" in got[1].result
@@ -29,9 +33,12 @@ def test_tcp_port_check_tells_an_open_port_from_a_closed_one_and_an_unreachable_
         listener.bind(("127.0.0.1", 0))
         listener.listen()
         open_port, closed_port = listener.getsockname()[1], free_port()
-        got = session(memory_spec("network"), ("tcp_port_check", {"host": "127.0.0.1", "port": open_port}),
-                      ("tcp_port_check", {"host": "127.0.0.1", "port": closed_port}),
-                      ("tcp_port_check", {"host": UNRESOLVABLE, "port": 80, "timeout_seconds": 2}))
+        got = session(
+            memory_spec("network"),
+            ("tcp_port_check", {"host": "127.0.0.1", "port": open_port}),
+            ("tcp_port_check", {"host": "127.0.0.1", "port": closed_port}),
+            ("tcp_port_check", {"host": UNRESOLVABLE, "port": 80, "timeout_seconds": 2}),
+        )
     assert got[0].structured_content["state"] == "open"
     assert f"127.0.0.1 port {open_port} is OPEN: connected in" in got[0].result
     assert got[1].structured_content["state"] == "closed"
@@ -43,12 +50,15 @@ def test_tcp_port_check_tells_an_open_port_from_a_closed_one_and_an_unreachable_
 def test_http_check_reports_status_latency_redirects_and_refusals():
     closed = free_port()
     with serve() as base:
-        got = session(memory_spec("network"), ("http_check", {"url": f"{base}/"}),
-                      ("http_check", {"url": f"{base}/redirect", "method": "HEAD"}),
-                      ("http_check", {"url": f"{base}/missing"}),
-                      ("http_check", {"url": f"http://127.0.0.1:{closed}/"}),
-                      ("http_check", {"url": f"http://{UNRESOLVABLE}/"}),
-                      ("http_check", {"url": "ftp://127.0.0.1/file"}))
+        got = session(
+            memory_spec("network"),
+            ("http_check", {"url": f"{base}/"}),
+            ("http_check", {"url": f"{base}/redirect", "method": "HEAD"}),
+            ("http_check", {"url": f"{base}/missing"}),
+            ("http_check", {"url": f"http://127.0.0.1:{closed}/"}),
+            ("http_check", {"url": f"http://{UNRESOLVABLE}/"}),
+            ("http_check", {"url": "ftp://127.0.0.1/file"}),
+        )
     first = got[0].structured_content
     assert first["status"] == 200 and first["content_type"] == "text/html" and first["bytes"] > 50
     assert f"{base}/ answered 200 OK in" in got[0].result and "ms (headers)" in got[0].result
@@ -62,9 +72,12 @@ def test_http_check_reports_status_latency_redirects_and_refusals():
 
 def test_http_check_reports_the_expiry_and_trust_of_a_self_signed_certificate(tmp_path: Path):
     with serve(tmp_path, days=30) as fresh, serve(tmp_path, days=-3) as stale:
-        got = session(memory_spec("network"), ("http_check", {"url": f"{fresh}/"}),
-                      ("http_check", {"url": f"{fresh}/", "verify_tls": False}),
-                      ("http_check", {"url": f"{stale}/", "verify_tls": False}))
+        got = session(
+            memory_spec("network"),
+            ("http_check", {"url": f"{fresh}/"}),
+            ("http_check", {"url": f"{fresh}/", "verify_tls": False}),
+            ("http_check", {"url": f"{stale}/", "verify_tls": False}),
+        )
     untrusted = got[0].structured_content
     assert untrusted["state"] == "error" and "the TLS certificate is not trusted" in got[0].result
     assert untrusted["tls"]["trusted"] is False and untrusted["tls"]["problem"] == "self-signed certificate"
@@ -78,9 +91,13 @@ def test_ping_falls_back_to_tcp_when_the_system_ping_is_missing_and_says_so(monk
     monkeypatch.setenv("NETWORK_PING", "/nonexistent/ping")
     spec = memory_spec("network")
     closed = free_port()
-    got = session(spec, ("ping", {"host": "127.0.0.1", "count": 2, "tcp_port": closed}),
-                  ("ping", {"host": "127.0.0.1", "method": "icmp"}),
-                  ("ping", {"host": UNRESOLVABLE}), ("ping", {"host": "localhost", "method": "tcp", "tcp_port": closed}))
+    got = session(
+        spec,
+        ("ping", {"host": "127.0.0.1", "count": 2, "tcp_port": closed}),
+        ("ping", {"host": "127.0.0.1", "method": "icmp"}),
+        ("ping", {"host": UNRESOLVABLE}),
+        ("ping", {"host": "localhost", "method": "tcp", "tcp_port": closed}),
+    )
     fallback = got[0].structured_content
     assert fallback["method"] == f"TCP connect to port {closed}" and fallback["received"] == 2
     assert "the system ping (/nonexistent/ping) is not installed; timed TCP connects" in got[0].result
@@ -118,8 +135,10 @@ def fake_ping(directory: Path, stdout: str, stderr: str = "", code: int = 0) -> 
     (directory / "out.txt").write_text(stdout)
     (directory / "err.txt").write_text(stderr)
     script = directory / "ping"
-    script.write_text(f'#!/bin/sh\nprintf "%s " "$@" > "{directory}/args.txt"\ncat "{directory}/out.txt"\n'
-                      f'cat "{directory}/err.txt" >&2\nexit {code}\n')
+    script.write_text(
+        f'#!/bin/sh\nprintf "%s " "$@" > "{directory}/args.txt"\ncat "{directory}/out.txt"\n'
+        f'cat "{directory}/err.txt" >&2\nexit {code}\n'
+    )
     script.chmod(0o755)
     return script
 

@@ -104,7 +104,8 @@ def test_miroctl_call_planner_adds_a_todo(state_dirs):
 
 
 def test_miroctl_call_planner_without_task_id_exits_1(state_dirs):
-    code, envelope = cli_call("planner", "list_todos", env={"PLANNER_STATE_DIR": state_dirs["PLANNER_STATE_DIR"],
-                                                            "TASK_ID": ""})
+    code, envelope = cli_call(
+        "planner", "list_todos", env={"PLANNER_STATE_DIR": state_dirs["PLANNER_STATE_DIR"], "TASK_ID": ""}
+    )
     assert code == 1
     assert envelope["error_kind"] == "tool_error" and "TASK_ID is not set" in envelope["error"]

@@ -83,8 +83,12 @@ def test_made_up_and_unknown_ids_are_clear_errors_for_commands_and_files(state_d
 def test_code_that_loops_forever_is_stopped_at_its_time_limit_with_its_children(state_dirs, leak_tag):
     spec = sandbox_spec(state_dirs, leak_tag)
     loop = "import subprocess, sys\nsubprocess.Popen(['sleep', '300'])\nprint('looping', flush=True)\nwhile True: pass"
-    got = session(spec, ("run_python_code", {"code_block": loop, "timeout_seconds": 1.5}),
-                  ("run_command", {"sandbox_id": "", "command": "true"}), ("run_python_code", {"code_block": "print(1)"}))
+    got = session(
+        spec,
+        ("run_python_code", {"code_block": loop, "timeout_seconds": 1.5}),
+        ("run_command", {"sandbox_id": "", "command": "true"}),
+        ("run_python_code", {"code_block": "print(1)"}),
+    )
     stopped = got[0]
     assert stopped.error_kind == "tool_error" and stopped.exit_code == 1
     assert "stopped: it ran past its 1.5 s time limit" in stopped.error
@@ -95,8 +99,11 @@ def test_code_that_loops_forever_is_stopped_at_its_time_limit_with_its_children(
 
 def test_code_that_allocates_too_much_memory_fails_with_a_memory_error(state_dirs, leak_tag, monkeypatch):
     spec = in_process(monkeypatch, state_dirs, leak_tag, SANDBOX_MEMORY_MB="256")
-    got = session(spec, ("run_python_code", {"code_block": "block = bytearray(1024 ** 3)\nprint('allocated')"}),
-                  ("run_python_code", {"code_block": "print(sum(range(10)))"}))
+    got = session(
+        spec,
+        ("run_python_code", {"code_block": "block = bytearray(1024 ** 3)\nprint('allocated')"}),
+        ("run_python_code", {"code_block": "print(sum(range(10)))"}),
+    )
     assert got[0].error_kind == "tool_error"
     assert "MemoryError" in got[0].error and "the memory limit is 256 MB" in got[0].error
     assert "allocated" not in got[0].structured_content["stdout"]
@@ -138,15 +145,21 @@ def test_files_move_in_and_out_of_a_sandbox(state_dirs, tmp_path: Path, monkeypa
     code = "total = sum(int(x) for x in open('data/numbers.txt'))\nopen('out/total.txt', 'w').write(str(total))"
     got = session(
         spec,
-        ("upload_file_from_local_to_sandbox", {"sandbox_id": sandbox, "local_file_path": str(local),
-                                               "sandbox_file_path": "/home/user/data"}),
+        (
+            "upload_file_from_local_to_sandbox",
+            {"sandbox_id": sandbox, "local_file_path": str(local), "sandbox_file_path": "/home/user/data"},
+        ),
         ("run_command", {"sandbox_id": sandbox, "command": "mkdir -p out"}),
         ("run_python_code", {"sandbox_id": sandbox, "code_block": code}),
-        ("download_file_from_sandbox_to_local", {"sandbox_id": sandbox, "sandbox_file_path": "/home/user/out/total.txt",
-                                                 "local_filename": "result.txt"}),
+        (
+            "download_file_from_sandbox_to_local",
+            {"sandbox_id": sandbox, "sandbox_file_path": "/home/user/out/total.txt", "local_filename": "result.txt"},
+        ),
         ("download_file_from_sandbox_to_local", {"sandbox_id": sandbox, "sandbox_file_path": "../../../etc/passwd"}),
-        ("download_file_from_sandbox_to_local", {"sandbox_id": sandbox, "sandbox_file_path": "out/total.txt",
-                                                 "local_filename": "../escape.txt"}),
+        (
+            "download_file_from_sandbox_to_local",
+            {"sandbox_id": sandbox, "sandbox_file_path": "out/total.txt", "local_filename": "../escape.txt"},
+        ),
         ("upload_file_from_local_to_sandbox", {"sandbox_id": sandbox, "local_file_path": str(tmp_path / "none")}),
     )
     assert all(o.ok for o in got.outcomes[:4]), [o.error for o in got.outcomes[:4]]
@@ -164,8 +177,11 @@ def test_a_run_abandoned_by_the_caller_is_killed_when_the_server_stops(state_dir
         config = config_.Config(servers=(spec,), default_names=(spec.name,))
         async with Manager(config) as manager:
             created = await manager.call(CallRequest(spec.name, "create_sandbox", {}))
-            arguments = {"sandbox_id": created.structured_content["sandbox_id"],
-                         "command": "sleep 300 & sleep 301", "timeout_seconds": 300}
+            arguments = {
+                "sandbox_id": created.structured_content["sandbox_id"],
+                "command": "sleep 300 & sleep 301",
+                "timeout_seconds": 300,
+            }
             return (await manager.call(CallRequest(spec.name, "run_command", arguments, timeout=1.0))).error_kind
 
     assert anyio.run(abandon) == "timeout"  # leak_tag then checks that no sleep survived

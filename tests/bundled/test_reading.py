@@ -30,8 +30,13 @@ def root(tmp_path: Path) -> Path:
 
 def test_read_file_converts_text_csv_json_and_html_to_markdown(root: Path):
     spec = bundled_spec("reading", {"READING_ROOT": str(root)})
-    got = session(spec, ("read_file", {"uri": "notes.txt"}), ("read_file", {"uri": "table.csv"}),
-                  ("read_file", {"uri": str(root / "data.json")}), ("read_file", {"uri": (root / "page.html").as_uri()}))
+    got = session(
+        spec,
+        ("read_file", {"uri": "notes.txt"}),
+        ("read_file", {"uri": "table.csv"}),
+        ("read_file", {"uri": str(root / "data.json")}),
+        ("read_file", {"uri": (root / "page.html").as_uri()}),
+    )
     assert [o.exit_code for o in got.outcomes] == [0, 0, 0, 0], [o.error for o in got.outcomes]
     assert got[0].result.strip() == "plain notes"
     assert "| name | count |" in got[1].result and "| beta | 2 |" in got[1].result
@@ -54,9 +59,14 @@ def test_paths_outside_the_root_are_refused_including_symlinks_and_dotdot(root: 
 def test_missing_files_directories_and_odd_uris_are_clear_tool_errors(root: Path, monkeypatch):
     monkeypatch.setenv("READING_ROOT", str(root))
     spec = memory_spec("reading")
-    got = session(spec, ("read_file", {"uri": "missing.txt"}), ("read_file", {"uri": "sub"}),
-                  ("read_file", {"uri": "ftp://example.org/file"}), ("read_file", {"uri": "  "}),
-                  ("read_file", {"uri": "notes.txt"}))
+    got = session(
+        spec,
+        ("read_file", {"uri": "missing.txt"}),
+        ("read_file", {"uri": "sub"}),
+        ("read_file", {"uri": "ftp://example.org/file"}),
+        ("read_file", {"uri": "  "}),
+        ("read_file", {"uri": "notes.txt"}),
+    )
     assert [o.error_kind for o in got.outcomes[:4]] == ["tool_error"] * 4
     assert "no such file: missing.txt" in got[0].error
     assert "is a directory" in got[1].error
@@ -69,10 +79,14 @@ def test_urls_are_fetched_and_http_failures_are_reported(monkeypatch):
     monkeypatch.setenv("READING_HTTP_TIMEOUT", "10")
     spec = memory_spec("reading")
     with serve() as base:
-        got = session(spec, ("read_file", {"uri": f"{base}/"}), ("read_file", {"uri": f"{base}/data.csv"}),
-                      ("read_file", {"uri": f"{base}/missing"}),
-                      ("read_file", {"uri": f"http://127.0.0.1:{free_port()}/"}),
-                      ("read_file", {"uri": "http://nonexistent.invalid/"}))
+        got = session(
+            spec,
+            ("read_file", {"uri": f"{base}/"}),
+            ("read_file", {"uri": f"{base}/data.csv"}),
+            ("read_file", {"uri": f"{base}/missing"}),
+            ("read_file", {"uri": f"http://127.0.0.1:{free_port()}/"}),
+            ("read_file", {"uri": "http://nonexistent.invalid/"}),
+        )
     assert "# Hello page" in got[0].result and "[link](/next)" in got[0].result
     assert "| alpha | 1 |" in got[1].result
     assert got[2].error_kind == "tool_error" and "answered HTTP 404" in got[2].error

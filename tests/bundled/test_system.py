@@ -14,8 +14,13 @@ from tests.conftest import free_port
 
 
 def test_cpu_memory_and_disk_numbers_come_with_their_context(tmp_path: Path):
-    got = session(bundled_spec("system"), ("cpu_usage", {"sample_seconds": 0.2}), ("memory_usage", {}),
-                  ("disk_usage", {"path": str(tmp_path)}), ("disk_usage", {}))
+    got = session(
+        bundled_spec("system"),
+        ("cpu_usage", {"sample_seconds": 0.2}),
+        ("memory_usage", {}),
+        ("disk_usage", {"path": str(tmp_path)}),
+        ("disk_usage", {}),
+    )
     assert all(o.ok for o in got.outcomes), [o.error for o in got.outcomes]
     cores = psutil.cpu_count()
     assert re.search(rf"CPU: [\d.]+% busy over a 0.2 s sample, on {cores} logical cores", got[0].result)
@@ -28,8 +33,11 @@ def test_cpu_memory_and_disk_numbers_come_with_their_context(tmp_path: Path):
 
 
 def test_top_processes_ranks_by_memory_with_each_share_of_ram():
-    got = session(memory_spec("system"), ("top_processes", {"sort_by": "memory", "limit": 5}),
-                  ("top_processes", {"limit": 3, "sample_seconds": 0.2}))
+    got = session(
+        memory_spec("system"),
+        ("top_processes", {"sort_by": "memory", "limit": 5}),
+        ("top_processes", {"limit": 3, "sample_seconds": 0.2}),
+    )
     processes = got[0].structured_content["processes"]
     assert len(processes) == 5
     assert [p["rss"] for p in processes] == sorted((p["rss"] for p in processes), reverse=True)
@@ -42,8 +50,12 @@ def test_listening_ports_finds_a_socket_the_test_opened():
         listener.bind(("127.0.0.1", 0))
         listener.listen()
         port = listener.getsockname()[1]
-        got = session(memory_spec("system"), ("listening_ports", {"port": port}), ("listening_ports", {}),
-                      ("listening_ports", {"port": free_port()}))
+        got = session(
+            memory_spec("system"),
+            ("listening_ports", {"port": port}),
+            ("listening_ports", {}),
+            ("listening_ports", {"port": free_port()}),
+        )
     assert f"tcp 127.0.0.1:{port} (this machine only) pid {os.getpid()}" in got[0].result
     assert any(s["port"] == port for s in got[1].structured_content["listening"])
     assert got[2].result.startswith("Nothing is listening on port")

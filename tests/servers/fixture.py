@@ -51,16 +51,19 @@ def _logged(fn):
                 log.write(fn.__name__ + "\n")
 
     if inspect.iscoroutinefunction(fn):
+
         @functools.wraps(fn)
         async def async_wrapper(*args, **kwargs):
             record()
             return await fn(*args, **kwargs)
+
         return async_wrapper
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         record()
         return fn(*args, **kwargs)
+
     return wrapper
 
 
@@ -76,6 +79,7 @@ def build(name: str, only: set[str] | None):
             if only is None or f.__name__ in only:
                 server.tool(**kwargs)(_logged(f))
             return f
+
         return register(fn) if fn else register
 
     @tool(annotations=ToolAnnotations(read_only_hint=True))
@@ -116,8 +120,7 @@ def build(name: str, only: set[str] | None):
         print("fixture: crashing on purpose", file=sys.stderr, flush=True)
         os._exit(code)
 
-    @server.resource("fixture://notes", name="notes", description="Plain notes.\nSecond line.",
-                     mime_type="text/plain")
+    @server.resource("fixture://notes", name="notes", description="Plain notes.\nSecond line.", mime_type="text/plain")
     def notes() -> str:
         return f"notes of {name}"
 
@@ -169,8 +172,9 @@ def build(name: str, only: set[str] | None):
         """Start a grandchild process that sleeps (in a session of its own if detach), and return its pid."""
         import subprocess
 
-        child = subprocess.Popen([sys.executable, "-c", f"import time; time.sleep({seconds})"],
-                                 start_new_session=detach)
+        child = subprocess.Popen(
+            [sys.executable, "-c", f"import time; time.sleep({seconds})"], start_new_session=detach
+        )
         return str(child.pid)
 
     @tool()

@@ -16,28 +16,51 @@ import time
 
 METHOD_NOT_FOUND = -32601
 TOOLS = [
-    {"name": "echo", "description": "Echo the text back.",
-     "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}},
-    {"name": "fail", "description": "Always report a tool error.",
-     "inputSchema": {"type": "object", "properties": {}}},
-    {"name": "add", "description": "Add two integers.",
-     "inputSchema": {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
-                     "required": ["a"]}},
+    {
+        "name": "echo",
+        "description": "Echo the text back.",
+        "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
+    },
+    {"name": "fail", "description": "Always report a tool error.", "inputSchema": {"type": "object", "properties": {}}},
+    {
+        "name": "add",
+        "description": "Add two integers.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+            "required": ["a"],
+        },
+    },
 ]
 
 # The surface after an upgrade: `fail` removed, `echo` gained a required parameter, `add` a new description
 # and a new optional parameter.
 CHANGED = [
-    {"name": "echo", "description": "Echo the text back.",
-     "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}, "times": {"type": "integer"}},
-                     "required": ["text", "times"]}},
-    {"name": "add", "description": "Add two or three integers.",
-     "inputSchema": {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"},
-                                                      "c": {"type": "integer"}}, "required": ["a"]}},
+    {
+        "name": "echo",
+        "description": "Echo the text back.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {"text": {"type": "string"}, "times": {"type": "integer"}},
+            "required": ["text", "times"],
+        },
+    },
+    {
+        "name": "add",
+        "description": "Add two or three integers.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}, "c": {"type": "integer"}},
+            "required": ["a"],
+        },
+    },
 ]
 
-UPGRADE = {"name": "upgrade", "description": "Switch to the changed tool surface and announce it.",
-           "inputSchema": {"type": "object", "properties": {}}}
+UPGRADE = {
+    "name": "upgrade",
+    "description": "Switch to the changed tool surface and announce it.",
+    "inputSchema": {"type": "object", "properties": {}},
+}
 
 
 def options() -> argparse.Namespace:
@@ -50,8 +73,9 @@ def options() -> argparse.Namespace:
     parser.add_argument("--hang-on", default="", help="never answer this method")
     parser.add_argument("--noise", type=int, default=0, help="print this many non-JSON lines to stdout first")
     parser.add_argument("--changed", action="store_true", help="list a changed tool surface (see CHANGED)")
-    parser.add_argument("--upgradable", action="store_true",
-                        help="list an `upgrade` tool that switches to CHANGED and announces it")
+    parser.add_argument(
+        "--upgradable", action="store_true", help="list an `upgrade` tool that switches to CHANGED and announces it"
+    )
     return parser.parse_args()
 
 
@@ -62,8 +86,11 @@ def send(message: dict) -> None:
 
 def result_for(method: str, params: dict, opts: argparse.Namespace) -> dict | None:
     if method == "initialize":
-        return {"protocolVersion": opts.protocol, "capabilities": {"tools": {"listChanged": opts.upgradable}},
-                "serverInfo": {"name": opts.name, "version": "1.2.3"}}
+        return {
+            "protocolVersion": opts.protocol,
+            "capabilities": {"tools": {"listChanged": opts.upgradable}},
+            "serverInfo": {"name": opts.name, "version": "1.2.3"},
+        }
     if method == "ping":
         return {}
     if method == "tools/list":
@@ -77,7 +104,7 @@ def result_for(method: str, params: dict, opts: argparse.Namespace) -> dict | No
 def tools_page(tools: list, cursor: str | None, pages: int) -> dict:
     index = int(cursor or 0)
     size = -(-len(tools) // pages)
-    page = {"tools": tools[index * size:(index + 1) * size]}
+    page = {"tools": tools[index * size : (index + 1) * size]}
     if index + 1 < pages:
         page["nextCursor"] = str(index + 1)
     return page

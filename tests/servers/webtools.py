@@ -139,8 +139,11 @@ def main() -> None:
     starts = count(opts.record, "start")
     record(opts.record, "start")
     if starts < opts.fail_starts:
-        print(f"webtools: failing start {starts + 1} on purpose, secret {os.environ.get('FIXTURE_SECRET', '-')}",
-              file=sys.stderr, flush=True)
+        print(
+            f"webtools: failing start {starts + 1} on purpose, secret {os.environ.get('FIXTURE_SECRET', '-')}",
+            file=sys.stderr,
+            flush=True,
+        )
         sys.exit(4)
     build(opts.name, opts).run("stdio")
 

@@ -92,4 +92,4 @@ def cut_middle(text: str, limit: int) -> tuple[str, int]:
     head = limit * 2 // 3
     tail = limit - head
     cut = len(text) - head - tail
-    return f"{text[:head]}\n[... {cut:,} characters cut ...]\n{text[len(text) - tail:]}", cut
+    return f"{text[:head]}\n[... {cut:,} characters cut ...]\n{text[len(text) - tail :]}", cut

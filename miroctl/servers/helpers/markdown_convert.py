@@ -26,8 +26,9 @@ def read_url(url: str) -> str:
 
     timeout = number_setting("READING_HTTP_TIMEOUT", 30.0, minimum=0.1)
     try:
-        response = requests.get(url, timeout=(min(timeout, 10.0), timeout), stream=True,
-                                headers={"User-Agent": USER_AGENT})
+        response = requests.get(
+            url, timeout=(min(timeout, 10.0), timeout), stream=True, headers={"User-Agent": USER_AGENT}
+        )
     except requests.Timeout:
         raise ToolError(f"{url} did not answer within {timeout:g}s") from None
     except requests.exceptions.SSLError as exc:
@@ -45,8 +46,7 @@ def _check_response(url: str, response: Any) -> None:
     limit = int(number_setting("READING_MAX_BYTES", DEFAULT_MAX_BYTES, minimum=1))
     length = response.headers.get("content-length", "")
     if length.isdigit() and int(length) > limit:
-        raise ToolError(f"{url} is {human_bytes(int(length))}, over the {human_bytes(limit)} limit "
-                        "(READING_MAX_BYTES)")
+        raise ToolError(f"{url} is {human_bytes(int(length))}, over the {human_bytes(limit)} limit (READING_MAX_BYTES)")
 
 
 def _reason(exc: BaseException) -> str:
@@ -95,7 +95,9 @@ def conversion_failure(source: str, exc: Any) -> str:
         if isinstance(cause, _markitdown().MissingDependencyException):
             found = _EXTRA.search(str(cause))
             extra = found.group(1) if found else "all"
-            return (f"cannot convert {source}: MarkItDown's optional '{extra}' extra is not installed "
-                    f"(pip install 'markitdown[{extra}]')")
+            return (
+                f"cannot convert {source}: MarkItDown's optional '{extra}' extra is not installed "
+                f"(pip install 'markitdown[{extra}]')"
+            )
     detail = str(causes[0]).strip().splitlines()[0] if causes and str(causes[0]).strip() else "unknown error"
     return f"cannot convert {source}: {detail}"

@@ -125,8 +125,10 @@ def _peer_certificate(host: str, port: int, deadline: Deadline, *, verify: bool)
         context.check_hostname = False
         context.verify_mode = ssl.CERT_NONE
     try:
-        with (socket.create_connection((host.strip("[]"), port), timeout=deadline.left()) as raw,
-              context.wrap_socket(raw, server_hostname=host.strip("[]")) as tls):
+        with (
+            socket.create_connection((host.strip("[]"), port), timeout=deadline.left()) as raw,
+            context.wrap_socket(raw, server_hostname=host.strip("[]")) as tls,
+        ):
             return tls.getpeercert(binary_form=True) or b""
     except ssl.SSLCertVerificationError:
         raise

@@ -40,14 +40,17 @@ class E2BSandboxes:
         try:
             from e2b_code_interpreter import Sandbox
         except ImportError:
-            raise ToolError("E2B_API_KEY is set but the E2B client is not installed: pip install 'miroctl[e2b]' "
-                            "(or set SANDBOX_BACKEND=local)") from None
+            raise ToolError(
+                "E2B_API_KEY is set but the E2B client is not installed: pip install 'miroctl[e2b]' "
+                "(or set SANDBOX_BACKEND=local)"
+            ) from None
         return Sandbox
 
     def _new(self) -> Any:
         sandbox_class = self._sandbox_class()
-        return sdk_call("E2B could not create a sandbox", sandbox_class.create, timeout=int(self.lifetime),
-                        api_key=self.api_key)
+        return sdk_call(
+            "E2B could not create a sandbox", sandbox_class.create, timeout=int(self.lifetime), api_key=self.api_key
+        )
 
     def create(self) -> str:
         return str(self._new().sandbox_id)
@@ -132,8 +135,7 @@ def _failed_command(failure: SDKFailure, started: float, limits: Limits) -> Run:
     return _run(code, getattr(exc, "stdout", "") or "", getattr(exc, "stderr", "") or "", started, limits)
 
 
-def _run(code: int | None, stdout: str, stderr: str, started: float, limits: Limits,
-         killed: str | None = None) -> Run:
+def _run(code: int | None, stdout: str, stderr: str, started: float, limits: Limits, killed: str | None = None) -> Run:
     out, cut_out = cut_middle(stdout or "", limits.output_bytes)
     err, cut_err = cut_middle(stderr or "", limits.output_bytes)
     run = Run(code, out, err, time.monotonic() - started, killed, cut_out + cut_err)

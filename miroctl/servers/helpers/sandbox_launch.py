@@ -33,7 +33,7 @@ def die_with_parent(server: int) -> None:
 
 def main(argv: list[str]) -> None:
     server, memory, cpu, fsize = (int(v) for v in argv[1:5])
-    program = argv[argv.index("--") + 1:]
+    program = argv[argv.index("--") + 1 :]
     resource.setrlimit(resource.RLIMIT_AS, clamp(resource.RLIMIT_AS, memory))
     resource.setrlimit(resource.RLIMIT_CPU, clamp(resource.RLIMIT_CPU, cpu, extra=1))  # SIGXCPU, then SIGKILL
     resource.setrlimit(resource.RLIMIT_FSIZE, clamp(resource.RLIMIT_FSIZE, fsize))

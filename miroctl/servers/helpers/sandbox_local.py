@@ -121,11 +121,12 @@ def inside(directory: Path, given: str) -> Path:
     """A path given by a caller, resolved inside the sandbox directory (or a clear error)."""
     text = given.strip() or "."
     if text == E2B_HOME or text.startswith(E2B_HOME + "/"):
-        text = text[len(E2B_HOME):].lstrip("/") or "."
+        text = text[len(E2B_HOME) :].lstrip("/") or "."
     base = directory.resolve()
     path = Path(text)
     resolved = (path if path.is_absolute() else base / path).resolve()
     if not resolved.is_relative_to(base):
-        raise ToolError(f"{given} is outside the sandbox: use paths relative to its working directory "
-                        f"({E2B_HOME} also names it)")
+        raise ToolError(
+            f"{given} is outside the sandbox: use paths relative to its working directory ({E2B_HOME} also names it)"
+        )
     return resolved

@@ -86,8 +86,9 @@ class Run:
         return self.exit_code == 0 and self.killed is None
 
 
-def run_limited(argv: list[str], cwd: Path, limits: Limits, *, stdin: bytes | None = None,
-                env: Mapping[str, str] | None = None) -> Run:
+def run_limited(
+    argv: list[str], cwd: Path, limits: Limits, *, stdin: bytes | None = None, env: Mapping[str, str] | None = None
+) -> Run:
     """Run argv in cwd under the limits; never raises for what the program does."""
     started = time.monotonic()
     process = _spawn(argv, cwd, limits, env or sandbox_environment(cwd))
@@ -103,8 +104,7 @@ def run_limited(argv: list[str], cwd: Path, limits: Limits, *, stdin: bytes | No
         _finish(process, threads)
     seconds = time.monotonic() - started
     code = process.returncode
-    run = Run(code, captures[0].text(), captures[1].text(), seconds, killed,
-              captures[0].dropped + captures[1].dropped)
+    run = Run(code, captures[0].text(), captures[1].text(), seconds, killed, captures[0].dropped + captures[1].dropped)
     explain(run, limits)
     return run
 
@@ -163,8 +163,14 @@ def stop_all() -> None:
 
 def _spawn(argv: list[str], cwd: Path, limits: Limits, env: Mapping[str, str]) -> subprocess.Popen[bytes]:
     process = subprocess.Popen(
-        _launcher(limits) + argv, cwd=cwd, env=dict(env), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, start_new_session=True, close_fds=True,
+        _launcher(limits) + argv,
+        cwd=cwd,
+        env=dict(env),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+        close_fds=True,
     )
     with _ACTIVE_LOCK:
         _ACTIVE.add(process)
