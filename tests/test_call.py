@@ -46,7 +46,7 @@ def test_call_prints_the_envelope_with_exactly_one_of_result_or_error(pool):
     result = invoke(path, "alpha", "add", "a=2", "b=3", "--json")
     assert result.exit_code == 0
     envelope = parse_json(result.stdout)
-    assert ENVELOPE_KEYS <= set(envelope) and "error" not in envelope
+    assert set(envelope) >= ENVELOPE_KEYS and "error" not in envelope
     assert envelope["schema"] == "miroctl.call/1"
     assert (envelope["server_name"], envelope["tool_name"], envelope["result"]) == ("alpha", "add", "5")
     assert envelope["structured_content"] == {"result": 5}

@@ -1,4 +1,5 @@
-"""The phased probe behind `miroctl check`, used directly on real servers (in-process where the process is not the point)."""
+"""The phased probe behind `miroctl check`, used directly on real servers (in-process where the process
+is not the point)."""
 
 import sys
 import time
@@ -210,7 +211,7 @@ def test_with_room_for_all_the_probes_overlap():
     ],
 )
 def test_malformed_smoke_settings_are_config_errors(value, message):
-    with pytest.raises(ConfigError, match="tool/x.yaml: ") as caught:
+    with pytest.raises(ConfigError, match=r"tool/x\.yaml: ") as caught:
         smoke_calls(value, "tool/x.yaml")
     assert message in caught.value.message
 

@@ -73,5 +73,5 @@ def guarded(work: Callable[[], int]) -> int:
     """Run a command; any error it raises becomes its message and exit code."""
     try:
         return work()
-    except (MiroctlError, KeyboardInterrupt, Exception) as exc:  # the boundary: nothing escapes as a traceback
+    except (MiroctlError, KeyboardInterrupt, Exception) as exc:  # noqa: BLE001 - the boundary: no traceback escapes
         return report(exc)

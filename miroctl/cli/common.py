@@ -14,7 +14,6 @@ from typing import TypeVar
 
 import anyio
 
-
 from miroctl.base.errors import Interrupted, MiroctlError, UsageError
 from miroctl.config.loader import Config, load
 from miroctl.config.sections import Mode

@@ -7,7 +7,7 @@ mappings with every value normalised, which `Policy.from_profile` and the fallba
 from __future__ import annotations
 
 from collections.abc import Mapping
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +17,7 @@ from miroctl.base.text import suggest
 SECTIONS = ("policy", "fallbacks", "url_rules", "log", "max_result_chars")
 
 
-class Mode(str, Enum):
+class Mode(StrEnum):
     """The permission modes (`policy.mode` in the profile, `--mode` on the command line)."""
 
     bypass = "bypass"

@@ -8,6 +8,7 @@ call never stops the others. Envelopes are written as soon as every earlier line
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -35,8 +36,6 @@ class Line:
 
 def read_source(source: str) -> str:
     """The batch text from a file, or from stdin for `-`."""
-    import sys
-
     if source == "-":
         return sys.stdin.read()
     try:

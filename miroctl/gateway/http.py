@@ -13,6 +13,7 @@ import ipaddress
 import json
 import socket
 from collections.abc import Awaitable, Callable, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -286,8 +287,6 @@ async def serve_http(gateway: Gateway, settings: HttpSettings, sock: socket.sock
 
     class QuietServer(uvicorn.Server):
         def capture_signals(self) -> Any:  # miroctl's own boundary turns signals into a cancellation
-            from contextlib import nullcontext
-
             return nullcontext()
 
     config = uvicorn.Config(

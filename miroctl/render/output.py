@@ -10,6 +10,8 @@ from contextlib import contextmanager
 from typing import Any
 
 from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.prompt import Confirm
 from rich.text import Text
 
 from miroctl.base.masking import Masker
@@ -82,8 +84,6 @@ class Output:
         if self.json_mode or not self.err.is_terminal:
             yield _silent_progress
             return
-        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
         bar = Progress(
             TextColumn("{task.description}"),
             BarColumn(),
@@ -106,8 +106,6 @@ class Output:
 
     def confirm(self, question: Any) -> bool:
         """Ask mode ask's question on the terminal (stderr); anything but yes is no."""
-        from rich.prompt import Confirm
-
         prompt = Text("miroctl: ", style="bold yellow")
         prompt.append(self.safe(f"{question.decision.message}. Run {question.server}.{question.tool}"))
         arguments = self.mask(dumps(self.masker.data(dict(question.arguments))))

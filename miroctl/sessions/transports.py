@@ -8,6 +8,7 @@ process group) and adds a last SIGKILL to the group, so grandchildren go with th
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import time
@@ -162,8 +163,6 @@ def _http_client(wire: Wire) -> Any:
 
 def quiet_sdk_loggers() -> None:
     """The SDK logs tracebacks for server misbehaviour that miroctl reports itself."""
-    import logging
-
     for name in ("mcp", "httpx2", "httpx"):
         logging.getLogger(name).setLevel(logging.CRITICAL)
 
