@@ -22,6 +22,7 @@ from urllib.parse import urljoin, urlsplit
 import anyio
 
 from miroctl import __version__
+from miroctl.config.sections import MarkItDownSection
 from miroctl.policy.urls import URL_KEYS, UrlRules, urls_in
 
 ENDPOINT_ENV = "MIROCTL_DOCINTEL_ENDPOINT"
@@ -44,16 +45,14 @@ class MarkItDownFallback:
     max_bytes: int = 20 * 1024 * 1024
 
     @classmethod
-    def from_sections(cls, sections: Mapping[str, Any], environ: Mapping[str, str] | None = None) -> MarkItDownFallback:
-        settings = (sections.get("fallbacks") or {}).get("markitdown") or {}
-        endpoint = settings.get("docintel_endpoint") or (environ if environ is not None else os.environ).get(
-            ENDPOINT_ENV
-        )
+    def from_section(cls, settings: MarkItDownSection, environ: Mapping[str, str] | None = None) -> MarkItDownFallback:
+        """The profile's `fallbacks.markitdown` (the Document Intelligence endpoint may come from the env)."""
+        endpoint = settings.docintel_endpoint or (environ if environ is not None else os.environ).get(ENDPOINT_ENV)
         return cls(
-            enabled=bool(settings.get("enabled", True)),
+            enabled=settings.enabled,
             docintel_endpoint=endpoint or None,
-            timeout=float(settings.get("timeout", cls.timeout)),
-            max_bytes=int(settings.get("max_bytes", cls.max_bytes)),
+            timeout=settings.timeout or cls.timeout,
+            max_bytes=int(settings.max_bytes or cls.max_bytes),
         )
 
     async def convert(self, url: str, rules: UrlRules) -> str:

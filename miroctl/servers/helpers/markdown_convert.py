@@ -79,7 +79,7 @@ def convert(source: str, how: Any) -> str:
     """The Markdown of a document, `how(converter)` doing the conversion; failures as one-line tool errors."""
     md = _markitdown()
     try:
-        return how(_converter()).text_content
+        return str(how(_converter()).text_content)
     except md.UnsupportedFormatException:
         raise ToolError(f"cannot convert {source}: MarkItDown has no converter for this kind of file") from None
     except md.FileConversionException as exc:
