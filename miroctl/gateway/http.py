@@ -21,6 +21,7 @@ import anyio
 
 from miroctl.base.errors import MiroctlError, UsageError
 from miroctl.core import batch
+from miroctl.core.bodies import loads
 from miroctl.gateway.api import call_document, error_document, list_document
 from miroctl.gateway.check import check_document
 from miroctl.gateway.server import Gateway, build_server
@@ -192,7 +193,7 @@ async def _json_body(request: Any) -> Any:
     if not raw.strip():
         return None
     try:
-        return json.loads(raw)
+        return loads(raw)
     except (ValueError, UnicodeDecodeError) as exc:
         raise UsageError(f"the request body is not JSON: {exc}") from None
 
