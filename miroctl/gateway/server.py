@@ -20,6 +20,7 @@ from miroctl.base.models import CallOutcome, CallRequest, ProgressFn, ServerSpec
 from miroctl.base.text import suggest
 from miroctl.core.manager import Manager
 from miroctl.gateway import toolmap
+from miroctl.gateway.sdk_private import request_connection
 from miroctl.gateway.stdio import StdoutWriter, claimed_stdout, stdin_lines
 
 META_KEY = "miroctl/outcome"  # where each result's envelope metadata rides in `_meta`
@@ -105,9 +106,8 @@ class Gateway:
         import mcp_types as types
         from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-        # A request's session lives as long as the request: changes go out on the connection behind it, which
-        # the SDK (2.3) keeps private. Without one, a host on an older protocol is simply not told.
-        connection = getattr(ctx.session, "_connection", None)
+        # Changes go out on the connection behind the request's session (see sdk_private).
+        connection = request_connection(ctx.session)
         if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS and connection is not None:
             with suppress(TypeError):
                 self._listers.add(connection)
