@@ -203,20 +203,25 @@ def test_wheel_ships_the_default_config_and_servers_as_package_data(tmp_path):
     assert not any(name.startswith("servers/") for name in names)  # no top-level package to clash with a user's
 
 
-def test_interpolated_paths_and_numbers_are_not_treated_as_secrets_but_tokens_are(write_config, tmp_path, monkeypatch):
+def test_interpolated_paths_numbers_and_short_words_are_not_secrets_but_credentials_are(
+    write_config, tmp_path, monkeypatch
+):
     monkeypatch.setenv("MIROCTL_ROOT_DIR", str(tmp_path))
     monkeypatch.setenv("MIROCTL_LIMIT", "120")
     monkeypatch.setenv("MIROCTL_SOME_VALUE", "tok-9f8e7d")
+    monkeypatch.setenv("MIROCTL_LONG_VALUE", "q7Hd92kLx0Pz4mWv8Rt3")
     server = fixture_yaml(
         "s",
         env={
             "ROOT": "${oc.env:MIROCTL_ROOT_DIR}",
             "LIMIT": "${oc.env:MIROCTL_LIMIT}",
-            "VALUE": "${oc.env:MIROCTL_SOME_VALUE}",
+            "VALUE": "${oc.env:MIROCTL_SOME_VALUE}",  # short, and not named as a secret: a word like any other
+            "API_KEY": "${oc.env:MIROCTL_SOME_VALUE}",  # the same value, named as a key
+            "OTHER": "${oc.env:MIROCTL_LONG_VALUE}",  # not named, but random-looking
         },
     )
     secrets = config.load(str(write_config({"s": server}))).get("s").secrets
-    assert secrets == {"tok-9f8e7d"}
+    assert secrets == {"tok-9f8e7d", "q7Hd92kLx0Pz4mWv8Rt3"}
 
 
 def test_the_default_servers_come_in_the_profiles_order(write_config):

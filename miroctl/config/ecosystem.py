@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from miroctl.base.errors import ConfigError
-from miroctl.base.masking import could_be_secret
+from miroctl.base.masking import could_be_secret, credentials
 from miroctl.base.models import ServerSpec
 from miroctl.config.servers import server_from_mapping
 
@@ -56,22 +56,22 @@ def _ecosystem_server(name: str, entry: Any, where: str) -> ServerSpec:
 
 
 def _expand_json_env(entry: dict[str, Any], where: str) -> tuple[dict[str, Any], set[str]]:
-    """Expand ${VAR} and ${env:VAR} (Cursor, VS Code) in strings; expanded values count as secrets."""
+    """Expand ${VAR} and ${env:VAR} (Cursor, VS Code) in strings; expanded credentials count as secrets."""
     missing: set[str] = set()
     secrets: set[str] = set()
 
-    def expand(value: Any) -> Any:
+    def expand(value: Any, key: str | None = None) -> Any:
         if isinstance(value, str):
             refs = _JSON_ENV_REF.findall(value)
             missing.update(r for r in refs if r not in os.environ)
             out = _JSON_ENV_REF.sub(lambda m: os.environ.get(m.group(1), ""), value)
-            if refs and could_be_secret(out):
-                secrets.add(out)
+            if refs and could_be_secret(out, key):
+                secrets.update(credentials(out, key))
             return out
         if isinstance(value, Mapping):
-            return {k: expand(v) for k, v in value.items()}
+            return {k: expand(v, str(k)) for k, v in value.items()}
         if isinstance(value, list):
-            return [expand(v) for v in value]
+            return [expand(v, key) for v in value]
         return value
 
     expanded = expand(entry)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from miroctl.base.errors import ConfigError
-from miroctl.base.masking import could_be_secret
+from miroctl.base.masking import could_be_secret, credentials
 from miroctl.base.models import DEFAULT_CALL_TIMEOUT, DEFAULT_STARTUP_TIMEOUT, ServerSpec
 from miroctl.base.text import suggest
 from miroctl.config import ecosystem
@@ -227,17 +227,20 @@ def _iter_env_refs(value: Any) -> Iterable[re.Match[str]]:
             yield from _iter_env_refs(item)
 
 
-def _interpolated_values(raw: Any, resolved: Any) -> set[str]:
-    """Resolved values of the strings that came from interpolation: these are treated as secrets."""
+def _interpolated_values(raw: Any, resolved: Any, key: str | None = None) -> set[str]:
+    """Credentials among the values that came from interpolation (by their key's name, or their shape)."""
     found: set[str] = set()
-    if isinstance(raw, str) and "${" in raw and isinstance(resolved, str) and could_be_secret(resolved):
-        found.add(resolved)
+    if isinstance(raw, str) and "${" in raw and isinstance(resolved, str) and could_be_secret(resolved, key):
+        found |= credentials(resolved, key)
     elif isinstance(raw, Mapping) and isinstance(resolved, Mapping):
-        for key, item in raw.items():
-            found |= _interpolated_values(item, resolved.get(key))
+        for name, item in raw.items():
+            found |= _interpolated_values(item, resolved.get(name), str(name))
     elif isinstance(raw, list) and isinstance(resolved, list):
+        previous: Any = None  # in args, `--token ${oc.env:T}`: the flag names the value
         for item, res in zip(raw, resolved):
-            found |= _interpolated_values(item, res)
+            flag = previous.lstrip("-") if isinstance(previous, str) and previous.startswith("-") else key
+            found |= _interpolated_values(item, res, flag)
+            previous = res
     return found
 
 

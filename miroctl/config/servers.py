@@ -14,7 +14,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from miroctl.base.errors import ConfigError
-from miroctl.base.masking import header_secrets, secret_values
+from miroctl.base.masking import argument_secrets, header_secrets, secret_values, url_credentials
 from miroctl.base.models import ServerSpec
 from miroctl.base.text import suggest
 from miroctl.config import sections as policy_config
@@ -75,12 +75,14 @@ def server_from_mapping(
     env = _string_map(data.get("env"), "env", where)
     headers = _string_map(data.get("headers"), "headers", where)
     transport = _transport(data.get("transport"), url, where)
-    secret_set = set(secrets) | header_secrets(headers) | secret_values(env)
+    args = tuple(str(a) for a in _list(data.get("args"), "args", where))
+    secret_set = set(secrets) | header_secrets(headers) | secret_values(env) | argument_secrets(args)
+    secret_set |= url_credentials(str(url)) if url else set()
     return ServerSpec(
         name=name,
         transport=transport,
         command=_command(command) if command else None,
-        args=tuple(str(a) for a in _list(data.get("args"), "args", where)),
+        args=args,
         env=MappingProxyType(env),
         cwd=_cwd(data.get("cwd"), where),
         url=str(url) if url else None,
@@ -159,7 +161,10 @@ def adhoc_servers(stdio: Sequence[str], urls: Sequence[str], headers: Sequence[s
         if not argv:
             raise ConfigError("--stdio needs a command")
         name = _unique(_name_from_argv(argv), taken)
-        specs.append(ServerSpec(name=name, command=_command(argv[0]), args=tuple(argv[1:]), source="--stdio"))
+        secrets = frozenset(argument_secrets(argv[1:]))
+        specs.append(
+            ServerSpec(name=name, command=_command(argv[0]), args=tuple(argv[1:]), source="--stdio", secrets=secrets)
+        )
     for url in urls:
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.netloc:
@@ -172,7 +177,7 @@ def adhoc_servers(stdio: Sequence[str], urls: Sequence[str], headers: Sequence[s
                 url=url,
                 headers=MappingProxyType(header_map),
                 source="--url",
-                secrets=frozenset(header_secrets(header_map)),
+                secrets=frozenset(header_secrets(header_map) | url_credentials(url)),
             )
         )
     return specs
