@@ -7,11 +7,12 @@ import pytest
 from typer.testing import CliRunner
 
 from miroctl.base.models import CallRequest
+from miroctl.base.webpages import PageError, fetch
 from miroctl.cli.app import app
 from miroctl.core.manager import Manager
 from miroctl.policy.urls import UrlRules, from_env, to_env
 from tests.conftest import parse_json
-from tests.policy_support import calls, memory_spec, pool, webtools_yaml
+from tests.policy_support import calls, memory_spec, pool, web_server, webtools_yaml
 
 BLOCKED = [
     "https://huggingface.co/datasets/gaia-benchmark/GAIA",
@@ -22,12 +23,22 @@ BLOCKED = [
     "https://hf.co/datasets/x",
     "https://gaia-benchmark-leaderboard.hf.space/",
     "https://huggingface.co/api/datasets/x/parquet",
+    "https://huggingface.co/./datasets/x",
+    "https://huggingface.co/api/../datasets/x",
+    "https://huggingface.co/models/%2e%2e/datasets/x",
+    "https://huggingface.co/%252e/datasets/x",
+    "https://huggingface\u3002co/datasets/x",
+    "https://huggingface\uff0eco/spaces/x",
+    "https://%68uggingface.co/datasets/x",
+    "\uff48\uff54\uff54\uff50\uff53\uff1a\uff0f\uff0fhuggingface.co/datasets/x",
+    "https://HUGGINGFACE.CO:443/DATASETS/x",
 ]
 ALLOWED = [
     "https://huggingface.co/models",
     "https://huggingface.co/datasetsfoo",
     "https://example.com/?u=huggingface.co/datasets",
     "https://nothuggingface.co/datasets/x",
+    "https://huggingface.co/datasets/../models",
 ]
 
 
@@ -103,3 +114,27 @@ def test_a_profile_can_replace_the_url_rules(write_config, tmp_path):
     )
     assert result.exit_code == 5, result.stderr
     assert "example.org/private" in parse_json(result.stdout)["error"]
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://huggingface.co/./datasets/x",
+        "https://huggingface.co/api/../datasets/x",
+        "https://huggingface\u3002co/datasets/x",
+    ],
+)
+def test_a_disguised_dataset_url_exits_5_and_the_server_records_no_call(write_config, tmp_path, url):
+    record = tmp_path / "calls.txt"
+    path = write_config({"web": webtools_yaml("web", "--record", str(record))})
+    result = CliRunner().invoke(app, ["call", "-c", str(path), "web", "fetch", f"url={url}", "--json"])
+    assert result.exit_code == 5, result.stderr
+    assert parse_json(result.stdout)["decision"]["reason"] == "url_blocked"
+    assert calls(record) == []
+
+
+def test_a_redirect_to_a_dot_segment_spelling_of_a_blocked_url_is_refused_by_page_fetches():
+    rules = from_env({"MIROCTL_URL_BLOCK": "127.0.0.1/private"})
+    pages = {"/go": (302, "/public/%2e%2e/private/x", ""), "/private/x": (200, "text/plain", "the answers")}
+    with web_server(pages) as base, pytest.raises(PageError, match=r"blocked by the url rule '127\.0\.0\.1/private'"):
+        fetch(f"{base}/go", max_bytes=1000, timeout=10, user_agent="test", blocked_by=rules.blocked_by)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import unicodedata
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
@@ -28,6 +29,7 @@ DEFAULT_BLOCK = (
 )
 ENV_VAR = "MIROCTL_URL_BLOCK"
 URL_KEYS = frozenset({"url", "uri", "link", "href", "urls", "uris", "links"})
+_DOTS = str.maketrans({"\u3002": ".", "\uff0e": ".", "\uff61": "."})  # dots IDNA maps to "."
 _EMBEDDED = re.compile(r"https?://[^\s\"'<>`\\)\]}]+", re.IGNORECASE)
 
 
@@ -79,7 +81,7 @@ def urls_in(value: Any, key: str | None = None) -> Iterator[str]:
     if isinstance(value, str):
         if key is not None and key.lower() in URL_KEYS:
             yield value.strip()
-        yield from _EMBEDDED.findall(value)
+        yield from _EMBEDDED.findall(unicodedata.normalize("NFKC", value))
     elif isinstance(value, Mapping):
         for name, item in value.items():
             yield from urls_in(item, str(name))
@@ -89,20 +91,52 @@ def urls_in(value: Any, key: str | None = None) -> Iterator[str]:
 
 
 def normalise(url: str) -> str | None:
-    """`host/path` in a canonical form (lowercase, no www., no port, decoded, single slashes)."""
-    text = url.strip().replace("\\", "/")
+    """`host/path` in the one form every spelling of a URL comes to, as a browser would resolve it: Unicode
+    folded (NFKC, ideographic full stops as dots), percent-decoding, IDNA, lowercase, no www., userinfo or
+    port, dot segments resolved, single slashes."""
+    text = unicodedata.normalize("NFKC", url.strip()).replace("\\", "/")
     if "://" not in text[:12]:
         text = "http://" + text.lstrip("/")
     try:
         parts = urlsplit(text)
-        host = (parts.hostname or "").rstrip(".")
+        host = _host(parts.hostname or "")
     except ValueError:
         return None
     if not host:
         return None
-    host = host.lower().removeprefix("www.")
-    path = re.sub(r"/{2,}", "/", unquote(unquote(parts.path))).lower()
-    return host + (path if path.startswith("/") else "/" + path)
+    return host + _path(parts.path)
+
+
+def _host(raw: str) -> str:
+    """A host name in ASCII: decoded, Unicode dots folded, IDNA-encoded, lowercase, without www. or end dots."""
+    host = unicodedata.normalize("NFKC", _unquoted(raw)).translate(_DOTS).lower().strip(".")
+    if not host.isascii():
+        try:
+            host = host.encode("idna").decode("ascii")
+        except UnicodeError:
+            pass  # not a valid IDNA name: compared as it is
+    return host.removeprefix("www.")
+
+
+def _path(raw: str) -> str:
+    """The path decoded (repeatedly: %252e is a dot too), its dot segments resolved, lowercase."""
+    segments: list[str] = []
+    for segment in _unquoted(raw).replace("\\", "/").lower().split("/"):
+        if segment == "..":
+            if segments:
+                segments.pop()
+        elif segment not in ("", "."):
+            segments.append(segment)
+    return "/" + "/".join(segments)
+
+
+def _unquoted(text: str) -> str:
+    for _ in range(3):
+        decoded = unquote(text)
+        if decoded == text:
+            break
+        text = decoded
+    return unicodedata.normalize("NFKC", text)
 
 
 def _matches(pattern: str, target: str) -> bool:
@@ -110,6 +144,7 @@ def _matches(pattern: str, target: str) -> bool:
     if any(c in pattern for c in "*?["):
         return fnmatchcase(target, pattern) or fnmatchcase(target, pattern.rstrip("/") + "/*")
     host, _, prefix = pattern.removeprefix("https://").removeprefix("http://").partition("/")
+    host = _host(host)
     target_host, _, target_path = target.partition("/")
     if target_host != host and not target_host.endswith("." + host):
         return False
