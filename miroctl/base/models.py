@@ -200,7 +200,7 @@ class CallOutcome(Envelope):
             body["error_kind"] = self.error_kind
             body["hint"] = self.hint
         body.update(
-            is_error=self.is_error,
+            is_error=self.is_error or self.error is not None,  # an error envelope never says it is not one
             content=self.content,
             structured_content=self.structured_content,
             corrected_from=self.corrected_from,

@@ -135,6 +135,7 @@ def call(
     """Call one tool and print its result; the exit code says how it went."""
     out = boundary.output(json_mode)
     check_output(output)
+    blobs.check_dir(save_dir)
     gateway_url = remote.resolve_via(via, bool(config or stdio or url))
     if batch_file is not None:
         if target or args:
@@ -148,6 +149,8 @@ def call(
         raise typer.Exit(
             _batch(out, manager_for(loaded, out, mode, yes, task_id, log), text, jobs, timeout, no_autocorrect)
         )
+    if gateway_url and output:
+        raise UsageError("--output is not supported through a gateway", hint="drop --via, or redirect stdout")
     if gateway_url:
         raise typer.Exit(
             remote.call(
@@ -186,7 +189,7 @@ def call(
     if json_mode:
         out.json(outcome.to_dict())
     else:
-        saved = blobs.save(outcome.content, outcome.tool_name, save_dir) if outcome.ok else []
+        saved = blobs.save(outcome.content, outcome.tool_name, save_dir) if outcome.ok else None
         call_result(out, outcome, saved)
     raise typer.Exit(int(outcome.exit_code))
 

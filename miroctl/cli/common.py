@@ -5,6 +5,8 @@ Errors are raised, never printed here: the boundary (miroctl.cli.boundary) repor
 
 from __future__ import annotations
 
+import errno
+import os
 import signal
 import sys
 from collections.abc import Awaitable, Callable
@@ -116,6 +118,28 @@ def check_log(loaded: Config, path: str | None) -> None:
 
 
 def check_output(path: str | None) -> None:
-    """--output must name a file in an existing directory (exit 2 before anything starts)."""
-    if path and not Path(path).expanduser().resolve().parent.is_dir():
-        raise UsageError(f"--output {path}: its directory does not exist")
+    """--output must name a file miroctl can create or write (exit 2 before anything starts or is sent)."""
+    if not path:
+        return
+    target = Path(path).expanduser()
+    try:
+        probe_writable(target)
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        if isinstance(exc, FileNotFoundError):
+            reason = "its directory does not exist"
+        raise UsageError(f"--output {path}: cannot write there: {reason}", hint="give a writable file path") from None
+
+
+def probe_writable(target: Path) -> None:
+    """Open the file for writing without changing it (a new one is removed again); OSError if that fails."""
+    if target.is_dir():
+        raise IsADirectoryError(errno.EISDIR, "it is a directory")
+    if target.exists():
+        if target.is_file():  # a device or a pipe (>(cat), /dev/stdout) is only checked, never opened here
+            os.close(os.open(target, os.O_WRONLY | os.O_APPEND))
+        elif not os.access(target, os.W_OK):
+            raise PermissionError(errno.EACCES, "permission denied")
+        return
+    os.close(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+    target.unlink()

@@ -82,6 +82,7 @@ def _fetch(
     ask: Callable[[Manager], Awaitable[catalog.Fetched]],
 ) -> None:
     """Ask on a fresh manager, print the envelope (JSON) or its content (human), exit with its code."""
+    blobs.check_dir(save_dir)
 
     async def work() -> catalog.Fetched:
         async with manager_for(loaded, out) as manager:
@@ -92,6 +93,6 @@ def _fetch(
         out.json(fetched.to_dict())
     else:
         stem = PurePosixPath(fetched.name).stem or fetched.what
-        saved = blobs.save(fetched.blocks(), stem, save_dir) if fetched.ok else []
+        saved = blobs.save(fetched.blocks(), stem, save_dir) if fetched.ok else None
         fetched_result(out, fetched, saved)
     raise typer.Exit(int(fetched.exit_code))

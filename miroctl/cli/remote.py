@@ -42,13 +42,14 @@ def call(
     """`miroctl call ... --via URL`: the gateway's envelope, printed as the direct path would; the exit code."""
     if not target:
         raise UsageError("call needs a tool: miroctl call SERVER TOOL [key=value ...]")
+    blobs.check_dir(save_dir)
     body = {"target": target, "arguments": load_base(args), "timeout": timeout, "autocorrect": not no_autocorrect}
     envelope = GatewayClient(via).call(body)
     outcome = outcome_from_dict(envelope)
     if out.json_mode:
         out.json(envelope)
     else:
-        call_result(out, outcome, blobs.save(outcome.content, outcome.tool_name, save_dir) if outcome.ok else [])
+        call_result(out, outcome, blobs.save(outcome.content, outcome.tool_name, save_dir) if outcome.ok else None)
     return int(outcome.exit_code)
 
 

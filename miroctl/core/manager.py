@@ -366,12 +366,12 @@ class Manager:
 
     async def _outcome(self, route: Route, result: Any, request: CallRequest) -> CallOutcome:
         """The envelope of an SDK result: the whole text to --output first, then the max_result_chars cut."""
-        output = None
+        output, notes = None, []
         if request.output and not result.is_error:
             try:
-                output = await anyio.to_thread.run_sync(truncation.write_full, request.output, result, self.masker)
-            except OSError as exc:
-                raise MiroctlError(f"cannot write {request.output}: {exc.strerror or exc}") from None
+                output = await anyio.to_thread.run_sync(truncation.write_kept, request.output, result, self.masker)
+            except OSError as exc:  # not even a temp file: the result is shown instead, as without --output
+                notes.append(f"cannot write {request.output} nor a temp file ({exc.strerror or exc}): shown here")
         limit = self.policy.result_limit(route.spec, route.tool.name)
         if limit is not None and result.is_error:  # a reason is worth more room than a result
             limit = max(limit, truncation.ERROR_MIN_CHARS)
@@ -379,6 +379,7 @@ class Manager:
         outcome = envelopes.outcome_from_result(route.spec.name, route.tool.name, result)
         outcome.corrected_from = route.corrected_from
         outcome.truncated, outcome.output = truncated, output
+        outcome.notes.extend(notes)
         handle = self.handle(route.spec)
         if route.spec.persistent and handle.restarted:
             handle.restarted = False

@@ -8,6 +8,8 @@ order the envelope joins it: text blocks, then embedded text resources, separate
 from __future__ import annotations
 
 import json
+import os
+import tempfile
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -60,6 +62,18 @@ def limit_result(result: CallToolResult, limit: int | None) -> dict[str, Any] | 
         result.structured_content = None
         extra["structured_content_dropped"] = True
     return record(original, limit, **extra)
+
+
+def write_kept(path: str, result: CallToolResult, masker: Masker) -> dict[str, Any]:
+    """write_full to `path`; if that fails, to a new temp file so the result is never lost (the record then
+    names the path asked for and why it failed). OSError only if the temp file cannot be written either."""
+    try:
+        return write_full(path, result, masker)
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+    handle, kept = tempfile.mkstemp(prefix="miroctl-output-", suffix=".txt")
+    os.close(handle)
+    return {**write_full(kept, result, masker), "requested": path, "error": f"cannot write {path}: {reason}"}
 
 
 def write_full(path: str, result: CallToolResult, masker: Masker) -> dict[str, Any]:

@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from miroctl.base.models import CallOutcome
+from miroctl.render.blobs import Saved
 from miroctl.render.output import Output
 
 if TYPE_CHECKING:  # the type only: a call through a gateway must not load the session machinery
     from miroctl.core.catalog import Fetched
 
 
-def call_result(out: Output, outcome: CallOutcome, saved: Sequence[str] = ()) -> None:
+def call_result(out: Output, outcome: CallOutcome, saved: Saved | None = None) -> None:
     """A call's outcome for humans: the result on stdout, notes and errors on stderr."""
     if outcome.corrected_from is not None:
         given = f"Server '{outcome.corrected_from}' not found or without that tool"
@@ -21,8 +21,8 @@ def call_result(out: Output, outcome: CallOutcome, saved: Sequence[str] = ()) ->
     for note in outcome.notes:
         out.note(note)
     policy_notes(out, outcome)
-    if outcome.ok and outcome.output is None:
-        body = _pretty(outcome)
+    if outcome.ok:
+        body = _pretty(outcome) if outcome.output is None else ""
         if body:
             out.text(body)
     else:
@@ -30,11 +30,10 @@ def call_result(out: Output, outcome: CallOutcome, saved: Sequence[str] = ()) ->
         out.error(outcome.error or "", outcome.hint, tail, label=outcome.error_kind or "error")
         if outcome.fallback and not outcome.fallback.get("ok"):
             out.note(f"the MarkItDown fallback failed too: {outcome.fallback['error']}")
-    for path in saved:
-        out.note(f"saved: {path}", style="green")
+    saved_notes(out, saved)
 
 
-def fetched_result(out: Output, fetched: Fetched, saved: Sequence[str] = ()) -> None:
+def fetched_result(out: Output, fetched: Fetched, saved: Saved | None = None) -> None:
     """A resource's text contents, or a prompt's messages role by role; errors on stderr."""
     if not fetched.ok:
         tail = fetched.failure.stderr_tail if fetched.failure else ()
@@ -49,8 +48,15 @@ def fetched_result(out: Output, fetched: Fetched, saved: Sequence[str] = ()) -> 
         text = block.get("text") if "text" in block else (block.get("resource") or {}).get("text")
         if isinstance(text, str):
             out.text(text)
-    for path in saved:
+    saved_notes(out, saved)
+
+
+def saved_notes(out: Output, saved: Saved | None) -> None:
+    """Where the binary parts of a result were saved, and the parts that could not be."""
+    for path in saved.paths if saved else ():
         out.note(f"saved: {path}", style="green")
+    for problem in saved.problems if saved else ():
+        out.note(problem)
 
 
 def policy_notes(out: Output, outcome: CallOutcome) -> None:
@@ -67,10 +73,11 @@ def policy_notes(out: Output, outcome: CallOutcome) -> None:
             f"result cut to {cut['kept_chars']} of {cut['original_chars']} characters (max_result_chars); "
             "--output FILE writes all of it"
         )
-    if outcome.output:
-        out.note(
-            f"wrote the whole result ({outcome.output['chars']} characters) to {outcome.output['path']}", style="green"
-        )
+    written = outcome.output
+    if written and written.get("error"):
+        out.note(f"{written['error']}; the whole result ({written['chars']} characters) is in {written['path']}")
+    elif written:
+        out.note(f"wrote the whole result ({written['chars']} characters) to {written['path']}", style="green")
 
 
 def _pretty(outcome: CallOutcome) -> str:
