@@ -14,6 +14,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from miroctl.base.escaping import visible
+
 SUITE = "miroctl check"
 CLASSNAME = "miroctl.check"
 # Characters XML 1.0 cannot carry at all; shown as visible escapes instead.
@@ -21,7 +23,8 @@ _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 
 
 def xml_text(value: Any) -> str:
-    return _NOT_XML.sub(lambda m: f"\\x{ord(m.group()):02x}", str(value))
+    """Text XML can carry, with control, bidi and zero-width characters shown as escapes."""
+    return _NOT_XML.sub(lambda m: f"\\u{ord(m.group()):04x}", visible(value))
 
 
 def build(document: Mapping[str, Any]) -> ET.ElementTree:

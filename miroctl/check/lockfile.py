@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from miroctl.base import escaping
 from miroctl.base.errors import ConfigError
 from miroctl.base.text import counted
 
@@ -93,7 +94,7 @@ def document(servers: Surface, previous: Mapping[str, Any] | None = None) -> dic
 
 
 def dumps(lock: Mapping[str, Any]) -> str:
-    return json.dumps(lock, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    return escaping.dumps(lock, indent=2, sort_keys=True) + "\n"
 
 
 def write(path: str | Path, lock: Mapping[str, Any]) -> None:

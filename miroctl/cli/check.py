@@ -16,7 +16,7 @@ from miroctl.check.probe import probe_all, warm_up
 from miroctl.check.report import CheckRun, ProbeReport
 from miroctl.cli import boundary, remote
 from miroctl.cli.common import load_config, manager_for, run
-from miroctl.cli.options import ConfigOpt, HeaderOpt, JsonOpt, LogOpt, ModeOpt, StdioOpt, TaskIdOpt, UrlOpt
+from miroctl.cli.options import ConfigOpt, HeaderOpt, JsonOpt, LogOpt, ModeOpt, StdioOpt, TaskIdOpt, UrlOpt, seconds
 from miroctl.config.loader import Config
 from miroctl.core.manager import Manager
 from miroctl.remote import GatewayClient
@@ -36,7 +36,8 @@ def check(
         typer.Option(
             "--timeout",
             "-t",
-            min=0.001,
+            parser=seconds,
+            metavar="SECONDS",
             help="Seconds each server's probe may take, all phases (default: its startup_timeout, 30).",
         ),
     ] = None,

@@ -22,6 +22,7 @@ from miroctl.cli.options import (
     UrlOpt,
     ViaOpt,
     YesOpt,
+    seconds,
 )
 from miroctl.core import batch
 from miroctl.core.arguments import load_base, split_pair, split_target
@@ -97,7 +98,13 @@ def call(
     json_mode: JsonOpt = False,
     timeout: Annotated[
         float | None,
-        typer.Option("--timeout", "-t", min=0.001, help="Seconds the call may take (default: server, profile, 900)."),
+        typer.Option(
+            "--timeout",
+            "-t",
+            parser=seconds,
+            metavar="SECONDS",
+            help="Seconds the call may take (default: server, profile, 900).",
+        ),
     ] = None,
     no_autocorrect: Annotated[
         bool, typer.Option("--no-autocorrect", help="Never re-route a call to the one server that has the tool.")

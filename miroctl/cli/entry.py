@@ -8,6 +8,7 @@ of) goes to the Typer app, whose --via handling calls the same functions: one be
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 from collections.abc import Mapping, Sequence
@@ -108,4 +109,4 @@ def _timeout_ok(options: dict[str, Any]) -> bool:
         timeout = options["timeout"] = float(options["timeout"])
     except ValueError:
         return False
-    return timeout >= 0.001
+    return math.isfinite(timeout) and timeout >= 0.001  # anything else: the CLI explains the problem

@@ -10,7 +10,7 @@ import typer
 
 from miroctl.cli import boundary
 from miroctl.cli.common import load_config, manager_for, run
-from miroctl.cli.options import ConfigOpt, HeaderOpt, JsonOpt, StartupOpt, StdioOpt, UrlOpt
+from miroctl.cli.options import ConfigOpt, HeaderOpt, JsonOpt, StartupOpt, StdioOpt, UrlOpt, seconds
 from miroctl.config.loader import Config
 from miroctl.core import catalog
 from miroctl.core.arguments import split_pair
@@ -21,7 +21,13 @@ from miroctl.render.results import fetched_result
 
 TimeoutOpt = Annotated[
     float | None,
-    typer.Option("--timeout", "-t", min=0.001, help="Seconds the request may take (default: server, profile, 900)."),
+    typer.Option(
+        "--timeout",
+        "-t",
+        parser=seconds,
+        metavar="SECONDS",
+        help="Seconds the request may take (default: server, profile, 900).",
+    ),
 ]
 SaveDirOpt = Annotated[
     str | None, typer.Option("--save-dir", help="Where binary contents are saved (default: a new temp dir).")

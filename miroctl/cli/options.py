@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Annotated
 
 import typer
@@ -26,9 +27,27 @@ UrlOpt = Annotated[
 ]
 HeaderOpt = Annotated[list[str] | None, typer.Option("--header", "-H", help="'Name: value' for --url servers.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
+
+
+def seconds(text: str) -> float:
+    """A positive, finite number of seconds (nan and inf are not: click's ranges let them through)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise typer.BadParameter(f"{text!r} is not a number of seconds") from None
+    if not (math.isfinite(value) and value >= 0.001):
+        raise typer.BadParameter(f"{text!r} is not a positive number of seconds")
+    return value
+
+
 StartupOpt = Annotated[
     float | None,
-    typer.Option("--startup-timeout", min=0.001, help="Seconds a server may take to start and list its tools."),
+    typer.Option(
+        "--startup-timeout",
+        parser=seconds,
+        metavar="SECONDS",
+        help="Seconds a server may take to start and list its tools.",
+    ),
 ]
 ViaOpt = Annotated[
     str | None,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -12,6 +13,7 @@ from typing import IO, TYPE_CHECKING, Any
 from miroctl.base.errors import ArgumentError, UsageError
 from miroctl.base.models import ToolInfo
 from miroctl.base.text import suggest
+from miroctl.core.bodies import loads
 
 if TYPE_CHECKING:  # only the type: the warm path must not load the config package
     from miroctl.config.loader import Config
@@ -37,9 +39,11 @@ def load_base(source: str | None, stdin: IO[str] | None = None) -> dict[str, Any
     else:
         text = source
     try:
-        value = json.loads(text)
+        value = loads(text)
     except json.JSONDecodeError as exc:
         raise ArgumentError(f"{where}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+    except ValueError as exc:
+        raise ArgumentError(f"{where}: invalid JSON: {exc}") from None
     if not isinstance(value, dict):
         raise ArgumentError(f"{where}: expected a JSON object, got {type(value).__name__}")
     return value
@@ -89,9 +93,10 @@ def coerce(key: str, text: str, prop: Mapping[str, Any]) -> Any:
     if "number" in types:
         try:
             number = float(text)
-            return int(number) if number.is_integer() and "." not in text and "e" not in text.lower() else number
         except ValueError:
-            pass
+            number = math.nan
+        if math.isfinite(number):  # nan, inf and 1e999 are no numbers JSON can carry
+            return int(number) if number.is_integer() and "." not in text and "e" not in text.lower() else number
     looks_json = text.lstrip().startswith(("[", "{"))
     if "array" in types and not looks_json and "string" not in types:
         items = prop.get("items")  # one item; repeat the key for more: tag=a tag=b
@@ -108,9 +113,11 @@ def coerce(key: str, text: str, prop: Mapping[str, Any]) -> Any:
 
 def _json(key: str, text: str) -> Any:
     try:
-        return json.loads(text)
+        return loads(text)
     except json.JSONDecodeError as exc:
         raise ArgumentError(f"argument {key}: invalid JSON ({exc.msg} at column {exc.colno})") from None
+    except ValueError as exc:
+        raise ArgumentError(f"argument {key}: invalid JSON ({exc})") from None
 
 
 def _types(prop: Mapping[str, Any]) -> set[str]:

@@ -16,12 +16,23 @@ from miroctl.base.errors import UsageError
 
 
 def loads(text: str | bytes) -> Any:
-    """JSON text as Python values; NaN, Infinity and -Infinity are refused (they are not JSON)."""
-    return json.loads(text, parse_constant=_refuse_constant)
+    """JSON text as Python values; NaN, Infinity and numbers too big for a float (1e999) are refused, and
+    so is nesting deeper than the parser can follow: each a ValueError saying why."""
+    try:
+        return json.loads(text, parse_constant=_refuse_constant, parse_float=_finite)
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
 
 
 def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number")
+
+
+def _finite(text: str) -> float:
+    number = float(text)
+    if not math.isfinite(number):
+        raise ValueError(f"{text} is too large for a number")
+    return number
 
 
 class Body:
@@ -57,13 +68,17 @@ class Body:
         return value
 
     def strings(self, key: str) -> list[str]:
-        value = self.data.get(key) or []
+        value = self.data.get(key)
+        if value is None:
+            return []
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise UsageError(f"{key} must be a list of strings")
         return value
 
     def mapping(self, key: str) -> dict[str, Any]:
-        value = self.data.get(key) or {}
+        value = self.data.get(key)
+        if value is None:
+            return {}
         if not isinstance(value, Mapping):
             raise UsageError(f"{key} must be a JSON object")
         return dict(value)

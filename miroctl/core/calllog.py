@@ -7,13 +7,13 @@ duration_ms, arguments. Whole results are never logged (`call_end` is left out f
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
+from miroctl.base import escaping
 from miroctl.base.errors import ConfigError
 from miroctl.base.masking import Masker
 
@@ -41,7 +41,7 @@ class CallLog:
         if self.task_id:
             line["task_id"] = self.task_id
         line.update(self.masker.data(dict(fields)))
-        text = json.dumps(line, ensure_ascii=False, default=str)
+        text = escaping.dumps(line)  # strict JSON: a NaN from a server never breaks the log
         with self._lock:
             self._file.write(text + "\n")
             self._file.flush()

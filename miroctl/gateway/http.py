@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
-import json
+import math
 import socket
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import nullcontext
@@ -19,6 +19,7 @@ from typing import Any
 
 import anyio
 
+from miroctl.base import escaping
 from miroctl.base.errors import MiroctlError, UsageError
 from miroctl.core import batch
 from miroctl.core.bodies import loads
@@ -163,11 +164,16 @@ def build_app(gateway: Gateway, settings: HttpSettings) -> Any:
     return Guard(app, settings)
 
 
+def json_response(document: Any, status: int = 200) -> Any:
+    """A JSON answer in strict JSON (a NaN from a server becomes "NaN", never an HTTP 500)."""
+    from starlette.responses import Response
+
+    return Response(escaping.dumps(document), status_code=status, media_type="application/json")
+
+
 def _health(gateway: Gateway) -> Callable[[Any], Awaitable[Any]]:
     async def health(request: Any) -> Any:
-        from starlette.responses import JSONResponse
-
-        return JSONResponse(gateway.health())
+        return json_response(gateway.health())
 
     return health
 
@@ -176,14 +182,12 @@ def _api(gateway: Gateway, answer: Callable[[Any, Gateway], Awaitable[dict[str, 
     """A JSON endpoint; the work is cancelled if the client goes away (so is the upstream call)."""
 
     async def endpoint(request: Any) -> Any:
-        from starlette.responses import JSONResponse
-
         try:
             body = await _json_body(request)
             document = await _until_disconnect(request, answer(body, gateway))
         except MiroctlError as exc:
-            return JSONResponse(error_document(exc), status_code=400)
-        return JSONResponse(document)
+            return json_response(gateway.masker.data(error_document(exc)), 400)
+        return json_response(document)
 
     return endpoint
 
@@ -232,7 +236,7 @@ def _batch(gateway: Gateway) -> Callable[[Any], Any]:
         chunks: list[str] = []
 
         def emit(outcome: Any) -> None:
-            chunks.append(json.dumps(gateway.masker.data(outcome.to_dict()), ensure_ascii=False) + "\n")
+            chunks.append(escaping.dumps(gateway.masker.data(outcome.to_dict())) + "\n")
 
         async def work() -> dict[str, Any]:
             jobs, timeout, autocorrect = _batch_options(request.query_params)
@@ -242,7 +246,7 @@ def _batch(gateway: Gateway) -> Callable[[Any], Any]:
         try:
             await _until_disconnect(request, work())
         except MiroctlError as exc:
-            return Response(json.dumps(error_document(exc)), status_code=400, media_type="application/json")
+            return json_response(gateway.masker.data(error_document(exc)), 400)
         return Response("".join(chunks), media_type="application/jsonl")
 
     return endpoint
@@ -255,7 +259,7 @@ def _batch_options(query: Any) -> tuple[int, float | None, bool]:
         timeout = float(query["timeout"]) if query.get("timeout") else None
     except ValueError:
         raise UsageError("jobs and timeout must be numbers") from None
-    if timeout is not None and timeout <= 0:
+    if timeout is not None and not (math.isfinite(timeout) and timeout > 0):
         raise UsageError("timeout must be a positive number of seconds")
     return jobs, timeout, query.get("autocorrect") != "0"
 

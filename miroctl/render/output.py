@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import re
 import sys
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -14,26 +12,22 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.prompt import Confirm
 from rich.text import Text
 
+from miroctl.base import escaping
+from miroctl.base.escaping import visible
 from miroctl.base.masking import Masker
 
 if TYPE_CHECKING:  # the type only: a call through a gateway must not load the core
     from miroctl.core.manager import Confirmation
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
-_C1_AND_SEPARATORS = re.compile(r"[\x7f-\x9f\u2028\u2029]")
-
 
 def literal(text: Any) -> str:
-    """Server text made safe for a terminal: control characters become visible \\xNN escapes."""
-    return _CONTROL.sub(
-        lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else f"\\u{ord(m.group()):04x}", str(text)
-    )
+    """Server text made safe for a terminal: control, bidi and zero-width characters become visible escapes."""
+    return visible(text)
 
 
 def dumps(document: Any) -> str:
-    """JSON with non-ASCII kept readable but C1 controls and line separators escaped."""
-    text = json.dumps(document, ensure_ascii=False, default=str)
-    return _C1_AND_SEPARATORS.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    """Strict JSON with non-ASCII kept readable but control, bidi and zero-width characters escaped."""
+    return escaping.dumps(document)
 
 
 class Output:
