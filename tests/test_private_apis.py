@@ -1,6 +1,7 @@
-"""The private attributes of the SDK and anyio that miroctl relies on are still where it reads them.
+"""The private attributes of the SDK, anyio and uvicorn that miroctl relies on are still where it reads them.
 
-Each lives in one small module (miroctl/gateway/sdk_private.py, miroctl/sessions/anyio_private.py);
+Each lives in one small module (miroctl/gateway/sdk_private.py, miroctl/sessions/anyio_private.py,
+miroctl/gateway/uvicorn_private.py);
 these tests fail loudly when a new release moves them, instead of the feature going quiet.
 """
 
@@ -45,3 +46,23 @@ def test_an_anyio_process_exposes_its_subprocess_transport_and_closing_it_is_saf
     transport = anyio.run(main)
     assert transport is not None, "anyio moved Process._process._transport: update miroctl/sessions/anyio_private.py"
     assert transport.is_closing()
+
+
+def test_uvicorns_h11_protocol_still_has_what_the_header_deadline_extends():
+    import asyncio
+
+    from uvicorn.config import Config
+    from uvicorn.server import ServerState
+
+    from miroctl.gateway.uvicorn_private import header_timed_protocol
+
+    async def make() -> object:
+        config = Config(app=lambda scope, receive, send: None, log_config=None)
+        config.load()
+        return header_timed_protocol(1.0)(config=config, server_state=ServerState(), app_state={})
+
+    protocol = asyncio.run(make())
+    for name in ("conn", "loop", "transport"):
+        assert hasattr(protocol, name), f"uvicorn moved H11Protocol.{name}: update miroctl/gateway/uvicorn_private.py"
+    for method in ("connection_made", "data_received", "connection_lost", "on_response_complete"):
+        assert callable(getattr(protocol, method))

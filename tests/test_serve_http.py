@@ -245,13 +245,13 @@ def test_json_api_call_is_cancelled_upstream_when_its_client_goes_away(secured, 
     ],
 )
 def test_token_check_accepts_only_the_bearer_token(header, ok):
-    from miroctl.gateway.http import token_ok
+    from miroctl.gateway.guard import token_ok
 
     assert token_ok(header, TOKEN) is ok
 
 
 def test_settings_accept_loopback_names_and_any_host_only_beyond_loopback_without_allow_host():
-    from miroctl.gateway.http import HttpSettings, matches
+    from miroctl.gateway.guard import HttpSettings, matches
 
     local = HttpSettings()
     assert matches("localhost:8765", local.hosts) and matches("[::1]:1", local.hosts)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 
 import anyio
 
@@ -71,3 +72,41 @@ def test_claimed_stdout_sends_stray_output_to_stderr_and_protocol_to_the_real_st
     captured = capfd.readouterr()
     assert captured.out == '{"jsonrpc": "2.0"}\nafter\n'
     assert captured.err == "stray print\n"
+
+
+def _feed_in_background(parts: list[bytes]) -> int:
+    """The read end of a pipe that a thread fills with `parts`, then closes."""
+    read_end, write_end = os.pipe()
+
+    def feed() -> None:
+        for part in parts:
+            os.write(write_end, part)
+        os.close(write_end)
+
+    threading.Thread(target=feed, daemon=True).start()
+    return read_end
+
+
+def test_a_very_long_line_is_read_in_linear_time():
+    size = 48 * 1024 * 1024
+    read_end = _feed_in_background([b"x" * size + b"\n", b'{"next": 1}\n'])
+    started = time.monotonic()
+    try:
+        lines = anyio.run(_collect, read_end)
+    finally:
+        os.close(read_end)
+    assert [len(line) for line in lines] == [size, 11]
+    assert time.monotonic() - started < 10  # re-splitting the buffer on every read takes minutes here
+
+
+def test_a_line_over_the_size_cap_is_dropped_and_the_next_line_still_arrives(capfd):
+    read_end = _feed_in_background([b"y" * (3 * 1024 * 1024), b"z" * 1000 + b"\n", b'{"next": 1}\n'])
+
+    async def collect() -> list[str]:
+        return [line async for line in stdin_lines(read_end, limit=1024 * 1024)]
+
+    try:
+        assert anyio.run(collect) == ['{"next": 1}']
+    finally:
+        os.close(read_end)
+    assert "dropped a message of over 1048576 bytes from stdin" in capfd.readouterr().err

@@ -14,10 +14,27 @@ from miroctl.base.errors import UsageError
 from miroctl.base.models import ServerSpec
 from miroctl.cli import boundary
 from miroctl.cli.common import load_config, manager_for, run
-from miroctl.cli.options import ConfigOpt, HeaderOpt, LogOpt, ModeOpt, StartupOpt, StdioOpt, TaskIdOpt, UrlOpt
+from miroctl.cli.options import (
+    ConfigOpt,
+    HeaderOpt,
+    LogOpt,
+    ModeOpt,
+    StartupOpt,
+    StdioOpt,
+    TaskIdOpt,
+    UrlOpt,
+    seconds,
+)
 from miroctl.config.loader import Config
 from miroctl.gateway import toolmap
-from miroctl.gateway.http import HttpSettings, address_of, bind, check_bind, serve_http
+from miroctl.gateway.guard import (
+    DEFAULT_MAX_SESSIONS,
+    DEFAULT_READ_TIMEOUT,
+    DEFAULT_SESSION_IDLE,
+    HttpSettings,
+    check_bind,
+)
+from miroctl.gateway.http import address_of, bind, serve_http
 from miroctl.gateway.server import Gateway, serve_stdio
 from miroctl.render.output import Output
 from miroctl.render.serving import serve_report
@@ -68,6 +85,28 @@ def serve(
     max_body: Annotated[int, typer.Option("--max-body", min=1, help="Largest request body in bytes (http).")] = 4
     * 1024
     * 1024,
+    read_timeout: Annotated[
+        float,
+        typer.Option(
+            "--read-timeout",
+            parser=seconds,
+            metavar="SECONDS",
+            help="Seconds a client may take to send a request's headers (then the connection is closed), "
+            "and three times that for its body (http).",
+        ),
+    ] = DEFAULT_READ_TIMEOUT,
+    max_sessions: Annotated[
+        int, typer.Option("--max-sessions", min=1, help="MCP sessions open at once; more get 503 (http).")
+    ] = DEFAULT_MAX_SESSIONS,
+    session_idle: Annotated[
+        float,
+        typer.Option(
+            "--session-idle",
+            parser=seconds,
+            metavar="SECONDS",
+            help="An MCP session with no request for this long is closed (http).",
+        ),
+    ] = DEFAULT_SESSION_IDLE,
     retry_every: Annotated[
         float,
         typer.Option(
@@ -112,6 +151,9 @@ def serve(
             allow_hosts=allow_host or (),
             allow_origins=allow_origin or (),
             max_body=max_body,
+            read_timeout=read_timeout,
+            max_sessions=max_sessions,
+            session_idle=session_idle,
         )
         check_bind(settings)
     loaded = load_config(config, stdio, url, header, out, startup_timeout)

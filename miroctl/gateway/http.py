@@ -1,20 +1,17 @@
 """serve over HTTP: /mcp (streamable HTTP), /healthz, and the JSON API under /v1, behind one guard.
 
-The guard checks every request before anything else sees it: Host and Origin (the MCP transport
-spec's defence against DNS rebinding; a foreign Origin gets 403), the bearer token in constant
-time (401 with WWW-Authenticate), and the body size (413). The caller's token stays here: upstream
-sessions are opened from the config alone, so it is never forwarded.
+The guard (gateway/guard.py) checks every request before anything else sees it. The caller's token
+stays there: upstream sessions are opened from the config alone, so it is never forwarded. A client
+gets `read_timeout` seconds to send its request's headers (slowloris: the connection is closed before
+even the token is looked at), and MCP sessions are capped and expire when idle.
 """
 
 from __future__ import annotations
 
-import hmac
-import ipaddress
 import math
 import socket
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from contextlib import nullcontext
-from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
@@ -25,113 +22,11 @@ from miroctl.core import batch
 from miroctl.core.bodies import loads
 from miroctl.gateway.api import call_document, error_document, list_document
 from miroctl.gateway.check import check_document
+from miroctl.gateway.guard import Guard, HttpSettings
 from miroctl.gateway.server import Gateway, build_server
+from miroctl.gateway.uvicorn_private import header_timed_protocol
 
-DEFAULT_PORT = 8765
-DEFAULT_MAX_BODY = 4 * 1024 * 1024
-LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 SHUTDOWN_GRACE = 2  # seconds
-
-
-@dataclass(frozen=True)
-class HttpSettings:
-    """Where the gateway listens and whom it lets in."""
-
-    host: str = "127.0.0.1"
-    port: int = DEFAULT_PORT
-    token: str | None = None
-    allow_hosts: Sequence[str] = ()
-    allow_origins: Sequence[str] = ()
-    max_body: int = DEFAULT_MAX_BODY
-    hosts: tuple[str, ...] = field(init=False, default=())
-    origins: tuple[str, ...] = field(init=False, default=())
-
-    def __post_init__(self) -> None:
-        loopback = tuple(n for name in LOOPBACK_NAMES for n in (name, f"{name}:*"))
-        any_host = not is_loopback(self.host) and not self.allow_hosts
-        object.__setattr__(self, "hosts", () if any_host else (*loopback, *self.allow_hosts))
-        local = tuple(
-            f"{scheme}://{name}{port}" for scheme in ("http", "https") for name in LOOPBACK_NAMES for port in ("", ":*")
-        )
-        object.__setattr__(self, "origins", (*local, *self.allow_origins))
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
-def check_bind(settings: HttpSettings) -> None:
-    """Refuse to listen beyond this machine without a token (exit 2, nothing started)."""
-    if not is_loopback(settings.host) and not settings.token:
-        raise UsageError(
-            f"refusing to listen on {settings.host} without a token",
-            hint="pass --token-env VAR (a variable holding the token), or bind 127.0.0.1",
-        )
-
-
-def matches(value: str, patterns: Sequence[str]) -> bool:
-    """Exact match, or `base:*` for any port of base."""
-    return any(value == p or (p.endswith(":*") and value.startswith(p[:-1])) for p in patterns)
-
-
-# ---------------------------------------------------------------------------------------------- guard
-
-
-class Guard:
-    """ASGI middleware: Host, Origin, token and body size, before any route runs."""
-
-    def __init__(self, app: Any, settings: HttpSettings) -> None:
-        from mcp.server.transport_security import RequestBodyLimitMiddleware
-
-        self.settings = settings
-        self.app = RequestBodyLimitMiddleware(app, settings.max_body)
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        refusal = self.refusal(scope) if scope["type"] == "http" else None
-        await (refusal or self.app)(scope, receive, send)
-
-    def refusal(self, scope: Any) -> Any:
-        from starlette.datastructures import Headers
-
-        headers = Headers(scope=scope)
-        host, origin = headers.get("host", ""), headers.get("origin")
-        if self.settings.hosts and not matches(host, self.settings.hosts):
-            return _refuse(421, "this gateway does not answer to that Host header")
-        if origin is not None and not matches(origin, self.settings.origins):
-            return _refuse(403, "requests from that Origin are not allowed")
-        if self.settings.token and not token_ok(headers.get("authorization"), self.settings.token):
-            error = ', error="invalid_token"' if headers.get("authorization") else ""
-            return _refuse(
-                401, "a valid bearer token is required", {"WWW-Authenticate": f'Bearer realm="miroctl"{error}'}
-            )
-        if _declared_size(headers) > self.settings.max_body:
-            return _refuse(413, f"the request body is larger than {self.settings.max_body} bytes")
-        return None
-
-
-def _declared_size(headers: Any) -> int:
-    try:
-        return int(headers.get("content-length") or 0)
-    except ValueError:
-        return 0
-
-
-def token_ok(header: str | None, token: str) -> bool:
-    """Whether `Authorization: Bearer <token>` carries the token, compared in constant time."""
-    scheme, _, given = (header or "").partition(" ")
-    return scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(), token.encode())
-
-
-def _refuse(status: int, message: str, headers: dict[str, str] | None = None) -> Any:
-    from starlette.responses import JSONResponse
-
-    body = {"schema": "miroctl.error/1", "error": message, "error_kind": "http", "status": status}
-    return JSONResponse(body, status_code=status, headers=headers)
 
 
 # ---------------------------------------------------------------------------------------------- app
@@ -150,7 +45,11 @@ def build_app(gateway: Gateway, settings: HttpSettings) -> Any:
         allowed_origins=list(settings.origins),
     )
     sessions = StreamableHTTPSessionManager(
-        app=build_server(gateway), security_settings=security, max_request_body_size=settings.max_body
+        app=build_server(gateway),
+        security_settings=security,
+        max_request_body_size=settings.max_body,
+        max_sessions=settings.max_sessions,
+        session_idle_timeout=settings.session_idle,
     )
     routes = [
         Route("/mcp", endpoint=StreamableHTTPASGIApp(sessions)),
@@ -294,6 +193,7 @@ async def serve_http(gateway: Gateway, settings: HttpSettings, sock: socket.sock
 
     config = uvicorn.Config(
         build_app(gateway, settings),
+        http=header_timed_protocol(settings.read_timeout),
         log_config=None,
         log_level="warning",
         access_log=False,

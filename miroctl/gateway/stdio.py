@@ -11,11 +11,12 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import AsyncIterator, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 
 import anyio
 
 READ_CHUNK = 64 * 1024
+MAX_LINE_BYTES = int(os.environ.get("MIROCTL_MAX_MESSAGE_BYTES") or 64 * 1024 * 1024)  # as for servers' stdout
 WRITE_CHUNK = 4096  # a pipe that polls writable takes this much without blocking (PIPE_BUF)
 
 
@@ -32,16 +33,31 @@ def claimed_stdout() -> Iterator[int]:
         os.close(private)
 
 
-async def stdin_lines(fd: int = 0) -> AsyncIterator[str]:
-    """Lines of stdin, decoded leniently; ends at end of file."""
-    buffer = b""
+async def stdin_lines(fd: int = 0, limit: int = MAX_LINE_BYTES) -> AsyncIterator[str]:
+    """Lines of stdin, decoded leniently; ends at end of file. Each byte is looked at once (a long line
+    costs its length, not its length squared); a line over `limit` bytes is dropped, and said so on stderr."""
+    pieces: list[bytes] = []
+    size, dropping = 0, False
     while chunk := await _read_some(fd):
-        buffer += chunk
-        *lines, buffer = buffer.split(b"\n")
-        for line in lines:
-            yield line.decode("utf-8", errors="replace")
-    if buffer.strip():
-        yield buffer.decode("utf-8", errors="replace")
+        start = 0
+        while (end := chunk.find(b"\n", start)) >= 0:
+            if not dropping:
+                yield b"".join([*pieces, chunk[start:end]]).decode("utf-8", errors="replace")
+            pieces, size, dropping = [], 0, False
+            start = end + 1
+        size += len(chunk) - start
+        if not dropping and size > limit:
+            dropping, pieces = True, []
+            _say(f"miroctl serve: dropped a message of over {limit} bytes from stdin (MIROCTL_MAX_MESSAGE_BYTES)")
+        elif not dropping:
+            pieces.append(chunk[start:])
+    if not dropping and b"".join(pieces).strip():
+        yield b"".join(pieces).decode("utf-8", errors="replace")
+
+
+def _say(message: str) -> None:
+    with suppress(OSError):
+        os.write(2, (message + "\n").encode())
 
 
 async def _read_some(fd: int) -> bytes:
