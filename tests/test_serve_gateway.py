@@ -152,17 +152,17 @@ async def test_lazy_list_tools_gives_summaries_for_all_and_schemas_for_one_serve
 async def test_lazy_call_tool_routes_through_the_manager_and_autocorrects_the_server():
     async with gateway_client(memory("alpha", "add"), memory("beta", "echo"), lazy=True) as (_, client):
         result = await client.call_tool("call_tool", {"server": "alpha", "tool": "echo", "arguments": {"text": "hi"}})
-    assert result.content[0].text == "hi"
+    assert result.content[-1].text == "hi"
     assert outcome_meta(result)["server_name"] == "beta"
     assert outcome_meta(result)["corrected_from"] == "alpha"
 
 
-async def test_lazy_call_tool_with_an_unknown_server_is_not_found_with_a_suggestion():
+async def test_lazy_call_tool_with_an_unknown_server_and_tool_is_not_found():
     async with gateway_client(memory("alpha", "add"), lazy=True) as (_, client):
-        result = await client.call_tool("call_tool", {"server": "alpa", "tool": "add", "arguments": {"a": 1}})
+        result = await client.call_tool("call_tool", {"server": "alpa", "tool": "nope", "arguments": {"a": 1}})
     assert result.is_error is True
     assert outcome_meta(result)["exit_code"] == 6
-    assert "did you mean 'alpha'" in result.content[0].text
+    assert "alpa" in result.content[0].text
 
 
 async def test_lazy_call_tool_without_a_tool_name_is_an_argument_error():

@@ -58,10 +58,23 @@ def limit_result(result: CallToolResult, limit: int | None) -> dict[str, Any] | 
     if kept is not None:
         _set_text(kept[0], kept[1] + marker(original, limit))
     extra: dict[str, Any] = {}
-    if result.structured_content is not None:  # a copy of the same data: too big to keep as well
-        result.structured_content = None
+    if result.structured_content is not None and not _fits(result.structured_content, limit):
+        result.structured_content = None  # a copy of the same data, too big to keep as well
         extra["structured_content_dropped"] = True
     return record(original, limit, **extra)
+
+
+def _fits(value: Any, limit: int) -> bool:
+    """Whether structured content, written as JSON, is within the limit (then it is kept whole)."""
+    size = 0
+    try:  # piece by piece, so a huge structured result is never written out whole just to be measured
+        for piece in json.JSONEncoder(ensure_ascii=False, default=str).iterencode(value):
+            size += len(piece)
+            if size > limit:
+                return False
+    except (TypeError, ValueError, RecursionError):
+        return False
+    return True
 
 
 def write_kept(path: str, result: CallToolResult, masker: Masker) -> dict[str, Any]:

@@ -64,7 +64,14 @@ class Gateway:
         """The tools as hosts see them: the two meta-tools with --lazy, else every mapped upstream tool."""
         if self.lazy:
             return meta_tools(self.specs)
-        return [mcp_tool(name, info) for name, info in self.map.tools.items()]
+        return [mcp_tool(name, info, self.may_rewrite(info)) for name, info in self.map.tools.items()]
+
+    def may_rewrite(self, info: ToolInfo) -> bool:
+        """Whether miroctl may answer for this tool with other than its own result: cut by a result limit, or
+        a page converted by the scrape fallback. Its outputSchema cannot be promised then."""
+        spec, policy = self.manager.config.get(info.server), self.manager.policy
+        limited = spec is not None and policy.result_limit(spec, info.name) is not None
+        return limited or (self.manager.fallback.enabled and policy.is_scrape(info.name))
 
     async def _announce_changes(self) -> None:
         """Tell hosts when the exposed tools differ from the last listing: those listening on 2026-07-28
@@ -163,8 +170,7 @@ class Gateway:
                 error_kind="arguments",
                 error="call_tool needs server and tool (strings) and arguments (an object)",
             )
-        if self.spec(server) is None:
-            return self._no_server(server, tool)
+        # An unknown server is corrected as on the command line: the one served server that has the tool.
         return await self.call(CallRequest(server, tool, values, progress=relay))
 
     def _no_server(self, server: str, tool: str) -> CallOutcome:
@@ -223,8 +229,9 @@ class Gateway:
 # ---------------------------------------------------------------------------------------------- shapes
 
 
-def mcp_tool(name: str, info: ToolInfo) -> dict[str, Any]:
-    """An upstream tool as the gateway lists it: its description, schemas and annotations passed through."""
+def mcp_tool(name: str, info: ToolInfo, may_rewrite: bool = False) -> dict[str, Any]:
+    """An upstream tool as the gateway lists it: its description, schemas and annotations passed through,
+    but no outputSchema where miroctl may rewrite the result (a standard client would reject the result)."""
     tool: dict[str, Any] = {
         "name": name,
         "description": info.description,
@@ -232,7 +239,7 @@ def mcp_tool(name: str, info: ToolInfo) -> dict[str, Any]:
     }
     if info.title:
         tool["title"] = info.title
-    if info.output_schema is not None:
+    if info.output_schema is not None and not may_rewrite:
         tool["outputSchema"] = dict(info.output_schema)
     if info.annotations:
         tool["annotations"] = dict(info.annotations)
@@ -243,6 +250,8 @@ def result_body(outcome: CallOutcome) -> dict[str, Any]:
     """The CallToolResult fields for an envelope: the tool's own answer, or miroctl's reason."""
     if outcome.ok or outcome.error_kind == "tool_error":
         content = outcome.content or ([{"type": "text", "text": outcome.result}] if outcome.result else [])
+        if outcome.corrected_from is not None:  # the model must see it was answered by another server
+            content = [{"type": "text", "text": correction_note(outcome)}, *content]
         body: dict[str, Any] = {"content": content, "isError": outcome.is_error}
         if outcome.structured_content is not None:
             body["structuredContent"] = outcome.structured_content
@@ -259,6 +268,12 @@ def result_body(outcome: CallOutcome) -> dict[str, Any]:
         }
     }
     return body
+
+
+def correction_note(outcome: CallOutcome) -> str:
+    """What the command line says on stderr when it re-routed a call, for a model to read."""
+    given = f"Server '{outcome.corrected_from}' not found or without that tool"
+    return f"[Auto-corrected: {given}; used '{outcome.server_name}' instead]"
 
 
 def summary(entry: ServerTools) -> dict[str, Any]:

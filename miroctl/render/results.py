@@ -17,7 +17,7 @@ def call_result(out: Output, outcome: CallOutcome, saved: Saved | None = None) -
     """A call's outcome for humans: the result on stdout, notes and errors on stderr."""
     if outcome.corrected_from is not None:
         given = f"Server '{outcome.corrected_from}' not found or without that tool"
-        out.note(f"[Auto-corrected: {given}; used '{outcome.server_name}' instead]")
+        out.note(f"[Auto-corrected: {given}; used '{outcome.server_name}' instead]")  # as serve tells a model
     for note in outcome.notes:
         out.note(note)
     policy_notes(out, outcome)
