@@ -28,9 +28,12 @@ def text(value: str) -> dict[str, Any]:
     return {"content": [{"type": "text", "text": value}]}
 
 
-def surface_yaml(directory: Path, tools: list[dict[str, Any]], name: str = "surface", **fields: Any) -> dict[str, Any]:
-    """A server file for the surface server listing `tools`; the spec is written to `directory`."""
+def surface_yaml(
+    directory: Path, tools: list[dict[str, Any]], name: str = "surface", server_name: str | None = None, **fields: Any
+) -> dict[str, Any]:
+    """A server file for the surface server listing `tools` (answering initialize as `server_name`)."""
     spec = directory / f"{name}-spec.json"
     spec.write_text(json.dumps({"tools": tools}))
     fields.setdefault("startup_timeout", HEALTHY_STARTUP)
-    return {"name": name, "tool_command": "python", "args": [SURFACE, "--spec", str(spec), "--name", name], **fields}
+    args = [SURFACE, "--spec", str(spec), "--name", server_name or name]
+    return {"name": name, "tool_command": "python", "args": args, **fields}

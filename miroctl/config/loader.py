@@ -262,8 +262,10 @@ def _load_profile(data: Mapping[str, Any], path: Path) -> Config:
     for name in names or ():
         if _lookup(specs, name) is None:
             specs[name] = ServerSpec(name=name, error=f"no server file for {name!r} in {tool_dir}", source=str(path))
-    selected = [_lookup(specs, n).name for n in names] if names is not None else list(specs)  # type: ignore[union-attr]
-    default = tuple(dict.fromkeys(n for n in selected if specs[n].enabled))
+    # Named in tool_config: used, even when its file says `enabled: false` (that only keeps a file out of the
+    # default set when the profile names none, as naming a server on the command line does).
+    selected = [_lookup(specs, n).name for n in names] if names is not None else [n for n in specs if specs[n].enabled]  # type: ignore[union-attr]
+    default = tuple(dict.fromkeys(selected))
     return Config(servers=tuple(specs.values()), profile=profile, source=str(path), default_names=default)
 
 

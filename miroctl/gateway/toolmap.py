@@ -1,11 +1,15 @@
 """The names a gateway exposes: SERVER<separator>TOOL, and back; collisions are reported, never shadowed.
 
+Exposed names are ones hosts accept: a tool called `read file` or `fs/read` is exposed as
+`server__read_file` or `server__fs_read` (and called upstream by its own name).
+
 Server names drop a leading `tool-` (the seeds' file naming) when no other server has the short
 name, so `tool-reading.read_file` is exposed as `reading__read_file`.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -15,6 +19,8 @@ from miroctl.base.models import ServerTools, ToolInfo
 
 DEFAULT_SEPARATOR = "__"
 _NAME_CHARACTERS = re.compile(r"[A-Za-z0-9_.-]+")  # what MCP allows in a tool name
+_NOT_NAME_CHARACTERS = re.compile(r"[^A-Za-z0-9_.-]")
+MAX_NAME = 128
 
 
 @dataclass(frozen=True)
@@ -65,7 +71,7 @@ def build(
     claims: dict[str, list[ToolInfo]] = {}
     for entry in entries:
         for tool in entry.tools:
-            name = f"{prefix.get(entry.server, entry.server)}{separator}{tool.name}"
+            name = exposed_name(f"{prefix.get(entry.server, entry.server)}{separator}{tool.name}")
             claims.setdefault(name, []).append(tool)
     tools = {name: found[0] for name, found in claims.items() if len(found) == 1}
     collisions = tuple(
@@ -74,6 +80,16 @@ def build(
         if len(found) > 1
     )
     return ToolMap(tools, collisions)
+
+
+def exposed_name(name: str) -> str:
+    """A name hosts accept (MCP: 1 to 128 of A-Z a-z 0-9 _ - .): other characters become `_`, and a name
+    too long keeps its start and a short hash of the whole. Two tools that come to one name collide."""
+    safe = _NOT_NAME_CHARACTERS.sub("_", name) or "_"
+    if len(safe) <= MAX_NAME:
+        return safe
+    digest = hashlib.sha256(name.encode()).hexdigest()[:8]
+    return f"{safe[: MAX_NAME - 9]}-{digest}"
 
 
 def check_separator(separator: str) -> None:

@@ -30,10 +30,18 @@ def list_tables(out: Output, entries: Iterable[ServerTools], *, schema: bool = F
         table.add_column("parameters (* required)")
         for tool in entry.tools:
             table.add_row(
-                Text(out.safe(tool.name)), Text(out.safe(_summary(tool, schema))), _parameters(out, tool, type_label)
+                Text(_folded(out.safe(tool.name), max(36, out.out.width // 3))),
+                Text(out.safe(_summary(tool, schema))),
+                _parameters(out, tool, type_label),
             )
         out.out.print(table)
         _offered(out, entry)
+
+
+def _folded(name: str, width: int) -> str:
+    """A name kept whole up to `width`; a longer one in lines of `width`, so it cannot squeeze the other
+    columns of the table to nothing."""
+    return "\n".join(name[start : start + width] for start in range(0, len(name), width)) or name
 
 
 def _offered(out: Output, entry: ServerTools) -> None:
