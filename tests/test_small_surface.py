@@ -16,7 +16,7 @@ from miroctl.config.loader import Config, Profile
 from miroctl.core.manager import Manager
 from miroctl.gateway.server import Gateway, build_server
 from tests.conftest import fixture_yaml
-from tests.surface_support import SURFACE, surface_yaml, text, tool
+from tests.surface_support import PIXEL, SURFACE, surface_yaml, text, tool
 
 BIDI, ZERO_WIDTH = "\u202e", "\u200b"
 SHY = f"Reads files{BIDI}gnp.exe"
@@ -98,3 +98,38 @@ def test_a_disabled_server_file_that_tool_config_names_is_used(write_config):
     assert [server["name"] for server in json.loads(listed.stdout)["servers"]] == ["a", "b"]
     routed = invoke("call", "-c", str(path), "add", "a=1", "b=2", "--json")
     assert routed.exit_code == 0 and json.loads(routed.stdout)["server_name"] == "b"
+
+
+def test_resource_links_and_embedded_resources_of_a_result_are_shown_to_humans(write_config, tmp_path):
+    content = [
+        {"type": "text", "text": "see these"},
+        {"type": "resource_link", "uri": "file:///r/notes.txt", "name": "notes", "mimeType": "text/plain"},
+        {"type": "resource", "resource": {"uri": "fixture://data.json", "mimeType": "application/json", "text": "{}"}},
+        {"type": "resource", "resource": {"uri": "fixture://pixel.png", "mimeType": "image/png", "blob": PIXEL}},
+    ]
+    path = write_config({"docs": surface_yaml(tmp_path, [tool("find", {"content": content})], name="docs")})
+    result = invoke("call", "-c", str(path), "docs", "find", "--save-dir", str(tmp_path / "saved"))
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines() == [
+        "see these",
+        "{}",
+        "[resource link] notes: file:///r/notes.txt (text/plain)",
+        "[resource] fixture://data.json (application/json) (its text is above)",
+        "[resource] fixture://pixel.png (image/png)",
+    ]
+    assert f"saved: {tmp_path / 'saved' / 'find-1.png'}" in result.stderr
+
+
+def test_a_drift_report_shows_where_a_long_description_changed(write_config, tmp_path):
+    before = "Read one document from the local disk or the web and return its full content as Markdown text."
+    path = write_config({"docs": surface_yaml(tmp_path, [tool("read", description=before)], name="docs")})
+    lock = tmp_path / "tools.lock.json"
+    assert invoke("check", "-c", str(path), "--lock", str(lock)).exit_code == 0
+    after = before.replace("as Markdown text", "as HTML")
+    write_config({"docs": surface_yaml(tmp_path, [tool("read", description=after)], name="docs")})
+    result = invoke("check", "-c", str(path), "--against", str(lock), "--json")
+    assert result.exit_code == 1
+    (change,) = json.loads(result.stdout)["lock"]["changes"]
+    assert (
+        change["detail"] == 'description changed: "…its full content as Markdown text." -> "…its full content as HTML."'
+    )

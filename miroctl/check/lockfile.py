@@ -223,8 +223,16 @@ def _type(prop: Any) -> str:
 
 
 def _before_after(old: Any, new: Any, width: int = 60) -> str:
-    def short(text: Any) -> str:
-        line = " ".join(str(text or "").split())
-        return json.dumps(line if len(line) <= width else line[: width - 1] + "…", ensure_ascii=False)
+    """Old and new text side by side, each cut to `width` around the first place they differ (a change
+    past the first 60 characters is shown, not two identical beginnings)."""
+    before, after = (" ".join(str(text or "").split()) for text in (old, new))
+    if before == after:
+        return f"{_window(before, 0, width)} (only whitespace changed)"
+    differs = next((i for i, (x, y) in enumerate(zip(before, after)) if x != y), min(len(before), len(after)))
+    start = 0 if differs < width * 2 // 3 else differs - width // 3
+    return f"{_window(before, start, width)} -> {_window(after, start, width)}"
 
-    return f"{short(old)} -> {short(new)}"
+
+def _window(text: str, start: int, width: int) -> str:
+    piece = ("…" if start else "") + text[start : start + width] + ("…" if start + width < len(text) else "")
+    return json.dumps(piece, ensure_ascii=False)

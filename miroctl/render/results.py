@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from miroctl.base.models import CallOutcome
 from miroctl.render.blobs import Saved
@@ -25,6 +26,7 @@ def call_result(out: Output, outcome: CallOutcome, saved: Saved | None = None) -
         body = _pretty(outcome) if outcome.output is None else ""
         if body:
             out.text(body)
+        resource_lines(out, outcome.content)
     else:
         tail = outcome.failure.stderr_tail if outcome.failure else ()
         out.error(outcome.error or "", outcome.hint, tail, label=outcome.error_kind or "error")
@@ -49,6 +51,22 @@ def fetched_result(out: Output, fetched: Fetched, saved: Saved | None = None) ->
         if isinstance(text, str):
             out.text(text)
     saved_notes(out, saved)
+
+
+def resource_lines(out: Output, content: Sequence[Mapping[str, Any]]) -> None:
+    """Resource links and embedded resources of a result, one line each after its text: what and where."""
+    for block in content:
+        if block.get("type") == "resource_link":
+            title = block.get("title") or block.get("name") or ""
+            out.text(f"[resource link] {title}: {block.get('uri', '')}{_kind(block)}")
+        elif block.get("type") == "resource" and isinstance(block.get("resource"), Mapping):
+            resource = block["resource"]
+            shown = " (its text is above)" if isinstance(resource.get("text"), str) else ""
+            out.text(f"[resource] {resource.get('uri', '')}{_kind(resource)}{shown}")
+
+
+def _kind(block: Mapping[str, Any]) -> str:
+    return f" ({block['mimeType']})" if block.get("mimeType") else ""
 
 
 def saved_notes(out: Output, saved: Saved | None) -> None:
