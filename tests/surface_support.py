@@ -24,16 +24,28 @@ def tool(name: str, result: dict[str, Any] | None = None, **fields: Any) -> dict
     }
 
 
+def echo(name: str = "echo", **properties: Any) -> dict[str, Any]:
+    """A tool answering its `text` argument; `properties` are its other parameters' schemas."""
+    schema = {"type": "object", "properties": {"text": {"type": "string"}, **properties}}
+    return {"name": name, "description": "Echo the text.", "inputSchema": schema, "echo": "text"}
+
+
 def text(value: str) -> dict[str, Any]:
     return {"content": [{"type": "text", "text": value}]}
 
 
 def surface_yaml(
-    directory: Path, tools: list[dict[str, Any]], name: str = "surface", server_name: str | None = None, **fields: Any
+    directory: Path,
+    tools: list[dict[str, Any]],
+    name: str = "surface",
+    server_name: str | None = None,
+    record: Path | None = None,
+    **fields: Any,
 ) -> dict[str, Any]:
-    """A server file for the surface server listing `tools` (answering initialize as `server_name`)."""
+    """A server file for the surface server listing `tools` (answering initialize as `server_name`, recording
+    each call's tool name in `record`)."""
     spec = directory / f"{name}-spec.json"
     spec.write_text(json.dumps({"tools": tools}))
     fields.setdefault("startup_timeout", HEALTHY_STARTUP)
-    args = [SURFACE, "--spec", str(spec), "--name", server_name or name]
+    args = [SURFACE, "--spec", str(spec), "--name", server_name or name, *(["--record", str(record)] if record else [])]
     return {"name": name, "tool_command": "python", "args": args, **fields}

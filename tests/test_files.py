@@ -11,8 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from miroctl.cli.app import app
-from tests.conftest import fixture_yaml
-from tests.surface_support import PIXEL, surface_yaml, tool
+from tests.surface_support import PIXEL, echo, surface_yaml, tool
 
 IMAGE = {"content": [{"type": "image", "data": PIXEL, "mimeType": "image/png"}]}
 
@@ -23,9 +22,9 @@ def invoke(*words: str):
 
 @pytest.fixture
 def logged(write_config, tmp_path):
-    """A fixture server that appends every call it receives to a file."""
+    """A server that appends the name of every call it receives to a file."""
     log = tmp_path / "calls.log"
-    path = write_config({"alpha": fixture_yaml("alpha", "--tools", "echo", env={"FIXTURE_CALL_LOG": str(log)})})
+    path = write_config({"alpha": surface_yaml(tmp_path, [echo()], name="alpha", record=log)})
     return path, log
 
 

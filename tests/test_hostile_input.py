@@ -13,11 +13,10 @@ from typer.testing import CliRunner
 
 from miroctl.cli import entry
 from miroctl.cli.app import app
-from tests.conftest import fixture_yaml
 from tests.gateway_support import post_json, request, start_http_gateway, write_pool
-from tests.surface_support import surface_yaml, tool
+from tests.surface_support import echo, surface_yaml, tool
 
-DEEP = '{"server": "alpha", "tool": "add", "arguments": {"a": ' + "[" * 100_000 + "]" * 100_000 + "}}"
+DEEP = '{"server": "alpha", "tool": "echo", "arguments": {"a": ' + "[" * 100_000 + "]" * 100_000 + "}}"
 NAN_RESULT = {"content": [], "structuredContent": {"ratio": float("nan"), "top": float("inf")}}
 
 
@@ -34,7 +33,7 @@ def strict(text: str) -> Any:
 def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     directory = tmp_path_factory.mktemp("hostile")
     servers = {
-        "alpha": fixture_yaml("alpha", "--tools", "add"),
+        "alpha": surface_yaml(directory, [echo(n={"type": "number"})], name="alpha"),
         "odd": surface_yaml(directory, [tool("nan", NAN_RESULT)], name="odd"),
     }
     process, url = start_http_gateway(write_pool(directory, servers))
@@ -43,14 +42,14 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 BAD_BODIES = [
-    ('{"server": "alpha", "tool": "add", "arguments": {"a": 1e999}}', "too large for a number"),
-    ('{"server": "alpha", "tool": "add", "arguments": {"a": NaN}}', "NaN is not a JSON number"),
+    ('{"server": "alpha", "tool": "echo", "arguments": {"a": 1e999}}', "too large for a number"),
+    ('{"server": "alpha", "tool": "echo", "arguments": {"a": NaN}}', "NaN is not a JSON number"),
     (DEEP, "nested too deeply"),
-    ('{"server": "alpha", "tool": "add", "arguments": []}', "arguments must be a JSON object"),
-    ('{"server": "alpha", "tool": "add", "arguments": ""}', "arguments must be a JSON object"),
-    ('{"server": "alpha", "tool": "add", "pairs": ""}', "pairs must be a list of strings"),
-    ('{"server": ["alpha"], "tool": "add"}', "server must be a string"),
-    ('{"server": "alpha", "tool": "add", "timeout": "5"}', "timeout must be a positive number"),
+    ('{"server": "alpha", "tool": "echo", "arguments": []}', "arguments must be a JSON object"),
+    ('{"server": "alpha", "tool": "echo", "arguments": ""}', "arguments must be a JSON object"),
+    ('{"server": "alpha", "tool": "echo", "pairs": ""}', "pairs must be a list of strings"),
+    ('{"server": ["alpha"], "tool": "echo"}', "server must be a string"),
+    ('{"server": "alpha", "tool": "echo", "timeout": "5"}', "timeout must be a positive number"),
 ]
 
 
@@ -86,22 +85,22 @@ def _post_text(url: str, path: str, text: str) -> tuple[int, Any]:
 
 
 def test_nan_in_pairs_is_the_calls_argument_error_and_a_huge_timeout_still_works(gateway):
-    status, envelope = post_json(gateway, "/v1/call", {"target": ["alpha", "add", "a=nan"]})
+    status, envelope = post_json(gateway, "/v1/call", {"target": ["alpha", "echo", "n=nan"]})
     assert status == 200
     assert envelope["error_kind"] == "arguments" and envelope["exit_code"] == 2
     status, envelope = post_json(
-        gateway, "/v1/call", {"server": "alpha", "tool": "add", "arguments": {"a": 2}, "timeout": 1e308}
+        gateway, "/v1/call", {"server": "alpha", "tool": "echo", "arguments": {"text": "2"}, "timeout": 1e308}
     )
     assert (status, envelope["result"]) == (200, "2")
 
 
 def test_a_batch_of_bad_lines_answers_each_line_and_keeps_going(gateway):
     lines = [
-        '{"server": "alpha", "tool": "add", "arguments": {"a": 1e999}}',
+        '{"server": "alpha", "tool": "echo", "arguments": {"a": 1e999}}',
         DEEP,
-        '{"server": "alpha", "tool": "add", "arguments": []}',
-        '{"server": 5, "tool": "add"}',
-        '{"server": "alpha", "tool": "add", "arguments": {"a": 40, "b": 2}}',
+        '{"server": "alpha", "tool": "echo", "arguments": []}',
+        '{"server": 5, "tool": "echo"}',
+        '{"server": "alpha", "tool": "echo", "arguments": {"text": "42"}}',
     ]
     status, _, body = request(gateway, "POST", "/v1/batch", "\n".join(lines) + "\n")
     assert status == 200
@@ -118,29 +117,29 @@ def test_a_nan_from_a_server_reaches_api_callers_as_strict_json(gateway):
 
 
 def test_call_batch_on_the_command_line_keeps_going_past_lines_that_would_crash_it(write_config, tmp_path):
-    path = write_config({"alpha": fixture_yaml("alpha", "--tools", "add")})
+    path = write_config({"alpha": surface_yaml(tmp_path, [echo()], name="alpha")})
     source = tmp_path / "calls.jsonl"
-    source.write_text(
-        DEEP
-        + '\n{"server": "alpha", "tool": "add", "arguments": {"a": 1e999}}\n{"tool": "add", "arguments": {"a": 1}}\n'
-    )
+    lines = [
+        DEEP,
+        '{"server": "alpha", "tool": "echo", "arguments": {"a": 1e999}}',
+        '{"tool": "echo", "arguments": {"text": "ok"}}',
+    ]
+    source.write_text("\n".join(lines) + "\n")
     result = CliRunner().invoke(app, ["call", "-c", str(path), "--batch", str(source)])
     assert result.exit_code == 1
     assert [strict(line)["exit_code"] for line in result.stdout.splitlines()] == [2, 2, 0]
 
 
-@pytest.mark.parametrize("pair", ["a=nan", "a=inf", "a:=NaN", "a:=1e999", "a=-Infinity"])
-def test_nan_and_inf_are_never_accepted_as_numbers_from_the_command_line(write_config, pair):
-    path = write_config({"alpha": fixture_yaml("alpha", "--tools", "add,config_echo")})
-    result = CliRunner().invoke(app, ["call", "-c", str(path), "alpha", "add", pair, "--json"])
-    assert result.exit_code == 2
-    assert strict(result.stdout)["error_kind"] == "arguments"
-    ratio = CliRunner().invoke(
-        app, ["call", "-c", str(path), "alpha", "config_echo", "options={}", "tags=a", "ratio=inf"]
-    )
-    assert ratio.exit_code == 2
-    base = CliRunner().invoke(app, ["call", "-c", str(path), "alpha", "add", "--args", '{"a": NaN}'])
+def test_nan_and_inf_are_never_accepted_as_numbers_from_the_command_line(write_config, tmp_path):
+    record = tmp_path / "calls.txt"
+    path = write_config({"alpha": surface_yaml(tmp_path, [echo(n={"type": "number"})], name="alpha", record=record)})
+    for pair in ("n=nan", "n=inf", "n=-Infinity", "n=1e999", "n:=NaN", "n:=1e999"):
+        result = CliRunner().invoke(app, ["call", "-c", str(path), "alpha", "echo", pair, "--json"])
+        assert result.exit_code == 2, pair
+        assert strict(result.stdout)["error_kind"] == "arguments"
+    base = CliRunner().invoke(app, ["call", "-c", str(path), "alpha", "echo", "--args", '{"n": NaN}'])
     assert base.exit_code == 2 and "NaN is not a JSON number" in base.stderr
+    assert not record.exists()  # nothing was sent
 
 
 def test_a_nan_result_keeps_json_output_and_the_call_log_strict(write_config, tmp_path):

@@ -10,6 +10,7 @@ from typer.testing import CliRunner
 from miroctl.base.masking import Masker, header_secrets, secret_values
 from miroctl.cli.app import app
 from tests.conftest import fixture_yaml, free_port
+from tests.surface_support import echo, surface_yaml
 
 RESULT = '{"ok": true, "level": "info", "note": "information for Europe/Berlin as application/json, pin 1234"}'
 NAMED = "hunter2-pw"
@@ -23,7 +24,7 @@ def invoke(*words: str, env: dict[str, str] | None = None):
 
 
 @pytest.fixture
-def plain_values(write_config, http_fixture):
+def plain_values(write_config, http_fixture, tmp_path):
     """A server over HTTP whose config is full of common values: header, env and interpolated."""
     url = http_fixture("web", "--tools", "echo")
     server = {
@@ -31,7 +32,7 @@ def plain_values(write_config, http_fixture):
         "url": url,
         "headers": {"Accept": "application/json, text/event-stream", "X-Debug": "true", "X-Zone": "${oc.env:ZONE}"},
     }
-    local = fixture_yaml("local", "--tools", "echo,env", env={"LOG_LEVEL": "${oc.env:LEVEL}", "PIN": "1234"})
+    local = surface_yaml(tmp_path, [echo()], name="local", env={"LOG_LEVEL": "${oc.env:LEVEL}", "PIN": "1234"})
     return write_config({"web": server, "local": local})
 
 
@@ -67,7 +68,8 @@ def test_named_and_random_looking_credentials_are_still_masked(write_config):
 
 def test_credentials_in_urls_are_masked_in_tables_json_errors_and_the_log(write_config, tmp_path):
     url = f"http://robot:{URL_PASSWORD}@127.0.0.1:{free_port()}/mcp?api_key={URL_KEY}&v=2"
-    path = write_config({"remote": {"name": "remote", "url": url}, "local": fixture_yaml("local", "--tools", "echo")})
+    local = surface_yaml(tmp_path, [echo()], name="local")
+    path = write_config({"remote": {"name": "remote", "url": url}, "local": local})
     log = tmp_path / "calls.jsonl"
     table = invoke("list", "-c", str(path), "remote", "--log", str(log))
     document = invoke("list", "-c", str(path), "remote", "--json")

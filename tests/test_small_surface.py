@@ -15,8 +15,7 @@ from miroctl.cli.app import app
 from miroctl.config.loader import Config, Profile
 from miroctl.core.manager import Manager
 from miroctl.gateway.server import Gateway, build_server
-from tests.conftest import fixture_yaml
-from tests.surface_support import PIXEL, SURFACE, surface_yaml, text, tool
+from tests.surface_support import PIXEL, SURFACE, echo, surface_yaml, text, tool
 
 BIDI, ZERO_WIDTH = "\u202e", "\u200b"
 SHY = f"Reads files{BIDI}gnp.exe"
@@ -81,22 +80,27 @@ def test_tool_names_with_spaces_or_slashes_are_exposed_in_a_form_hosts_accept(tm
     assert collisions == ["s__a_b"]
 
 
-def test_an_error_envelope_never_says_is_error_false(write_config):
-    path = write_config({"alpha": fixture_yaml("alpha", "--tools", "echo,sleep")})
-    for words, code in ((["alpha", "nope"], 6), (["alpha", "sleep", "seconds=30", "--timeout", "0.5"], 4)):
+def test_an_error_envelope_never_says_is_error_false(write_config, tmp_path):
+    path = write_config(
+        {"alpha": surface_yaml(tmp_path, [echo(), tool("wipe")], name="alpha")}, tool_blacklist=[["alpha", "wipe"]]
+    )
+    for words, code in ((["alpha", "nope"], 6), (["alpha", "wipe"], 5), (["alpha", "echo", "text:=1"], 2)):
         result = invoke("call", "-c", str(path), *words, "--json")
         assert result.exit_code == code
         envelope = json.loads(result.stdout)
         assert envelope["is_error"] is True and envelope["error"]
 
 
-def test_a_disabled_server_file_that_tool_config_names_is_used(write_config):
-    servers = {"a": fixture_yaml("a", "--tools", "echo"), "b": fixture_yaml("b", "--tools", "add", enabled=False)}
+def test_a_disabled_server_file_that_tool_config_names_is_used(write_config, tmp_path):
+    servers = {
+        "a": surface_yaml(tmp_path, [echo()], name="a"),
+        "b": surface_yaml(tmp_path, [tool("add", text("3"))], name="b", enabled=False),
+    }
     path = write_config(servers, tool_config=["a", "b"])
     listed = invoke("list", "-c", str(path), "--json")
     assert listed.exit_code == 0
     assert [server["name"] for server in json.loads(listed.stdout)["servers"]] == ["a", "b"]
-    routed = invoke("call", "-c", str(path), "add", "a=1", "b=2", "--json")
+    routed = invoke("call", "-c", str(path), "add", "--json")
     assert routed.exit_code == 0 and json.loads(routed.stdout)["server_name"] == "b"
 
 

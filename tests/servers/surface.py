@@ -1,11 +1,12 @@
 """An MCP server on the standard library alone whose tools and results a test writes down exactly.
 
-    python tests/servers/surface.py --spec FILE [--name N]
+    python tests/servers/surface.py --spec FILE [--name N] [--record FILE]
 
 FILE is JSON: {"tools": [{"name": ..., "inputSchema": ..., "outputSchema": ..., "result": {...}}]}.
 Each tool is listed as written (without "result"), and a call answers its "result" (a CallToolResult);
-a tool with "echo": true answers the call's arguments as JSON text instead. It speaks the
-initialize-era protocol and starts in milliseconds (no SDK to import).
+a tool with "echo": "KEY" answers the call's argument KEY as text instead. With --record, each call's
+tool name is appended to that file. It speaks the initialize-era protocol and starts in milliseconds
+(no SDK to import).
 """
 
 import argparse
@@ -37,7 +38,7 @@ def answer(method: str, params: dict, spec: dict, name: str) -> dict | None:
         if tool is None:
             return {"content": [{"type": "text", "text": f"Unknown tool: {params.get('name')}"}], "isError": True}
         if tool.get("echo"):
-            return {"content": [{"type": "text", "text": json.dumps(params.get("arguments") or {})}]}
+            return {"content": [{"type": "text", "text": str((params.get("arguments") or {}).get(tool["echo"]))}]}
         return tool.get("result") or {"content": []}
     return None
 
@@ -46,6 +47,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--spec", required=True)
     parser.add_argument("--name", default="surface")
+    parser.add_argument("--record", default=None)
     opts = parser.parse_args()
     with open(opts.spec, encoding="utf-8") as handle:
         spec = json.load(handle)
@@ -56,6 +58,9 @@ def main() -> None:
         method, ident = message.get("method", ""), message.get("id")
         if ident is None:
             continue
+        if method == "tools/call" and opts.record:
+            with open(opts.record, "a", encoding="utf-8") as record:
+                record.write(f"call {(message.get('params') or {}).get('name')}\n")
         result = answer(method, message.get("params") or {}, spec, opts.name)
         if result is None:
             send({"jsonrpc": "2.0", "id": ident, "error": {"code": METHOD_NOT_FOUND, "message": f"no {method}"}})
