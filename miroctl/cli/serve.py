@@ -14,7 +14,7 @@ from miroctl.base.errors import UsageError
 from miroctl.base.models import ServerSpec
 from miroctl.cli import boundary
 from miroctl.cli.common import load_config, manager_for, run
-from miroctl.cli.options import ConfigOpt, HeaderOpt, LogOpt, ModeOpt, StartupOpt, StdioOpt, TaskIdOpt, UrlOpt
+from miroctl.cli.options import ConfigOpt, EnvOpt, HeaderOpt, LogOpt, ModeOpt, StartupOpt, StdioOpt, TaskIdOpt, UrlOpt
 from miroctl.config.loader import Config
 from miroctl.gateway import toolmap
 from miroctl.gateway.http import HttpSettings, address_of, bind, check_bind, serve_http
@@ -83,6 +83,7 @@ def serve(
     stdio: StdioOpt = None,
     url: UrlOpt = None,
     header: HeaderOpt = None,
+    env: EnvOpt = None,
     startup_timeout: StartupOpt = None,
     mode: ModeOpt = None,
     task_id: TaskIdOpt = None,
@@ -114,7 +115,7 @@ def serve(
             max_body=max_body,
         )
         check_bind(settings)
-    loaded = load_config(config, stdio, url, header, out, startup_timeout)
+    loaded = load_config(config, stdio, url, header, out, startup_timeout, env)
     specs = loaded.select(servers or ())
     if settings is not None:
         _serve_http(loaded, specs, options, out, settings)
