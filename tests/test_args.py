@@ -120,7 +120,7 @@ def test_a_repeated_key_is_an_error_unless_the_parameter_takes_a_list():
         args.build(SCHEMA, {}, ["count=1", "count=2"])
     assert raised.value.message == "argument count is given twice, and it takes one value"
     with pytest.raises(ArgumentError, match="argument text is given twice"):
-        args.build(SCHEMA, {}, ["text=a", "text:=\"b\""])
+        args.build(SCHEMA, {}, ["text=a", 'text:="b"'])
     assert args.build(SCHEMA, {}, ["tags=a", "tags=b"]) == {"tags": ["a", "b"]}
 
 
