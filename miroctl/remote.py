@@ -21,7 +21,8 @@ URL_ENV = "MIROCTL_URL"
 TOKEN_ENV = "MIROCTL_TOKEN"
 CONNECT_TIMEOUT = 10.0  # seconds to reach the gateway at all
 DEFAULT_WAIT = 900.0  # what a request may take at the gateway when the command names no --timeout
-MARGIN = 5.0  # beyond the request's own timeout: the gateway's routing, starting a server, the answer's trip
+MARGIN_ENV = "MIROCTL_VIA_MARGIN"
+MARGIN = 10.0  # beyond the request's own timeout: the gateway's routing, starting a server, the answer's trip
 
 
 class RemoteError(MiroctlError):
@@ -43,6 +44,15 @@ class RemoteError(MiroctlError):
         return self._exit_code
 
 
+def _margin() -> float:
+    """How long beyond the request's own timeout the answer is awaited ($MIROCTL_VIA_MARGIN, seconds)."""
+    try:
+        margin = float(os.environ.get(MARGIN_ENV) or MARGIN)
+    except ValueError:
+        return MARGIN
+    return margin if 0 <= margin <= 86400 else MARGIN  # NaN and infinity too
+
+
 def base_url(url: str) -> str:
     """The gateway's root: a URL ending in /mcp (as MCP hosts are given) works too."""
     url = url.strip().rstrip("/")
@@ -62,7 +72,7 @@ class GatewayClient:
             raise ServerUnavailable(f"not a gateway URL: {url!r}", hint="give http://HOST:PORT of `miroctl serve`")
         self._parts = parts
         self.token = token if token is not None else os.environ.get(TOKEN_ENV) or None
-        self.wait = (timeout or DEFAULT_WAIT) + MARGIN
+        self.wait = (timeout or DEFAULT_WAIT) + _margin()
 
     def call(self, body: Mapping[str, Any]) -> dict[str, Any]:
         return self._answer(self._post("/v1/call", json.dumps(body).encode()))

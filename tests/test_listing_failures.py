@@ -111,6 +111,12 @@ def test_resources_and_prompts_listing_failures_are_reported_and_missing_templat
     assert "twice" in rows["looping"]["error"]["message"]
     assert rows["erring"]["error"]["kind"] == "protocol"
     assert "resources/list is broken today" in rows["erring"]["error"]["message"]
+    prompt = invoke("prompt", "--json", "--config", str(path), "looping", "greet", "who=x")
+    assert prompt.exit_code == 1, prompt.stderr
+    assert (
+        parse_json(prompt.stdout)["error"]
+        == "looping: prompts/list gave the cursor 'again' twice after 2 pages: a loop"
+    )
 
 
 def test_a_running_gateway_drops_a_server_whose_relisting_fails_and_keeps_serving_the_others():

@@ -13,9 +13,10 @@ normally unless `--broken METHOD=MODE` says otherwise:
 
 Some tools answer with lines a JSON parser rejects: `surrogate` (a lone UTF-16 surrogate, as
 JavaScript writes a cut emoji), `deep` (arrays nested deeper than parsers allow), `truncated`
-(a response cut in the middle). With --stubborn it ignores SIGTERM and the end of its input, and leaves a
-detached grandchild running (in a session of its own). The schema tools (`cyclic`, `dangling`, `remote`, `model`,
-`open`, `items`, `text`) declare the input schemas their names say and echo their arguments.
+(a response cut in the middle); `hang` never answers. With --stubborn the server ignores SIGTERM
+and the end of its input, and leaves a detached grandchild running (in a session of its own).
+The schema tools (`cyclic`, `dangling`, `remote`, `model`, `open`, `items`, `text`) declare the
+input schemas their names say and echo their arguments. --http PORT serves streamable HTTP.
 """
 
 import argparse
@@ -40,6 +41,12 @@ TOOLS = [
     {"name": "surrogate", "description": "Answer with a lone surrogate.", "inputSchema": schema({})},
     {"name": "deep", "description": "Answer with very deep nesting.", "inputSchema": schema({})},
     {"name": "truncated", "description": "Answer with a cut line.", "inputSchema": schema({})},
+    {"name": "hang", "description": "Never answer.", "inputSchema": schema({})},
+    {
+        "name": "env",
+        "description": "One variable of its environment.",
+        "inputSchema": schema({"name": {"type": "string"}}),
+    },
     {
         "name": "cyclic",
         "description": "A schema whose $ref points back at itself.",
@@ -161,6 +168,15 @@ class Hostile:
         self.answer(ident, page)
 
     def call(self, ident, name: str, arguments: dict) -> None:
+        if os.environ.get("HOSTILE_CALL_LOG"):  # tests wait for a call to arrive
+            with open(os.environ["HOSTILE_CALL_LOG"], "a") as log:
+                log.write(name + "\n")
+        if name == "hang":
+            return None
+        if name == "env":
+            return self.answer(
+                ident, {"content": [{"type": "text", "text": os.environ.get(arguments["name"], "<unset>")}]}
+            )
         if name == "break_listing":
             self.broken["tools/list"] = "relist"
             self.send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
