@@ -18,6 +18,7 @@ from miroctl.sessions.exchange import every_page
 
 if TYPE_CHECKING:
     from mcp import Client
+    from mcp.types import Tool
     from pydantic import ValidationError
 
 METHOD = "tools/list"
@@ -65,11 +66,24 @@ def _params(cursor: str | None) -> dict[str, Any] | None:
 
 def _read_page(server: str, client: Client, raw: Any, cursor: str | None) -> _Page:
     """One raw page: its own fields checked, then each tool alone; the valid ones absorbed by the session."""
-    from mcp.types import ListToolsResult, Tool
+    from mcp.types import ListToolsResult
+
+    version = client.protocol_version or "2025-11-25"
+    page, next_cursor = _page_fields(raw, version)
+    valid, rejected = _tools(raw["tools"], page, version)
+    complete = cursor is None and next_cursor is None
+    kept = sdk_private.absorb_tools(client, ListToolsResult(tools=valid, next_cursor=next_cursor), complete).tools
+    names = {tool.name for tool in kept}
+    rejected += [RejectedTool(t.name, "its x-mcp-header annotations are invalid") for t in valid if t.name not in names]
+    return _Page([tool_info(server, tool) for tool in kept], rejected, next_cursor)
+
+
+def _page_fields(raw: Any, version: str) -> tuple[dict[str, Any], str | None]:
+    """The page's own fields (all but its tools), checked as the SDK checks them, and its next cursor."""
+    from mcp.types import ListToolsResult
     from mcp_types.methods import validate_server_result
     from pydantic import ValidationError
 
-    version = client.protocol_version or "2025-11-25"
     if not isinstance(raw, Mapping) or not isinstance(raw.get("tools"), list):
         raise ListingError(f"the answer to {METHOD} is not a page of tools: {_shape(raw)}")
     page = {key: value for key, value in raw.items() if key != "tools"}
@@ -77,22 +91,26 @@ def _read_page(server: str, client: Client, raw: Any, cursor: str | None) -> _Pa
         page["ttlMs"] = 0
     try:
         validate_server_result(METHOD, version, {**page, "tools": []})
-        next_cursor = ListToolsResult.model_validate({**page, "tools": []}, by_name=False).next_cursor
+        return page, ListToolsResult.model_validate({**page, "tools": []}, by_name=False).next_cursor
     except (ValidationError, KeyError, ValueError) as exc:
         raise ListingError(f"the answer to {METHOD} does not fit the protocol: {_reason(exc)}") from None
+
+
+def _tools(items: list[Any], page: dict[str, Any], version: str) -> tuple[list[Tool], list[RejectedTool]]:
+    """Each tool checked alone, on the page it came with: the valid ones, and the rejected with their reasons."""
+    from mcp.types import Tool
+    from mcp_types.methods import validate_server_result
+    from pydantic import ValidationError
+
     valid: list[Tool] = []
     rejected: list[RejectedTool] = []
-    for index, item in enumerate(raw["tools"]):
+    for index, item in enumerate(items):
         try:
             validate_server_result(METHOD, version, {**page, "tools": [item]})
             valid.append(Tool.model_validate(item, by_name=False))
         except ValidationError as exc:
             rejected.append(RejectedTool(_name(item, index), _reason(exc)))
-    complete = cursor is None and next_cursor is None
-    kept = sdk_private.absorb_tools(client, ListToolsResult(tools=valid, next_cursor=next_cursor), complete).tools
-    names = {tool.name for tool in kept}
-    rejected += [RejectedTool(t.name, "its x-mcp-header annotations are invalid") for t in valid if t.name not in names]
-    return _Page([tool_info(server, tool) for tool in kept], rejected, next_cursor)
+    return valid, rejected
 
 
 def _name(item: Any, index: int) -> str:

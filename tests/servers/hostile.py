@@ -9,7 +9,8 @@ normally unless `--broken METHOD=MODE` says otherwise:
     die        the process exits (code 5)      garbage    a result that is not a list page
     endless    a new nextCursor on every page  loop       the same nextCursor again and again
     malformed  (tools/list) valid tools mixed with tools the protocol rejects
-    relist     (tools/list) answers once; after the `break_listing` tool, errors and garbage
+    relist     (tools/list) answers once; after the `break_listing` tool (which announces a change each
+               time): malformed, error, garbage, malformed...
 
 Some tools answer with lines a JSON parser rejects: `surrogate` (a lone UTF-16 surrogate, as
 JavaScript writes a cut emoji), `deep` (arrays nested deeper than parsers allow), `truncated`
@@ -148,7 +149,7 @@ class Hostile:
         if method == "tools/list":
             self.listed += 1
             if mode == "relist" and self.listed > 1:
-                mode = "error" if self.listed % 2 == 0 else "garbage"
+                mode = ("malformed", "error", "garbage")[(self.listed - 2) % 3]
             if mode == "malformed":
                 items = [items[0], *MALFORMED, *items[1:]]
         if mode == "error":
