@@ -8,11 +8,13 @@ import sys
 import time
 
 import pytest
+from typer.testing import CliRunner
 
 from miroctl.base.errors import ConfigError
 from miroctl.base.models import ServerSpec
+from miroctl.cli.app import app
 from miroctl.config import nesting
-from tests.conftest import ROOT, hostile_yaml, run_miroctl, tagged_processes, wait_for_no_tagged
+from tests.conftest import ROOT, hostile_yaml, tagged_processes, wait_for_no_tagged
 
 
 def wait_for(condition, timeout: float = 60.0) -> None:
@@ -56,8 +58,8 @@ def test_a_gateway_of_gateways_leaves_nothing_behind_when_the_outer_miroctl_stop
     inner = write_profile(inner_dir, {"stubborn": hostile_yaml("stubborn", "--stubborn", env=tag)})
     gateway = {"name": "inner", "tool_command": "python", "args": ["-m", "miroctl", "serve", "-c", str(inner)]}
     outer = write_profile(outer_dir, {"inner": {**gateway, "env": tag}})
-    result = run_miroctl("list", "--json", "--config", str(outer))
-    assert result.returncode == 0, result.stderr
+    result = CliRunner().invoke(app, ["list", "--json", "--config", str(outer)])
+    assert result.exit_code == 0, result.stderr
     (server,) = json.loads(result.stdout)["servers"]
     assert "stubborn__echo" in [tool["name"] for tool in server["tools"]]
     assert not wait_for_no_tagged(leak_tag, timeout=10)
@@ -79,8 +81,8 @@ def test_a_config_whose_server_starts_miroctl_on_that_config_is_refused_one_leve
     me = {"name": "me", "tool_command": "python", "args": ["-m", "miroctl", "serve", "-c", str(path)]}
     write = write_profile(tmp_path, {"me": me})
     assert write == path
-    result = run_miroctl("list", "--json", "--config", str(path))
-    assert result.returncode == 1
+    result = CliRunner().invoke(app, ["list", "--json", "--config", str(path)])
+    assert result.exit_code == 1
     (server,) = json.loads(result.stdout)["servers"]
     assert server["error"]["kind"] == "exited"
     assert "exited with code 2" in server["error"]["message"]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Awaitable, Callable
 from pathlib import PurePosixPath
 from typing import Annotated
@@ -81,18 +80,23 @@ def prompt(
 ) -> None:
     """Get one prompt of a server, filled in with its arguments: its messages, role by role."""
     out = boundary.output(json_mode)
-    heads = list(itertools.takewhile(lambda word: "=" not in word, words))
-    pairs = words[len(heads) :]
-    if not heads or len(heads) > 2:
-        raise UsageError(
-            "prompt takes SERVER and NAME, then key=value pairs (SERVER may be left out when there is one)"
-        )
-    arguments = {key: value for key, value, _ in map(split_pair, pairs)}  # a prompt's arguments are text
     loaded = load_config(config, stdio, url, header, out, startup_timeout, env)
-    server, name = (heads[0], heads[1]) if len(heads) == 2 else (_only_server(loaded, "prompt"), heads[0])
+    server, name, pairs = _prompt_words(loaded, words)
+    arguments = {key: value for key, value, _ in map(split_pair, pairs)}  # a prompt's arguments are text
     _fetch(
         out, loaded, json_mode, save_dir, lambda manager: catalog.get_prompt(manager, server, name, arguments, timeout)
     )
+
+
+def _prompt_words(loaded: Config, words: list[str]) -> tuple[str, str, list[str]]:
+    """SERVER NAME [k=v...], or NAME [k=v...] when there is one server and the first word does not name it."""
+    if len(loaded.default_names) == 1 and loaded.get(words[0]) is None and "=" not in words[0]:
+        return loaded.default_names[0], words[0], words[1:]
+    if len(words) < 2 or "=" in words[0] or "=" in words[1]:
+        raise UsageError(
+            "prompt takes SERVER and NAME, then key=value pairs", hint="SERVER may be left out when there is one"
+        )
+    return words[0], words[1], words[2:]
 
 
 def _only_server(loaded: Config, command: str) -> str:
