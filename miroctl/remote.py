@@ -9,22 +9,31 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
 from urllib.parse import urlencode, urlsplit
 
-from miroctl.base.errors import ErrorKind, ExitCode, MiroctlError, ServerUnavailable
-from miroctl.base.models import CallOutcome, Failure, ServerTools, ToolInfo
+from miroctl.base.errors import ErrorKind, ExitCode, MiroctlError, ServerUnavailable, TimedOut
+from miroctl.base.models import CallOutcome, Failure, RejectedTool, ServerTools, ToolInfo
 
+T = TypeVar("T")
 URL_ENV = "MIROCTL_URL"
 TOKEN_ENV = "MIROCTL_TOKEN"
+CONNECT_TIMEOUT = 10.0  # seconds to reach the gateway at all
+DEFAULT_WAIT = 900.0  # what a request may take at the gateway when the command names no --timeout
+MARGIN_ENV = "MIROCTL_VIA_MARGIN"
+MARGIN = 10.0  # beyond the request's own timeout: the gateway's routing, starting a server, the answer's trip
 
 
 class RemoteError(MiroctlError):
     """The gateway refused the request for a reason the direct command would have given too."""
 
     def __init__(self, document: Mapping[str, Any]) -> None:
-        super().__init__(str(document.get("error") or "the gateway refused the request"), hint=document.get("hint"))
+        hint = document.get("hint")
+        super().__init__(
+            str(document.get("error") or "the gateway refused the request"),
+            hint=hint if isinstance(hint, str) else None,
+        )
         kind = str(document.get("error_kind") or ErrorKind.USAGE)
         self.kind = ErrorKind(kind) if kind in ErrorKind.__members__.values() else ErrorKind.USAGE
         code = document.get("exit_code")
@@ -35,6 +44,15 @@ class RemoteError(MiroctlError):
         return self._exit_code
 
 
+def _margin() -> float:
+    """How long beyond the request's own timeout the answer is awaited ($MIROCTL_VIA_MARGIN, seconds)."""
+    try:
+        margin = float(os.environ.get(MARGIN_ENV) or MARGIN)
+    except ValueError:
+        return MARGIN
+    return margin if 0 <= margin <= 86400 else MARGIN  # NaN and infinity too
+
+
 def base_url(url: str) -> str:
     """The gateway's root: a URL ending in /mcp (as MCP hosts are given) works too."""
     url = url.strip().rstrip("/")
@@ -42,15 +60,19 @@ def base_url(url: str) -> str:
 
 
 class GatewayClient:
-    """POSTs JSON to one gateway and hands back its documents; failures become MiroctlErrors."""
+    """POSTs JSON to one gateway and hands back its documents; failures become MiroctlErrors.
 
-    def __init__(self, url: str, token: str | None = None) -> None:
+    `timeout` is what the request may take at the gateway (a call's --timeout); the answer is awaited that
+    long plus a margin, so a gateway that accepts and never answers costs a bounded wait (exit 4)."""
+
+    def __init__(self, url: str, token: str | None = None, timeout: float | None = None) -> None:
         self.url = base_url(url)
         parts = urlsplit(self.url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ServerUnavailable(f"not a gateway URL: {url!r}", hint="give http://HOST:PORT of `miroctl serve`")
         self._parts = parts
         self.token = token if token is not None else os.environ.get(TOKEN_ENV) or None
+        self.wait = (timeout or DEFAULT_WAIT) + _margin()
 
     def call(self, body: Mapping[str, Any]) -> dict[str, Any]:
         return self._answer(self._post("/v1/call", json.dumps(body).encode()))
@@ -81,14 +103,24 @@ class GatewayClient:
         import http.client  # noqa: PLC0415 - ~20 ms (email, ssl): only a command through a gateway pays it
 
         kind = http.client.HTTPSConnection if self._parts.scheme == "https" else http.client.HTTPConnection
-        connection = kind(self._parts.hostname or "", self._parts.port, timeout=None)
+        connection = kind(self._parts.hostname or "", self._parts.port, timeout=CONNECT_TIMEOUT)
+        waited = CONNECT_TIMEOUT
         try:
+            connection.connect()
+            if connection.sock is not None:
+                connection.sock.settimeout(waited := self.wait)
             connection.request("POST", self._parts.path + path, body=body, headers=headers)
             response = connection.getresponse()
             status, data = response.status, response.read()
-        except OSError as exc:
+        except TimeoutError:
+            raise TimedOut(
+                f"the gateway at {self.url} did not answer within {waited:g}s",
+                hint="is it stuck? `miroctl check --via` or its /healthz shows its servers' states",
+            ) from None
+        except (OSError, http.client.HTTPException) as exc:
+            reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
             raise ServerUnavailable(
-                f"cannot reach the gateway at {self.url}: {exc.strerror or exc}",
+                f"cannot reach the gateway at {self.url}: {reason}",
                 hint="is `miroctl serve --transport http` running there?",
             ) from None
         finally:
@@ -101,7 +133,7 @@ class GatewayClient:
         """A document of the gateway's, or ServerUnavailable when the answer is not a JSON object."""
         try:
             document = json.loads(data)
-        except ValueError:
+        except (ValueError, RecursionError):
             document = None
         if not isinstance(document, dict):
             shown = data[:60].decode("utf-8", errors="replace").strip() or "an empty body"
@@ -123,7 +155,7 @@ class GatewayClient:
 def _document(data: bytes) -> dict[str, Any]:
     try:
         document = json.loads(data)
-    except ValueError:
+    except (ValueError, RecursionError):
         return {}
     return document if isinstance(document, dict) else {}
 
@@ -131,61 +163,124 @@ def _document(data: bytes) -> dict[str, Any]:
 # ---------------------------------------------------------------------------------------------- documents
 
 
+class ShapeError(ValueError):
+    """A gateway document that is JSON but not of the shape miroctl reads."""
+
+
+def readable(url: str, read: Callable[[], T]) -> T:
+    """`read()` of a gateway's document; a document of the wrong shape is ServerUnavailable, in one line."""
+    try:
+        return read()
+    except (ShapeError, KeyError, TypeError, ValueError, AttributeError) as exc:
+        reason = str(exc) if isinstance(exc, ShapeError) else f"{type(exc).__name__}: {exc}"
+        raise ServerUnavailable(
+            f"{base_url(url)} answered with a document miroctl cannot read: {reason}",
+            hint="is it `miroctl serve --transport http`, of this miroctl's version?",
+        ) from None
+
+
+def _text(data: Mapping[str, Any], key: str, default: str | None = None) -> str | None:
+    value = data.get(key, default)
+    if value is None or isinstance(value, str):
+        return value
+    raise ShapeError(f"{key} is {type(value).__name__}, not text")
+
+
+def _number(data: Mapping[str, Any], key: str) -> float:
+    value = data.get(key) or 0.0
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    raise ShapeError(f"{key} is {type(value).__name__}, not a number")
+
+
+def _mapping(data: Mapping[str, Any], key: str) -> dict[str, Any] | None:
+    value = data.get(key)
+    if value is None or isinstance(value, dict):
+        return value
+    raise ShapeError(f"{key} is {type(value).__name__}, not an object")
+
+
+def _list(data: Mapping[str, Any], key: str, kind: type = dict) -> list[Any]:
+    value = data.get(key) or []
+    if isinstance(value, list) and all(isinstance(item, kind) for item in value):
+        return value
+    raise ShapeError(f"{key} is not a list of {'objects' if kind is dict else kind.__name__}")
+
+
+def _kind(data: Mapping[str, Any], key: str) -> str | None:
+    value = _text(data, key)
+    if value is not None and value not in ErrorKind.__members__.values():
+        raise ShapeError(f"{key} {value!r} is not an error kind")
+    return value
+
+
 def outcome_from_dict(data: Mapping[str, Any]) -> CallOutcome:
     """A call envelope (`call --json`) back as a CallOutcome, for human rendering and exit codes."""
-    failure = failure_from_dict(data["failure"]) if data.get("failure") else None
+    failure = _mapping(data, "failure")
     return CallOutcome(
-        data.get("server_name"),
-        data.get("tool_name") or "",
-        result=data.get("result"),
-        error=data.get("error"),
-        error_kind=data.get("error_kind"),
+        _text(data, "server_name"),
+        _text(data, "tool_name") or "",
+        result=_text(data, "result"),
+        error=_text(data, "error"),
+        error_kind=_kind(data, "error_kind"),
         is_error=bool(data.get("is_error")),
-        content=data.get("content") or [],
+        content=_list(data, "content"),
         structured_content=data.get("structured_content"),
-        corrected_from=data.get("corrected_from"),
-        fallback=data.get("fallback"),
-        truncated=data.get("truncated"),
-        duration_ms=data.get("duration_ms") or 0.0,
-        hint=data.get("hint"),
-        failure=failure,
-        candidates=data.get("candidates") or [],
-        decision=data.get("decision"),
-        notes=data.get("notes") or [],
+        corrected_from=_text(data, "corrected_from"),
+        fallback=_mapping(data, "fallback"),
+        truncated=_mapping(data, "truncated"),
+        duration_ms=_number(data, "duration_ms"),
+        hint=_text(data, "hint"),
+        failure=failure_from_dict(failure) if failure else None,
+        candidates=_list(data, "candidates", str),
+        decision=_mapping(data, "decision"),
+        notes=_list(data, "notes", str),
     )
 
 
 def failure_from_dict(data: Mapping[str, Any]) -> Failure:
     return Failure(
-        data.get("kind") or "unavailable",
-        data.get("message") or "",
-        hint=data.get("hint"),
-        phase=data.get("phase"),
-        stderr_tail=tuple(data.get("stderr_tail") or ()),
+        _text(data, "kind") or "unavailable",
+        _text(data, "message") or "",
+        hint=_text(data, "hint"),
+        phase=_text(data, "phase"),
+        stderr_tail=tuple(_list(data, "stderr_tail", str)),
     )
+
+
+def list_from_dict(document: Mapping[str, Any]) -> list[ServerTools]:
+    """The servers of a `list --json` document, for the human tables."""
+    return [server_tools_from_dict(entry) for entry in _list(document, "servers")]
 
 
 def server_tools_from_dict(data: Mapping[str, Any]) -> ServerTools:
     """One server of a `list --json` document back as ServerTools, for the human tables."""
+    name = _text(data, "name")
+    if not name:
+        raise ShapeError("a server without a name")
     tools = tuple(
         ToolInfo(
-            server=data["name"],
-            name=t["name"],
-            description=t.get("description") or "",
-            input_schema=t.get("input_schema") or {},
-            title=t.get("title"),
-            output_schema=t.get("output_schema"),
-            annotations=t.get("annotations") or {},
+            server=name,
+            name=_text(t, "name") or "",
+            description=_text(t, "description") or "",
+            input_schema=_mapping(t, "input_schema") or {},
+            title=_text(t, "title"),
+            output_schema=_mapping(t, "output_schema"),
+            annotations=_mapping(t, "annotations") or {},
         )
-        for t in data.get("tools") or ()
+        for t in _list(data, "tools")
     )
-    failure = failure_from_dict(data["error"]) if data.get("error") else None
+    error = _mapping(data, "error")
+    rejected = tuple(
+        RejectedTool(_text(r, "name") or "", _text(r, "reason") or "") for r in _list(data, "rejected_tools")
+    )
     return ServerTools(
-        data["name"],
-        data.get("transport") or "",
+        name,
+        _text(data, "transport") or "",
         tools=tools,
-        failure=failure,
-        duration_ms=data.get("duration_ms") or 0.0,
-        protocol_version=data.get("protocol_version"),
-        server_version=data.get("server_version"),
+        failure=failure_from_dict(error) if error else None,
+        duration_ms=_number(data, "duration_ms"),
+        protocol_version=_text(data, "protocol_version"),
+        server_version=_text(data, "server_version"),
+        rejected=rejected,
     )

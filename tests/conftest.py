@@ -22,6 +22,7 @@ from miroctl.base.models import ServerSpec
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = str(ROOT / "tests" / "servers" / "fixture.py")
 LEGACY = str(ROOT / "tests" / "servers" / "legacy.py")
+HOSTILE = str(ROOT / "tests" / "servers" / "hostile.py")
 HEALTHY_STARTUP = 30.0  # generous: a loaded 2-core machine must never flake a healthy server
 
 
@@ -34,6 +35,12 @@ def fixture_spec(name: str, *args: str, **fields: Any) -> ServerSpec:
 def fixture_yaml(name: str, *args: str, **fields: Any) -> dict[str, Any]:
     """A server-file mapping (the seeds' shape) running the fixture server."""
     return {"name": name, "tool_command": "python", "args": [FIXTURE, "--name", name, *args], **fields}
+
+
+def hostile_yaml(name: str, *broken: str, **fields: Any) -> dict[str, Any]:
+    """A server file for tests/servers/hostile.py; each of `broken` is METHOD=MODE (or a flag such as --stubborn)."""
+    args = [a if a.startswith("--") else f"--broken={a}" for a in broken]
+    return {"name": name, "tool_command": "python", "args": [HOSTILE, "--name", name, *args], **fields}
 
 
 @pytest.fixture

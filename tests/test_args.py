@@ -108,14 +108,59 @@ def test_an_unknown_argument_gets_a_did_you_mean():
     assert "did you mean 'count'" in raised.value.hint
 
 
-def test_unknown_arguments_pass_when_the_schema_allows_extra_properties():
+def test_unknown_arguments_pass_with_a_note_when_the_schema_allows_extra_properties():
     loose = ToolInfo(server="s", name="loose", input_schema={**SCHEMA, "additionalProperties": True})
-    args.validate(loose, {"text": "x", "count": 1, "anything": 2})
+    notes = args.validate(loose, {"text": "x", "count": 1, "anything": 2})
+    assert notes == ["'anything' is not a declared parameter of loose; sent as given"]
+    assert args.validate(TOOL, {"text": "x", "count": 1}) == []
+
+
+def test_a_repeated_key_is_an_error_unless_the_parameter_takes_a_list():
+    with pytest.raises(ArgumentError) as raised:
+        args.build(SCHEMA, {}, ["count=1", "count=2"])
+    assert raised.value.message == "argument count is given twice, and it takes one value"
+    with pytest.raises(ArgumentError, match="argument text is given twice"):
+        args.build(SCHEMA, {}, ["text=a", 'text:="b"'])
+    assert args.build(SCHEMA, {}, ["tags=a", "tags=b"]) == {"tags": ["a", "b"]}
+
+
+def test_one_object_given_for_a_list_of_objects_is_wrapped():
+    schema = {"properties": {"points": {"type": "array", "items": {"type": "object"}}}}
+    assert args.build(schema, {}, ['points={"x": 1}']) == {"points": [{"x": 1}]}
+    assert args.build(schema, {}, ['points=[{"x": 1}, {"x": 2}]']) == {"points": [{"x": 1}, {"x": 2}]}
+
+
+def test_text_that_only_looks_like_json_stays_text_where_the_schema_takes_text():
+    schema = {"properties": {"q": {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]}}}
+    assert args.build(schema, {}, ["q=[not json"]) == {"q": "[not json"}
+    assert args.build(schema, {}, ['q=["a"]']) == {"q": ["a"]}
+    with pytest.raises(ArgumentError) as raised:
+        args.build(SCHEMA, {}, ["options={oops"])
+    assert "options:=" in raised.value.hint
+
+
+def test_pairs_follow_local_refs_to_the_type_they_point_at():
+    schema = {
+        "properties": {"p": {"$ref": "#/$defs/P"}, "n": {"$ref": "#/definitions/N"}},
+        "$defs": {"P": {"type": "object", "properties": {"x": {"type": "integer"}}}},
+        "definitions": {"N": {"anyOf": [{"type": "integer"}, {"type": "null"}]}},
+    }
+    assert args.build(schema, {}, ['p={"x": 3}', "n=4"]) == {"p": {"x": 3}, "n": 4}
+
+
+def test_a_dotted_target_takes_the_longest_server_name_that_exists(write_config):
+    from miroctl.config.loader import load
+    from tests.conftest import hostile_yaml
+
+    loaded = load(str(write_config({"api": hostile_yaml("api"), "api.v2": hostile_yaml("api.v2")})))
+    assert args.split_target(["api.v2.search", "q=x"], loaded) == ("api.v2", "search", ["q=x"])
+    assert args.split_target(["api.search"], loaded) == ("api", "search", [])
+    assert args.split_target(["api.v2.tools.get"], loaded) == ("api.v2", "tools.get", [])
 
 
 def test_a_broken_schema_from_the_server_leaves_judgement_to_the_server():
     broken = ToolInfo(server="s", name="b", input_schema={"type": "object", "properties": {"a": {"type": 5}}})
-    args.validate(broken, {"a": 1})
+    assert args.validate(broken, {"a": 1}) == ["b's input schema is not valid JSON Schema: arguments sent unchecked"]
 
 
 def test_signature_marks_optional_parameters_with_their_defaults():

@@ -2,6 +2,7 @@
 
 import base64
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -207,7 +208,8 @@ def test_a_malformed_pair_is_a_usage_error_before_anything_starts(pool):
 def test_one_adhoc_stdio_server_needs_no_server_name(tmp_path):
     from tests.conftest import FIXTURE
 
-    result = CliRunner().invoke(app, ["call", "--stdio", f"python {FIXTURE} --tools add", "add", "a=4", "--json"])
+    server = f"{sys.executable} {FIXTURE} --tools add"
+    result = CliRunner().invoke(app, ["call", "--stdio", server, "add", "a=4", "--json"])
     assert result.exit_code == 0
     assert parse_json(result.stdout)["result"] == "4"
 
@@ -216,7 +218,8 @@ def test_an_mcp_servers_json_config_works_end_to_end(tmp_path):
     from tests.conftest import FIXTURE
 
     path = tmp_path / ".mcp.json"
-    path.write_text(json.dumps({"mcpServers": {"calc": {"command": "python", "args": [FIXTURE, "--tools", "add"]}}}))
+    calc = {"command": sys.executable, "args": [FIXTURE, "--tools", "add"]}
+    path.write_text(json.dumps({"mcpServers": {"calc": calc}}))
     result = CliRunner().invoke(app, ["call", "--config", str(path), "calc.add", "a=20", "b=22", "--json"])
     assert result.exit_code == 0, result.stderr
     assert parse_json(result.stdout)["result"] == "42"

@@ -141,7 +141,7 @@ def test_adhoc_stdio_and_url_servers_replace_the_configured_ones(write_config):
         headers=["Authorization: Bearer zz-top"],
     )
     assert [s.name for s in loaded.select()] == ["reading", "127.0.0.1"]
-    assert loaded.get("reading").command == sys.executable
+    assert loaded.get("reading").command == "python"  # the PATH's, as an MCP host would run it
     assert loaded.get("127.0.0.1").headers["Authorization"] == "Bearer zz-top"
     assert "Bearer zz-top" in loaded.secrets()
 

@@ -1,18 +1,20 @@
 """The private attributes of the SDK, anyio and uvicorn that miroctl relies on are still where it reads them.
 
-Each lives in one small module (miroctl/gateway/sdk_private.py, miroctl/sessions/anyio_private.py,
-miroctl/gateway/uvicorn_private.py);
+Each lives in one small module (miroctl/gateway/sdk_private.py, miroctl/sessions/sdk_private.py,
+miroctl/sessions/anyio_private.py, miroctl/gateway/uvicorn_private.py);
 these tests fail loudly when a new release moves them, instead of the feature going quiet.
 """
 
 import sys
 
 import anyio
+import pytest
 from mcp import Client
 from mcp.server.lowlevel import Server
 from mcp.types import ListToolsResult
 
 from miroctl.gateway.sdk_private import request_connection
+from miroctl.sessions import sdk_private
 from miroctl.sessions.anyio_private import close_transport, subprocess_transport
 
 
@@ -66,3 +68,28 @@ def test_uvicorns_h11_protocol_still_has_what_the_header_deadline_extends():
         assert hasattr(protocol, name), f"uvicorn moved H11Protocol.{name}: update miroctl/gateway/uvicorn_private.py"
     for method in ("connection_made", "data_received", "connection_lost", "on_response_complete"):
         assert callable(getattr(protocol, method))
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+def test_a_client_session_can_send_a_raw_request_and_absorb_a_listing_it_did_not_make(mode):
+    from mcp.types import CallToolResult, TextContent, Tool
+
+    tool = Tool(name="t", input_schema={"type": "object"}, output_schema={"type": "object"})
+
+    async def on_list_tools(ctx, params):
+        return ListToolsResult(tools=[tool])
+
+    async def on_call_tool(ctx, params):
+        return CallToolResult(content=[TextContent(type="text", text="{}")], structured_content={})
+
+    async def main() -> None:
+        server = Server("probe", on_list_tools=on_list_tools, on_call_tool=on_call_tool)
+        async with Client(server, mode=mode) as client:
+            assert sdk_private.can_send_raw(client), "mcp moved ClientSession._stamp/_dispatcher"
+            raw = await sdk_private.raw_request(client, "tools/list", None)
+            assert raw["tools"][0]["name"] == "t"
+            sdk_private.absorb_tools(client, ListToolsResult(tools=[tool]), complete=True)
+            assert "t" in client.session._tool_output_schemas, "mcp moved ClientSession._absorb_tool_listing"
+            assert (await client.call_tool("t", {})).structured_content == {}
+
+    anyio.run(main)

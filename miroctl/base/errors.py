@@ -5,12 +5,14 @@
     │   ├── ConfigError          2  unreadable or invalid configuration
     │   └── ArgumentError        2  arguments that do not fit the tool's input schema
     ├── ServerUnavailable        3  could not start, connect or initialize; died
+    ├── TimedOut                 4  no answer in time (a gateway that accepts and never answers)
     ├── PolicyDenied             5  blacklist, permission mode, URL rule
     ├── NotFound                 6  no such server or tool
     └── Interrupted            130  SIGINT (128 + the signal's number for SIGTERM, SIGHUP)
 
 Outcomes that the core returns instead of raising (a call's envelope) carry the same `ErrorKind`;
-`EXIT_CODES` maps every kind once, so every command exits alike. A timeout is only ever an outcome.
+`EXIT_CODES` maps every kind once, so every command exits alike. A call's timeout is an outcome; only the
+warm client, which has no envelope to put it in, raises TimedOut.
 """
 
 from __future__ import annotations
@@ -98,6 +100,10 @@ class ArgumentError(UsageError):
 
 class ServerUnavailable(MiroctlError):
     kind = ErrorKind.UNAVAILABLE
+
+
+class TimedOut(MiroctlError):
+    kind = ErrorKind.TIMEOUT
 
 
 class PolicyDenied(MiroctlError):

@@ -110,6 +110,17 @@ class ToolInfo:
 
 
 @dataclass(frozen=True)
+class RejectedTool:
+    """A tool a server listed that the protocol rejects (no name, no usable input schema...): not callable."""
+
+    name: str
+    reason: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "reason": self.reason}
+
+
+@dataclass(frozen=True)
 class ServerTools:
     """The answer of one server to "which tools do you have?": tools, or the failure."""
 
@@ -124,10 +135,16 @@ class ServerTools:
     resources: tuple[dict[str, Any], ...] | None = None
     resource_templates: tuple[dict[str, Any], ...] | None = None
     prompts: tuple[dict[str, Any], ...] | None = None
+    rejected: tuple[RejectedTool, ...] = ()  # listed tools the protocol rejects; the valid ones are in `tools`
 
     @property
     def ok(self) -> bool:
         return self.failure is None
+
+    @property
+    def healthy(self) -> bool:
+        """Listed, and every tool it listed is usable."""
+        return self.ok and not self.rejected
 
     def to_dict(self) -> dict[str, Any]:
         body = {
@@ -140,6 +157,8 @@ class ServerTools:
             "tools": [tool.to_dict() for tool in self.tools],
             "error": self.failure.to_dict() if self.failure else None,
         }
+        if self.rejected:
+            body["rejected_tools"] = [item.to_dict() for item in self.rejected]
         for key in ("resources", "resource_templates", "prompts"):
             if getattr(self, key) is not None:
                 body[key] = list(getattr(self, key))

@@ -21,7 +21,8 @@ from miroctl.check.report import DEFAULT_CONCURRENCY, ProbeReport, SmokeCall
 from miroctl.core.manager import Manager
 from miroctl.sessions.exchange import TimedOut, within
 from miroctl.sessions.failures import config_failure, leaf, stdout_noise
-from miroctl.sessions.pool import ServerHandle, Unavailable, list_all_tools
+from miroctl.sessions.listing import Listing, list_tools
+from miroctl.sessions.pool import ServerHandle, Unavailable
 from miroctl.sessions.transports import Connection
 
 TIMEOUT_HINT = "raise --timeout (or the server's startup_timeout) if the server is just slow"
@@ -153,16 +154,18 @@ class Prober:
         """Every page of tools/list; a server that cannot list its tools is not healthy."""
         began = time.perf_counter()
         answer = await within(
-            connection.wire, budget.remaining(), lambda: list_all_tools(handle.spec.name, connection.client)
+            connection.wire, budget.remaining(), lambda: list_tools(handle.spec.name, connection.client)
         )
-        if not isinstance(answer, tuple):
+        if not isinstance(answer, Listing):
             report.fail("tools", await self._failure(handle, connection, answer, budget, "tools/list"), _ms(began))
             return False
-        found, pages = answer
-        visible = [tool for tool in found if self.manager.policy.visible(handle.spec, tool)]
+        visible = [tool for tool in answer.tools if self.manager.policy.visible(handle.spec, tool)]
         report.tools = tuple(visible)
-        hidden = f", {len(found) - len(visible)} hidden by policy" if len(visible) < len(found) else ""
-        report.passed("tools", _ms(began), f"{counted(len(visible), 'tool')}{hidden}, {counted(pages, 'page')}")
+        if answer.rejected:
+            report.fail("tools", rejected_failure(answer, connection), _ms(began))
+            return False
+        hidden = f", {len(answer.tools) - len(visible)} hidden by policy" if len(visible) < len(answer.tools) else ""
+        report.passed("tools", _ms(began), f"{counted(len(visible), 'tool')}{hidden}, {counted(answer.pages, 'page')}")
         return True
 
     async def _failure(
@@ -227,6 +230,19 @@ class Prober:
         call.result = (outcome.result or "")[:RESULT_CHARS] if outcome.ok else None
         call.error = None if outcome.ok else (outcome.error or "")[:RESULT_CHARS]
         return None if outcome.ok else smoke_failure(call, outcome, budget)
+
+
+def rejected_failure(listing: Listing, connection: Connection) -> Failure:
+    """Tools the protocol rejects make a server unhealthy: other clients reject its whole listing for them."""
+    names = ", ".join(item.name for item in listing.rejected[:5]) + (", ..." if len(listing.rejected) > 5 else "")
+    first = listing.rejected[0]
+    return Failure(
+        "protocol",
+        f"tools/list: {counted(len(listing.rejected), 'tool')} the protocol rejects: {names}",
+        hint=f"{first.name}: {first.reason}; its {counted(len(listing.tools), 'valid tool')} still work with miroctl",
+        phase="tools",
+        stderr_tail=connection.wire.stderr_tail(),
+    )
 
 
 def smoke_failure(call: SmokeCall, outcome: CallOutcome, budget: Budget) -> Failure:

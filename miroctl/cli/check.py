@@ -16,10 +16,21 @@ from miroctl.check.probe import probe_all, warm_up
 from miroctl.check.report import CheckRun, ProbeReport
 from miroctl.cli import boundary, remote
 from miroctl.cli.common import load_config, manager_for, run
-from miroctl.cli.options import ConfigOpt, HeaderOpt, JsonOpt, LogOpt, ModeOpt, StdioOpt, TaskIdOpt, UrlOpt, seconds
+from miroctl.cli.options import (
+    ConfigOpt,
+    EnvOpt,
+    HeaderOpt,
+    JsonOpt,
+    LogOpt,
+    ModeOpt,
+    StdioOpt,
+    TaskIdOpt,
+    UrlOpt,
+    seconds,
+)
 from miroctl.config.loader import Config
 from miroctl.core.manager import Manager
-from miroctl.remote import GatewayClient
+from miroctl.remote import GatewayClient, readable
 from miroctl.render.checks import check_table
 from miroctl.render.output import Output
 
@@ -79,6 +90,7 @@ def check(
     stdio: StdioOpt = None,
     url: UrlOpt = None,
     header: HeaderOpt = None,
+    env: EnvOpt = None,
     via: Annotated[
         str | None,
         typer.Option(
@@ -110,7 +122,7 @@ def check(
             lock,
             against,
         )
-    loaded = load_config(config, stdio, url, header, out)
+    loaded = load_config(config, stdio, url, header, out, None, env)
     concurrency = concurrency or loaded.profile.concurrency
     specs = list({spec.name: spec for spec in loaded.select(servers or ())}.values())
     allowed, locked = _check_inputs(loaded, specs, allow_fail or [], against, (junit, lock))
@@ -159,7 +171,8 @@ def _check_via(
     with out.progress(f"checking through {gateway_url}"):
         document = GatewayClient(gateway_url).check(body)
     surface = document.pop("surface", None)
-    _finish(out, CheckRun.from_dict(document, surface), locked, json_mode, junit, lock, against)
+    checked = readable(gateway_url, lambda: CheckRun.from_dict(document, surface))
+    _finish(out, checked, locked, json_mode, junit, lock, against)
 
 
 def _local_only(options: dict[str, Any]) -> None:

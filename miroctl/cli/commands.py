@@ -12,6 +12,7 @@ from miroctl.cli import boundary, remote
 from miroctl.cli.common import check_log, check_output, load_config, manager_for, run
 from miroctl.cli.options import (
     ConfigOpt,
+    EnvOpt,
     HeaderOpt,
     JsonOpt,
     LogOpt,
@@ -52,6 +53,7 @@ def list_(
     stdio: StdioOpt = None,
     url: UrlOpt = None,
     header: HeaderOpt = None,
+    env: EnvOpt = None,
     startup_timeout: StartupOpt = None,
     mode: ModeOpt = None,
     task_id: TaskIdOpt = None,
@@ -66,7 +68,7 @@ def list_(
     gateway_url = remote.resolve_via(via, bool(config or stdio or url))
     if gateway_url and not extras:  # MIROCTL_URL set: resources and prompts come from the servers directly
         raise typer.Exit(remote.list_servers(gateway_url, servers or [], out=out, schema=schema))
-    loaded = load_config(config, stdio, url, header, out, startup_timeout)
+    loaded = load_config(config, stdio, url, header, out, startup_timeout, env)
     specs = loaded.select(servers or ())
     check_log(loaded, log)
 
@@ -79,7 +81,7 @@ def list_(
         out.json({"schema": "miroctl.list/1", "config": loaded.source, "servers": [e.to_dict() for e in entries]})
     else:
         list_tables(out, entries, schema=schema)
-    raise typer.Exit(0 if all(e.ok for e in entries) else 1)
+    raise typer.Exit(0 if all(e.healthy for e in entries) else 1)
 
 
 def call(
@@ -119,6 +121,7 @@ def call(
     stdio: StdioOpt = None,
     url: UrlOpt = None,
     header: HeaderOpt = None,
+    env: EnvOpt = None,
     startup_timeout: StartupOpt = None,
     mode: ModeOpt = None,
     yes: YesOpt = False,
@@ -152,7 +155,7 @@ def call(
             raise typer.Exit(
                 remote.batch(gateway_url, text, out=out, jobs=jobs, timeout=timeout, no_autocorrect=no_autocorrect)
             )
-        loaded = load_config(config, stdio, url, header, out, startup_timeout)
+        loaded = load_config(config, stdio, url, header, out, startup_timeout, env)
         raise typer.Exit(
             _batch(out, manager_for(loaded, out, mode, yes, task_id, log), text, jobs, timeout, no_autocorrect)
         )
@@ -170,7 +173,7 @@ def call(
                 save_dir=save_dir,
             )
         )
-    loaded = load_config(config, stdio, url, header, out, startup_timeout)
+    loaded = load_config(config, stdio, url, header, out, startup_timeout, env)
     check_log(loaded, log)
     server, tool, pairs = split_target(target or [], loaded)
     for pair in pairs:

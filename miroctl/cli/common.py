@@ -9,7 +9,7 @@ import errno
 import os
 import signal
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import TypeVar
@@ -25,22 +25,27 @@ from miroctl.policy.decisions import Policy
 from miroctl.render.output import Output
 
 T = TypeVar("T")
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 def run(work: Callable[[], Awaitable[T]]) -> T:
-    """Run the async core once; Ctrl-C, SIGTERM and SIGHUP stop it (every server first) as `Interrupted`."""
+    """Run the async core once; Ctrl-C, SIGTERM and SIGHUP stop it (every server first) as `Interrupted`.
+
+    The signals stay miroctl's until the core has finished stopping: a second Ctrl-C, or a supervisor's
+    SIGTERM after it, is absorbed instead of killing miroctl halfway through stopping its servers."""
     received: list[int] = []
 
     async def guarded() -> T:
         results: list[T] = []
         errors: list[MiroctlError] = []
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(_watch_signals, tg.cancel_scope, received)
-            try:
-                results.append(await work())
-            except MiroctlError as exc:  # raised outside the task group, so it is not wrapped in a group
-                errors.append(exc)
-            tg.cancel_scope.cancel()
+        with anyio.open_signal_receiver(*STOP_SIGNALS) as signals:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(_watch_signals, signals, tg.cancel_scope, received)
+                try:
+                    results.append(await work())
+                except MiroctlError as exc:  # raised outside the task group, so it is not wrapped in a group
+                    errors.append(exc)
+                tg.cancel_scope.cancel()
         if errors:
             raise errors[0]
         if not results:
@@ -56,12 +61,12 @@ def run(work: Callable[[], Awaitable[T]]) -> T:
     return result
 
 
-async def _watch_signals(scope: anyio.CancelScope, received: list[int]) -> None:
-    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM, signal.SIGHUP) as signals:
-        async for signum in signals:
-            received.append(signum)
-            scope.cancel()
-            return
+async def _watch_signals(signals: AsyncIterator[int], scope: anyio.CancelScope, received: list[int]) -> None:
+    """The first stop signal cancels the core; later ones only wait in the receiver while it stops."""
+    async for signum in signals:
+        received.append(signum)
+        scope.cancel()
+        return
 
 
 def load_config(
@@ -71,9 +76,10 @@ def load_config(
     header: list[str] | None,
     out: Output,
     startup_timeout: float | None = None,
+    env: list[str] | None = None,
 ) -> Config:
     """The config the command line names; its secrets are masked in `out` from now on."""
-    loaded = load(config, stdio=stdio or (), urls=url or (), headers=header or ())
+    loaded = load(config, stdio=stdio or (), urls=url or (), headers=header or (), env=env or ())
     out.masker = out.masker.with_secrets(loaded.secrets())
     if startup_timeout:
         loaded = replace(loaded, profile=replace(loaded.profile, startup_timeout=startup_timeout))

@@ -8,9 +8,10 @@ from typing import Annotated
 
 import typer
 
+from miroctl.base.errors import UsageError
 from miroctl.cli import boundary
 from miroctl.cli.common import load_config, manager_for, run
-from miroctl.cli.options import ConfigOpt, HeaderOpt, JsonOpt, StartupOpt, StdioOpt, UrlOpt, seconds
+from miroctl.cli.options import ConfigOpt, EnvOpt, HeaderOpt, JsonOpt, StartupOpt, StdioOpt, UrlOpt, seconds
 from miroctl.config.loader import Config
 from miroctl.core import catalog
 from miroctl.core.arguments import split_pair
@@ -35,9 +36,14 @@ SaveDirOpt = Annotated[
 
 
 def read(
-    server: Annotated[str, typer.Argument(help="The server that offers the resource.", show_default=False)],
-    uri: Annotated[
-        str, typer.Argument(help="The resource's URI (miroctl list SERVER --resources lists them).", show_default=False)
+    target: Annotated[
+        list[str],
+        typer.Argument(
+            help="[SERVER] URI: the server (which may be left out when there is only one) and the resource's URI "
+            "(miroctl list SERVER --resources lists them).",
+            metavar="[SERVER] URI",
+            show_default=False,
+        ),
     ],
     json_mode: JsonOpt = False,
     timeout: TimeoutOpt = None,
@@ -46,22 +52,28 @@ def read(
     stdio: StdioOpt = None,
     url: UrlOpt = None,
     header: HeaderOpt = None,
+    env: EnvOpt = None,
     startup_timeout: StartupOpt = None,
 ) -> None:
     """Read one resource of a server: text on stdout, binary contents saved to files."""
     out = boundary.output(json_mode)
-    loaded = load_config(config, stdio, url, header, out, startup_timeout)
+    if len(target) > 2:
+        raise UsageError("read takes SERVER and URI (SERVER may be left out when there is only one)")
+    loaded = load_config(config, stdio, url, header, out, startup_timeout, env)
+    server, uri = (target[0], target[1]) if len(target) == 2 else (_only_server(loaded, "read"), target[0])
     _fetch(out, loaded, json_mode, save_dir, lambda manager: catalog.read_resource(manager, server, uri, timeout))
 
 
 def prompt(
-    server: Annotated[str, typer.Argument(help="The server that offers the prompt.", show_default=False)],
-    name: Annotated[
-        str, typer.Argument(help="The prompt's name (miroctl list SERVER --prompts lists them).", show_default=False)
+    words: Annotated[
+        list[str],
+        typer.Argument(
+            help="[SERVER] NAME [key=value ...]: the server (which may be left out when there is only one), the "
+            "prompt's name (miroctl list SERVER --prompts lists them) and its arguments.",
+            metavar="[SERVER] NAME [KEY=VALUE]...",
+            show_default=False,
+        ),
     ],
-    pairs: Annotated[
-        list[str] | None, typer.Argument(help="The prompt's arguments as key=value pairs.", show_default=False)
-    ] = None,
     json_mode: JsonOpt = False,
     timeout: TimeoutOpt = None,
     save_dir: SaveDirOpt = None,
@@ -69,14 +81,37 @@ def prompt(
     stdio: StdioOpt = None,
     url: UrlOpt = None,
     header: HeaderOpt = None,
+    env: EnvOpt = None,
     startup_timeout: StartupOpt = None,
 ) -> None:
     """Get one prompt of a server, filled in with its arguments: its messages, role by role."""
     out = boundary.output(json_mode)
-    arguments = {key: value for key, value, _ in map(split_pair, pairs or [])}  # a prompt's arguments are text
-    loaded = load_config(config, stdio, url, header, out, startup_timeout)
+    loaded = load_config(config, stdio, url, header, out, startup_timeout, env)
+    server, name, pairs = _prompt_words(loaded, words)
+    arguments = {key: value for key, value, _ in map(split_pair, pairs)}  # a prompt's arguments are text
     _fetch(
         out, loaded, json_mode, save_dir, lambda manager: catalog.get_prompt(manager, server, name, arguments, timeout)
+    )
+
+
+def _prompt_words(loaded: Config, words: list[str]) -> tuple[str, str, list[str]]:
+    """SERVER NAME [k=v...], or NAME [k=v...] when there is one server and the first word does not name it."""
+    if len(loaded.default_names) == 1 and loaded.get(words[0]) is None and "=" not in words[0]:
+        return loaded.default_names[0], words[0], words[1:]
+    if len(words) < 2 or "=" in words[0] or "=" in words[1]:
+        raise UsageError(
+            "prompt takes SERVER and NAME, then key=value pairs", hint="SERVER may be left out when there is one"
+        )
+    return words[0], words[1], words[2:]
+
+
+def _only_server(loaded: Config, command: str) -> str:
+    """The one server a command without a server name goes to."""
+    if len(loaded.default_names) == 1:
+        return loaded.default_names[0]
+    raise UsageError(
+        f"{command} needs a server name: there are {len(loaded.default_names)} servers",
+        hint=f"miroctl {command} SERVER ...; miroctl list shows them",
     )
 
 

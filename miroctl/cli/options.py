@@ -26,6 +26,15 @@ UrlOpt = Annotated[
     ),
 ]
 HeaderOpt = Annotated[list[str] | None, typer.Option("--header", "-H", help="'Name: value' for --url servers.")]
+EnvOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--env",
+        "-e",
+        help="NAME=value in the environment of --stdio servers (repeatable; they inherit only HOME, PATH, "
+        "SHELL, TERM, USER, LOGNAME, LANG, LC_ALL and TMPDIR).",
+    ),
+]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
 
 

@@ -11,7 +11,7 @@ import os
 
 from miroctl.base.errors import UsageError
 from miroctl.core.arguments import load_base
-from miroctl.remote import URL_ENV, GatewayClient, outcome_from_dict, server_tools_from_dict
+from miroctl.remote import URL_ENV, GatewayClient, list_from_dict, outcome_from_dict, readable
 from miroctl.render import blobs
 from miroctl.render.listing import list_tables
 from miroctl.render.output import Output
@@ -44,8 +44,8 @@ def call(
         raise UsageError("call needs a tool: miroctl call SERVER TOOL [key=value ...]")
     blobs.check_dir(save_dir)
     body = {"target": target, "arguments": load_base(args), "timeout": timeout, "autocorrect": not no_autocorrect}
-    envelope = GatewayClient(via).call(body)
-    outcome = outcome_from_dict(envelope)
+    envelope = GatewayClient(via, timeout=timeout).call(body)
+    outcome = readable(via, lambda: outcome_from_dict(envelope))
     if out.json_mode:
         out.json(envelope)
     else:
@@ -56,17 +56,17 @@ def call(
 def list_servers(via: str, servers: list[str], *, out: Output, schema: bool = False) -> int:
     """`miroctl list ... --via URL`: the gateway's list document, as `list` prints it; the exit code."""
     document = GatewayClient(via).list_tools(servers)
-    entries = [server_tools_from_dict(entry) for entry in document.get("servers", [])]
+    entries = readable(via, lambda: list_from_dict(document))
     if out.json_mode:
         out.json(document)
     else:
         list_tables(out, entries, schema=schema)
-    return 0 if all(entry.ok for entry in entries) else 1
+    return 0 if all(entry.healthy for entry in entries) else 1
 
 
 def batch(via: str, text: str, *, out: Output, jobs: int, timeout: float | None, no_autocorrect: bool) -> int:
     """`miroctl call --batch FILE --via URL`: the gateway's envelopes, one JSON line each; the exit code."""
-    documents = GatewayClient(via).batch(text, jobs, timeout, no_autocorrect)
+    documents = GatewayClient(via, timeout=timeout).batch(text, jobs, timeout, no_autocorrect)
     for document in documents:
         out.json(document)
     return 0 if all(document.get("exit_code") == 0 for document in documents) else 1

@@ -16,6 +16,7 @@ from miroctl.cli import boundary
 from miroctl.cli.common import load_config, manager_for, run
 from miroctl.cli.options import (
     ConfigOpt,
+    EnvOpt,
     HeaderOpt,
     LogOpt,
     ModeOpt,
@@ -122,6 +123,7 @@ def serve(
     stdio: StdioOpt = None,
     url: UrlOpt = None,
     header: HeaderOpt = None,
+    env: EnvOpt = None,
     startup_timeout: StartupOpt = None,
     mode: ModeOpt = None,
     task_id: TaskIdOpt = None,
@@ -156,7 +158,7 @@ def serve(
             session_idle=session_idle,
         )
         check_bind(settings)
-    loaded = load_config(config, stdio, url, header, out, startup_timeout)
+    loaded = load_config(config, stdio, url, header, out, startup_timeout, env)
     specs = loaded.select(servers or ())
     if settings is not None:
         _serve_http(loaded, specs, options, out, settings)

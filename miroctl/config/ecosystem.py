@@ -50,7 +50,8 @@ def _ecosystem_server(name: str, entry: Any, where: str) -> ServerSpec:
         if kind and kind != "stdio":
             settings["transport"] = kind
         settings["enabled"] = not expanded.get("disabled", False)
-        return server_from_mapping(settings, where=where, name=name, secrets=secrets)
+        # As every MCP host runs these: `python` is whichever the PATH finds, not miroctl's own.
+        return server_from_mapping(settings, where=where, name=name, secrets=secrets, own_python=False)
     except ConfigError as exc:
         return ServerSpec(name=name, error=exc.message, source=where)
 

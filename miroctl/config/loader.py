@@ -18,7 +18,7 @@ from miroctl.base.errors import ConfigError
 from miroctl.base.masking import could_be_secret, credentials
 from miroctl.base.models import DEFAULT_CALL_TIMEOUT, DEFAULT_STARTUP_TIMEOUT, ServerSpec
 from miroctl.base.text import suggest
-from miroctl.config import ecosystem
+from miroctl.config import ecosystem, nesting
 from miroctl.config.sections import Sections
 from miroctl.config.servers import adhoc_servers, positive, reject_unknown, server_from_mapping
 
@@ -135,15 +135,20 @@ def load(
     stdio: Sequence[str] = (),
     urls: Sequence[str] = (),
     headers: Sequence[str] = (),
+    env: Sequence[str] = (),
     cwd: Path | None = None,
 ) -> Config:
-    """Resolve the whole configuration. Ad-hoc servers (--stdio, --url) replace the configured ones."""
+    """Resolve the whole configuration. Ad-hoc servers (--stdio with --env, --url with --header) replace the
+    configured ones."""
     load_dotenv_file(cwd)
     path = find_config(explicit, cwd)
     config = _load_file(path)
+    if env and not stdio:
+        raise ConfigError("--env sets the environment of --stdio servers", hint="add --stdio, or drop --env")
     if stdio or urls:
-        adhoc = adhoc_servers(stdio, urls, headers)
+        adhoc = adhoc_servers(stdio, urls, headers, env)
         config = replace(config, servers=tuple(adhoc), default_names=tuple(s.name for s in adhoc))
+    nesting.check(config.source, config.servers)
     return config
 
 

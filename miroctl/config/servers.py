@@ -63,9 +63,15 @@ def reject_unknown(data: Mapping[str, Any], known: set[str], where: str) -> None
 
 
 def server_from_mapping(
-    data: Mapping[str, Any], *, where: str, name: str | None = None, secrets: Iterable[str] = ()
+    data: Mapping[str, Any],
+    *,
+    where: str,
+    name: str | None = None,
+    secrets: Iterable[str] = (),
+    own_python: bool = True,
 ) -> ServerSpec:
-    """Validate one server's settings (the seeds' shape plus extensions) into a spec."""
+    """Validate one server's settings (the seeds' shape plus extensions) into a spec. With `own_python` (miroctl's
+    own server files, as in the seeds) `python` means the interpreter running miroctl; elsewhere the PATH's."""
     reject_unknown(data, SERVER_KEYS, where)
     name = str(data.get("name") or name or Path(where).stem)
     command = data.get("tool_command") or data.get("command")
@@ -81,7 +87,7 @@ def server_from_mapping(
     return ServerSpec(
         name=name,
         transport=transport,
-        command=_command(command) if command else None,
+        command=_command(command, own_python) if command else None,
         args=args,
         env=MappingProxyType(env),
         cwd=_cwd(data.get("cwd"), where),
@@ -102,9 +108,9 @@ def server_from_mapping(
     )
 
 
-def _command(command: Any) -> str:
+def _command(command: Any, own_python: bool) -> str:
     text = str(command)
-    return sys.executable if text in ("python", "python3") else text
+    return sys.executable if own_python and text in ("python", "python3") else text
 
 
 def _transport(value: Any, url: Any, where: str) -> str:
@@ -148,9 +154,15 @@ def _cwd(value: Any, where: str) -> str | None:
     return str(path)
 
 
-def adhoc_servers(stdio: Sequence[str], urls: Sequence[str], headers: Sequence[str] = ()) -> list[ServerSpec]:
-    """Servers given on the command line: --stdio "CMD ARGS" and --url URL (with --header K:V)."""
+def adhoc_servers(
+    stdio: Sequence[str], urls: Sequence[str], headers: Sequence[str] = (), env: Sequence[str] = ()
+) -> list[ServerSpec]:
+    """Servers given on the command line: --stdio "CMD ARGS" (with --env K=V) and --url URL (with --header K:V).
+
+    A --stdio command runs as an MCP host would run it: `python` is the PATH's, and the server gets the small
+    inherited environment every stdio server gets (HOME, PATH, ...) plus the --env pairs."""
     header_map = _parse_headers(headers)
+    env_map = _parse_env(env)
     specs: list[ServerSpec] = []
     taken: set[str] = set()
     for line in stdio:
@@ -161,9 +173,15 @@ def adhoc_servers(stdio: Sequence[str], urls: Sequence[str], headers: Sequence[s
         if not argv:
             raise ConfigError("--stdio needs a command")
         name = _unique(_name_from_argv(argv), taken)
-        secrets = frozenset(argument_secrets(argv[1:]))
         specs.append(
-            ServerSpec(name=name, command=_command(argv[0]), args=tuple(argv[1:]), source="--stdio", secrets=secrets)
+            ServerSpec(
+                name=name,
+                command=argv[0],
+                args=tuple(argv[1:]),
+                env=MappingProxyType(env_map),
+                source="--stdio",
+                secrets=frozenset(argument_secrets(argv[1:]) | secret_values(env_map)),
+            )
         )
     for url in urls:
         parts = urlsplit(url)
@@ -183,6 +201,16 @@ def adhoc_servers(stdio: Sequence[str], urls: Sequence[str], headers: Sequence[s
     return specs
 
 
+def _parse_env(pairs: Sequence[str]) -> dict[str, str]:
+    parsed = {}
+    for item in pairs:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip() or any(c.isspace() for c in key.strip()):
+            raise ConfigError(f"--env {item!r}: expected NAME=value")
+        parsed[key.strip()] = value
+    return parsed
+
+
 def _parse_headers(headers: Sequence[str]) -> dict[str, str]:
     parsed = {}
     for item in headers:
@@ -193,17 +221,33 @@ def _parse_headers(headers: Sequence[str]) -> dict[str, str]:
     return parsed
 
 
+_GENERIC_STEMS = {"index", "main", "server", "cli", "app", "__main__", "run", "start", "mcp"}
+_BUILD_DIRS = {"dist", "build", "lib", "src", "bin", "out", "target"}
+
+
 def _name_from_argv(argv: Sequence[str]) -> str:
-    """A readable server name from a command line: the module of -m, a script's stem, or the program."""
+    """A readable server name from a command line: the module of -m, a script's package or stem, the package
+    that npx/uvx run, or the program."""
     if "-m" in argv[:-1]:
         return argv[argv.index("-m") + 1].rsplit(".", 1)[-1]
     for arg in argv[1:]:
-        if not arg.startswith("-") and Path(arg).suffix in (".py", ".js", ".mjs", ".ts"):
-            return Path(arg).stem
+        if not arg.startswith("-") and Path(arg).suffix in (".py", ".js", ".mjs", ".cjs", ".ts"):
+            return _script_name(Path(arg))
     packages = [a for a in argv[1:] if not a.startswith("-")]
-    if Path(argv[0]).name in ("npx", "uvx", "pipx", "bunx") and packages:
-        return packages[0].rsplit("/", 1)[-1].split("@")[0] or "server"
+    if Path(argv[0]).name in ("npx", "uvx", "pipx", "bunx", "pnpx") and packages:
+        package = packages[-1] if packages[0] in ("run", "exec", "dlx") and len(packages) > 1 else packages[0]
+        return package.rsplit("/", 1)[-1].split("@")[0] or "server"
     return Path(argv[0]).stem or "server"
+
+
+def _script_name(path: Path) -> str:
+    """A script's stem, or for `dist/index.js` and the like the package (directory) it belongs to."""
+    if path.stem not in _GENERIC_STEMS:
+        return path.stem
+    for parent in path.parents:
+        if parent.name and parent.name not in _BUILD_DIRS:
+            return parent.name
+    return path.stem
 
 
 def _unique(name: str, taken: set[str]) -> str:

@@ -13,6 +13,7 @@ from typing import IO, TYPE_CHECKING, Any
 from miroctl.base.errors import ArgumentError, UsageError
 from miroctl.base.models import ToolInfo
 from miroctl.base.text import suggest
+from miroctl.core import schemas
 from miroctl.core.bodies import loads
 
 if TYPE_CHECKING:  # only the type: the warm path must not load the config package
@@ -62,23 +63,33 @@ def split_pair(pair: str) -> tuple[str, str, bool]:
 def build(schema: Mapping[str, Any], base: Mapping[str, Any], pairs: Sequence[str]) -> dict[str, Any]:
     """The arguments object: the JSON base, with pairs (coerced by the schema) on top."""
     arguments = dict(base)
-    properties = schema.get("properties") or {}
+    properties = schemas.properties(schema)
     seen: set[str] = set()
     for pair in pairs:
         key, text, is_json = split_pair(pair)
-        prop = properties.get(key) or {}
-        value = _json(key, text) if is_json else coerce(key, text, prop)
-        if key in seen and "array" in _types(prop):  # tag=a tag=b -> ["a", "b"]
-            previous = arguments[key] if isinstance(arguments[key], list) else [arguments[key]]
-            value = previous + (value if isinstance(value, list) else [value])
+        prop = schemas.resolve(properties.get(key), schema)
+        value = _json(key, text) if is_json else coerce(key, text, prop, schema)
+        if key in seen:
+            value = _repeated(key, arguments[key], value, prop, schema)
         seen.add(key)
         arguments[key] = value
     return arguments
 
 
-def coerce(key: str, text: str, prop: Mapping[str, Any]) -> Any:
-    """A command-line string as the type the property's schema asks for."""
-    types = _types(prop)
+def _repeated(key: str, previous: Any, value: Any, prop: Mapping[str, Any], root: Mapping[str, Any]) -> list[Any]:
+    """tag=a tag=b gives ["a", "b"] for an array parameter; any other repeated key is an error."""
+    if "array" not in schemas.types(prop, root):
+        raise ArgumentError(
+            f"argument {key} is given twice, and it takes one value",
+            hint=f"give it once, or as a JSON array with {key}:='[...]' if the tool takes a list",
+        )
+    items: list[Any] = previous if isinstance(previous, list) else [previous]
+    return items + (value if isinstance(value, list) else [value])
+
+
+def coerce(key: str, text: str, prop: Mapping[str, Any], root: Mapping[str, Any] | None = None) -> Any:
+    """A command-line string as the type the property's schema asks for (local `$ref`s followed)."""
+    types = schemas.types(prop, root)
     if not types or types == {"string"}:
         return text
     if "null" in types and text in ("null", "none", ""):
@@ -93,22 +104,37 @@ def coerce(key: str, text: str, prop: Mapping[str, Any]) -> Any:
     if "number" in types:
         try:
             number = float(text)
+            if math.isfinite(number):
+                return int(number) if number.is_integer() and "." not in text and "e" not in text.lower() else number
         except ValueError:
-            number = math.nan
-        if math.isfinite(number):  # nan, inf and 1e999 are no numbers JSON can carry
-            return int(number) if number.is_integer() and "." not in text and "e" not in text.lower() else number
+            pass
+    return _structured(key, text, types, prop, root)
+
+
+def _structured(key: str, text: str, types: set[str], prop: Mapping[str, Any], root: Mapping[str, Any] | None) -> Any:
+    """An array or object value (JSON), one item of an array, or the text itself where a string is allowed."""
     looks_json = text.lstrip().startswith(("[", "{"))
     if "array" in types and not looks_json and "string" not in types:
-        items = prop.get("items")  # one item; repeat the key for more: tag=a tag=b
-        return [coerce(key, text, items if isinstance(items, Mapping) else {})]
-    if types & {"array", "object"}:
-        if "string" in types and not looks_json:
-            return text
-        return _json(key, text)
+        items = schemas.items_of(prop, root)  # one item; repeat the key for more: tag=a tag=b
+        return [coerce(key, text, items, root)]
+    if types & {"array", "object"} and (looks_json or "string" not in types):
+        try:
+            value = loads(text)
+        except ValueError as exc:
+            if "string" in types:
+                return text  # not JSON after all: the schema takes a string too
+            detail = f"{exc.msg} at column {exc.colno}" if isinstance(exc, json.JSONDecodeError) else str(exc)
+            raise ArgumentError(
+                f"argument {key}: invalid JSON ({detail})",
+                hint=f"quote the whole pair for the shell, e.g. {key}='{{\"a\": 1}}', or give raw JSON with {key}:=",
+            ) from None
+        if isinstance(value, dict) and "array" in types and "object" not in types:
+            return [value]  # one object for a list of objects
+        return value
     if "string" in types:
         return text
     kinds = " or ".join(sorted(types))
-    raise ArgumentError(f"argument {key}: expected {kinds}, got {text!r}")
+    raise ArgumentError(f"argument {key}: expected {kinds}, got {text!r}", hint=f"for raw JSON use {key}:=")
 
 
 def _json(key: str, text: str) -> Any:
@@ -120,61 +146,48 @@ def _json(key: str, text: str) -> Any:
         raise ArgumentError(f"argument {key}: invalid JSON ({exc})") from None
 
 
-def _types(prop: Mapping[str, Any]) -> set[str]:
-    """Every JSON type a property schema admits, looking through anyOf / oneOf / enum."""
-    found: set[str] = set()
-    kind = prop.get("type")
-    if isinstance(kind, str):
-        found.add(kind)
-    elif isinstance(kind, list):
-        found.update(k for k in kind if isinstance(k, str))
-    for key in ("anyOf", "oneOf", "allOf"):
-        for option in prop.get(key) or []:
-            if isinstance(option, Mapping):
-                found |= _types(option)
-    if not found and "enum" in prop:
-        found |= {_json_type(v) for v in prop["enum"]}
-    return found
-
-
-def _json_type(value: Any) -> str:
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    return "string" if isinstance(value, str) else "null" if value is None else "object"
-
-
-def validate(tool: ToolInfo, arguments: Mapping[str, Any]) -> None:
-    """ArgumentError naming the first failing path (unknown keys too), before anything is sent."""
+def validate(tool: ToolInfo, arguments: Mapping[str, Any]) -> list[str]:
+    """ArgumentError naming the first failing path (unknown keys too), before anything is sent; the notes to
+    show with the call (unknown keys a schema allows, a schema that cannot be used to check)."""
     schema = dict(tool.input_schema)
-    _reject_unknown(tool, schema, arguments)
+    notes = _unknown_keys(tool, schema, arguments)
     import jsonschema
+    from referencing.exceptions import Unresolvable
 
     validator = _validator(json.dumps(schema, sort_keys=True, default=str))
     if validator is None:
-        return  # the server's schema is broken; let the server judge the arguments
-    errors = sorted(validator.iter_errors(dict(arguments)), key=lambda e: (len(e.path), str(e.path)))
+        return [*notes, f"{tool.name}'s input schema is not valid JSON Schema: arguments sent unchecked"]
+    try:
+        errors = sorted(validator.iter_errors(dict(arguments)), key=lambda e: (len(e.path), str(e.path)))
+    except (Unresolvable, RecursionError) as exc:
+        return [*notes, f"{tool.name}'s input schema cannot be used ({_unusable(exc)}): arguments sent unchecked"]
     if not errors:
-        return
+        return notes
     error = jsonschema.exceptions.best_match(errors)
     raise ArgumentError(_describe(tool, error), hint=f"usage: {signature(tool)}")
 
 
+def _unusable(exc: BaseException) -> str:
+    if isinstance(exc, RecursionError):
+        return "its $refs go round in a circle"
+    ref = getattr(exc, "ref", None)
+    return f"$ref {ref!r} does not resolve" if ref else f"a $ref does not resolve: {exc}"
+
+
 @functools.lru_cache(maxsize=512)
 def _validator(schema_json: str) -> Any:
-    """A validator for one schema, or None if the schema is broken; checked once (it costs ~1 ms a call)."""
+    """A validator for one schema, or None if the schema is broken; checked once (it costs ~1 ms a call).
+    Its registry is empty: a remote `$ref` is never fetched (it fails to resolve instead)."""
     import jsonschema
+    from referencing import Registry
 
     schema = json.loads(schema_json)
     validator_class = jsonschema.validators.validator_for(schema)
     try:
         validator_class.check_schema(schema)
-    except jsonschema.SchemaError:
+    except (jsonschema.SchemaError, RecursionError):
         return None
-    return validator_class(schema)
+    return validator_class(schema, registry=Registry())
 
 
 def _describe(tool: ToolInfo, error: Any) -> str:
@@ -196,43 +209,37 @@ def _path(parts: Sequence[Any]) -> str:
     return text
 
 
-def _reject_unknown(tool: ToolInfo, schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> None:
-    properties = schema.get("properties")
-    extra = schema.get("additionalProperties", False)
-    if not isinstance(properties, Mapping) or extra not in (False, None) or schema.get("patternProperties"):
-        return
-    for key in arguments:
-        if key not in properties:
-            hint = suggest(key, properties) or f"usage: {signature(tool)}"
-            raise ArgumentError(f"{tool.name}: unknown argument {key!r}", hint=hint)
+def _unknown_keys(tool: ToolInfo, schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> list[str]:
+    """ArgumentError for a key the schema does not take; a note for each one it takes as an extra."""
+    root = schemas.resolve(schema, schema)
+    properties = root.get("properties")
+    if not isinstance(properties, Mapping) or root.get("patternProperties"):
+        return []
+    unknown = [key for key in arguments if key not in properties]
+    extra = root.get("additionalProperties", False)
+    if extra not in (False, None):
+        return [f"{key!r} is not a declared parameter of {tool.name}; sent as given" for key in unknown]
+    for key in unknown:
+        hint = suggest(key, properties) or f"usage: {signature(tool)}"
+        raise ArgumentError(f"{tool.name}: unknown argument {key!r}", hint=hint)
+    return []
 
 
 def signature(tool: ToolInfo) -> str:
     """`name(required: type, optional?: type = default)` from the input schema."""
     schema = tool.input_schema
-    properties = schema.get("properties") or {}
-    required = set(schema.get("required") or [])
+    properties = schemas.properties(schema)
+    required = set(schemas.resolve(schema, schema).get("required") or [])
     parts = []
     for name, prop in properties.items():
-        prop = prop if isinstance(prop, Mapping) else {}
-        kind = type_label(prop)
+        kind = schemas.type_label(prop, schema)
         if name in required:
             parts.append(f"{name}: {kind}")
         else:
+            prop = prop if isinstance(prop, Mapping) else {}
             default = f" = {json.dumps(prop['default'])}" if "default" in prop else ""
             parts.append(f"{name}?: {kind}{default}")
     return f"{tool.name}({', '.join(parts)})"
-
-
-def type_label(prop: Mapping[str, Any]) -> str:
-    """A short type for a property schema: string, integer[], string | null, enum values..."""
-    if "enum" in prop and isinstance(prop["enum"], list):
-        return " | ".join(json.dumps(v) for v in prop["enum"][:6])
-    kinds = sorted(_types(prop) - {"null"}) or ["any"]
-    label = " | ".join(kinds)
-    if kinds == ["array"] and isinstance(prop.get("items"), Mapping):
-        label = f"{type_label(prop['items'])}[]"
-    return label + (" | null" if "null" in _types(prop) else "")
 
 
 def split_target(words: list[str], config: Config) -> tuple[str | None, str, list[str]]:
@@ -241,9 +248,10 @@ def split_target(words: list[str], config: Config) -> tuple[str | None, str, lis
         raise UsageError("call needs a tool: miroctl call SERVER TOOL [key=value ...]")
     first, rest = words[0], words[1:]
     if "." in first and "=" not in first:
-        server, _, tool = first.partition(".")
-        if config.get(server) is not None:
-            return server, tool, rest
+        dots = [i for i, char in enumerate(first) if char == "."]
+        for dot in reversed(dots):  # the longest server name that exists: server names may hold dots too
+            if config.get(first[:dot]) is not None and first[dot + 1 :]:
+                return first[:dot], first[dot + 1 :], rest
     if rest and "=" not in rest[0]:
         return first, rest[0], rest[1:]
     if "=" in first:

@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 from miroctl.base.models import Envelope, Failure, ServerSpec
 from miroctl.base.text import counted, suggest
 from miroctl.config.loader import Config
-from miroctl.sessions.exchange import TimedOut, every_page, within
+from miroctl.sessions.exchange import PagingError, TimedOut, every_page, within
 from miroctl.sessions.failures import died_during
+from miroctl.sessions.frames import unparsable
 from miroctl.sessions.pool import ServerHandle, Unavailable, closed
 
 if TYPE_CHECKING:
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
     from pydantic import BaseModel
 
 METHOD_NOT_FOUND, RESOURCE_NOT_FOUND, INVALID_PARAMS = -32601, -32002, -32602
+METHODS = {"resources": "resources/list", "resource_templates": "resources/templates/list", "prompts": "prompts/list"}
 
 
 class Sessions(Protocol):
@@ -101,9 +103,18 @@ async def offered_by(handle: ServerHandle, extras: frozenset[str]) -> dict[str, 
 
 
 async def _every_page(method: Callable[..., Awaitable[Any]], items: str) -> tuple[dict[str, Any], ...]:
-    found, _ = await every_page(
-        lambda cursor: method(cursor=cursor), lambda page: [plain(item) for item in getattr(page, items)], items
-    )
+    """Every item of one listing; a server that answers "method not found" offers none (many servers that
+    have resources do not implement resources/templates/list)."""
+    try:
+        found, _ = await every_page(
+            lambda cursor: method(cursor=cursor),
+            lambda page: [plain(item) for item in getattr(page, items)],
+            METHODS[items],
+        )
+    except Exception as exc:
+        if getattr(exc, "code", None) == METHOD_NOT_FOUND:
+            return ()
+        raise
     return tuple(found)
 
 
@@ -217,8 +228,14 @@ async def _request_failed(handle: ServerHandle, asked: Fetched, exc: BaseExcepti
         outcome = _failed(asked, "unavailable", failure.message if failure else "the session closed")
         outcome.failure = failure
         return outcome
-    if code is None:
-        raise exc
+    if isinstance(exc, PagingError):
+        return _failed(asked, "failed", f"{asked.server_name}: {exc}", "the server's nextCursor never ends")
+    if code is None:  # an answer the SDK could not take: the server's fault
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        return _failed(asked, "failed", f"the answer to the {asked.what} request was not valid: {first}")
+    cause = unparsable(code, message)
+    if cause is not None:
+        return _failed(asked, "failed", f"the answer to the {asked.what} request could not be parsed: {cause}")
     if code == METHOD_NOT_FOUND:
         return _failed(
             asked,

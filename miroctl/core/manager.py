@@ -21,6 +21,7 @@ from anyio.abc import TaskGroup
 from miroctl.base.errors import MiroctlError
 from miroctl.base.masking import Masker
 from miroctl.base.models import CallOutcome, CallRequest, Failure, ServerSpec, ServerTools, ToolInfo
+from miroctl.config import nesting
 from miroctl.config.loader import Config
 from miroctl.core import arguments as arguments_
 from miroctl.core import catalog, envelopes, truncation
@@ -31,6 +32,7 @@ from miroctl.policy import urls as urlrules
 from miroctl.policy.decisions import Decision, Policy, ToolMeta
 from miroctl.sessions.exchange import TimedOut, within
 from miroctl.sessions.failures import REQUEST_TIMEOUT, died_during
+from miroctl.sessions.frames import unparsable
 from miroctl.sessions.pool import ServerHandle, Unavailable, closed
 from miroctl.sessions.processes import RUN_ID, RUN_MARKER, sweep_orphans
 
@@ -168,6 +170,7 @@ class Manager:
         env.setdefault(urlrules.ENV_VAR, urlrules.to_env(self.policy.url_rules))
         if self.run_id:
             env[RUN_MARKER] = self.run_id
+        env[nesting.NESTING_ENV] = nesting.for_servers(self.config.source, self.config.servers)
         return replace(spec, env=MappingProxyType(env))
 
     def emit(self, event: str, **fields: Any) -> None:
@@ -215,6 +218,7 @@ class Manager:
             resources=offered.get("resources"),
             resource_templates=offered.get("resource_templates"),
             prompts=offered.get("prompts"),
+            rejected=handle.rejected,
         )
 
     async def tools_of(self, spec: ServerSpec) -> tuple[ToolInfo, ...]:
@@ -265,7 +269,7 @@ class Manager:
         if route.corrected_from is not None or request.server is None:
             self.emit("autocorrect", given=request.server, server=route.spec.name, tool=route.tool.name)
         values = arguments_.build(route.tool.input_schema, request.arguments, request.pairs)
-        arguments_.validate(route.tool, values)
+        notes = arguments_.validate(route.tool, values)
         decision = await self._decide(route, values)
         if not decision.allowed:
             outcome = envelopes.denied(route.spec.name, route.tool.name, decision, unanswered=self._confirm is None)
@@ -279,7 +283,9 @@ class Manager:
             if rerouted is not None:
                 route = rerouted
                 outcome = await self.invoke(rerouted, values, request)
-        return await self._fall_back(route, values, request, outcome)
+        outcome = await self._fall_back(route, values, request, outcome)
+        outcome.notes[:0] = notes
+        return outcome
 
     async def _decide(self, route: Route, values: Mapping[str, Any]) -> Decision:
         """The policy's decision, with mode ask's question put to the confirm callback."""
@@ -398,12 +404,12 @@ class Manager:
             failure = died_during(wire, phase) if wire else Failure("crashed", f"the session closed during {phase}")
             outcome = envelopes.unavailable(route.spec.name, route.tool.name, Unavailable(failure))
         elif code is not None:
-            outcome = CallOutcome(
-                route.spec.name,
-                route.tool.name,
-                error_kind="failed",
-                error=f"server answered with error {code}: {getattr(exc, 'message', exc)}",
-            )
+            message = getattr(exc, "message", exc)
+            cause = unparsable(code, message)
+            error = f"server answered with error {code}: {message}"
+            if cause is not None:
+                error = f"the answer to {route.tool.name} could not be parsed: {cause}"
+            outcome = CallOutcome(route.spec.name, route.tool.name, error_kind="failed", error=error)
         else:  # an answer the SDK could not take (an invalid result): the server's fault, reported as such
             outcome = CallOutcome(
                 route.spec.name,

@@ -42,17 +42,17 @@ class Router:
         found = next((t for t in tools if t.name == tool), None)
         if found is not None:
             return Route(spec, found)
+        names = [t.name for t in tools]
+        typo = suggest(tool, names)
+        if typo is not None:  # a near miss of one of its own tools: answered by this server alone
+            raise NotFound(f"server {spec.name!r} has no tool {tool!r}", hint=typo)
         if autocorrect:
             holders = await self.find_tool(tool, [spec.name])
             if len(holders) == 1:
                 return self._corrected(holders[0], spec.name)
             if holders:
                 raise _ambiguous(tool, holders, f"server {spec.name!r} has no tool {tool!r}")
-        names = [t.name for t in tools]
-        raise NotFound(
-            f"server {spec.name!r} has no tool {tool!r}",
-            hint=suggest(tool, names) or f"its tools: {', '.join(names) or '(none)'}",
-        )
+        raise NotFound(f"server {spec.name!r} has no tool {tool!r}", hint=f"its tools: {', '.join(names) or '(none)'}")
 
     async def reroute(self, route: Route) -> Route | None:
         """The server answered "Unknown tool": the one other server that has it, if exactly one."""

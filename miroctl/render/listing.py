@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from rich.table import Table
@@ -11,7 +11,7 @@ from rich.text import Text
 
 from miroctl.base.models import ServerTools, ToolInfo
 from miroctl.base.text import counted
-from miroctl.core.arguments import type_label
+from miroctl.core import schemas
 from miroctl.render.output import Output
 
 
@@ -32,9 +32,10 @@ def list_tables(out: Output, entries: Iterable[ServerTools], *, schema: bool = F
             table.add_row(
                 Text(_folded(out.safe(tool.name), max(36, out.out.width // 3))),
                 Text(out.safe(_summary(tool, schema))),
-                _parameters(out, tool, type_label),
+                _parameters(out, tool),
             )
         out.out.print(table)
+        _rejected(out, entry)
         _offered(out, entry)
 
 
@@ -42,6 +43,19 @@ def _folded(name: str, width: int) -> str:
     """A name kept whole up to `width`; a longer one in lines of `width`, so it cannot squeeze the other
     columns of the table to nothing."""
     return "\n".join(name[start : start + width] for start in range(0, len(name), width)) or name
+
+
+def _rejected(out: Output, entry: ServerTools) -> None:
+    """Tools the server listed that the protocol rejects: named, with why, below its valid ones."""
+    if not entry.rejected:
+        return
+    line = Text("✗ ", style="bold red")
+    line.append(out.safe(entry.server), style="bold")
+    line.append(f"  protocol: {counted(len(entry.rejected), 'listed tool')} rejected (not callable)", style="red")
+    out.out.print(line)
+    for item in entry.rejected:
+        out.out.print(Text(f"  {out.safe(item.name)}: {out.safe(item.reason)}", style="yellow"))
+    out.out.print()
 
 
 def _offered(out: Output, entry: ServerTools) -> None:
@@ -82,15 +96,15 @@ def _summary(tool: ToolInfo, full: bool) -> str:
     return tool.summary
 
 
-def _parameters(out: Output, tool: ToolInfo, type_label: Callable[[Any], str]) -> Text:
-    properties = tool.input_schema.get("properties") or {}
-    required = set(tool.input_schema.get("required") or [])
+def _parameters(out: Output, tool: ToolInfo) -> Text:
+    properties = schemas.properties(tool.input_schema)
+    required = set(schemas.resolve(tool.input_schema, tool.input_schema).get("required") or [])
     text = Text()
     for index, (name, prop) in enumerate(properties.items()):
         if index:
             text.append("\n")
         text.append(out.safe(name) + ("*" if name in required else ""), style="bold" if name in required else "")
-        text.append(": " + out.safe(type_label(prop if isinstance(prop, Mapping) else {})), style="dim")
+        text.append(": " + out.safe(schemas.type_label(prop, tool.input_schema)), style="dim")
     return text
 
 

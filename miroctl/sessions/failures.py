@@ -7,6 +7,7 @@ from typing import Any
 
 from miroctl.base.models import Failure
 from miroctl.base.text import counted
+from miroctl.sessions.frames import unparsable
 from miroctl.sessions.processes import SpawnError
 from miroctl.sessions.transports import MAX_MESSAGE_BYTES, Wire
 
@@ -68,9 +69,7 @@ def startup_failure(exc: BaseException, wire: Wire, phase: str = "initialize") -
             stderr_tail=tail,
         )
     if code is not None:
-        return Failure(
-            "protocol", f"{phase} failed: {getattr(exc, 'message', exc)} (error {code})", phase=phase, stderr_tail=tail
-        )
+        return _error_answer(exc, code, phase, tail)
     if UNSUPPORTED_VERSION in str(exc):
         return unsupported_version(exc, phase, tail)
     return Failure("crashed", f"{phase} failed: {type(exc).__name__}: {_one_line(exc)}", phase=phase, stderr_tail=tail)
@@ -220,10 +219,17 @@ def after_initialize(exc: BaseException, wire: Wire, phase: str) -> Failure:
             stderr_tail=tail,
         )
     if code is not None:
-        return Failure(
-            "protocol", f"{phase} failed: {getattr(exc, 'message', exc)} (error {code})", phase=phase, stderr_tail=tail
-        )
+        return _error_answer(exc, code, phase, tail)
     return Failure("crashed", f"{phase} failed: {type(exc).__name__}: {_one_line(exc)}", phase=phase, stderr_tail=tail)
+
+
+def _error_answer(exc: BaseException, code: Any, phase: str, tail: tuple[str, ...]) -> Failure:
+    """A request answered with a JSON-RPC error (or an answer that could not be parsed)."""
+    message = getattr(exc, "message", exc)
+    cause = unparsable(code, message)
+    if cause is not None:
+        return Failure("protocol", f"the answer to {phase} could not be parsed: {cause}", phase=phase, stderr_tail=tail)
+    return Failure("protocol", f"{phase} failed: {_one_line(message)} (error {code})", phase=phase, stderr_tail=tail)
 
 
 def stdout_noise(wire: Wire | None, phase: str) -> Failure | None:

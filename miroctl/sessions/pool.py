@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import anyio
 from anyio.abc import TaskGroup
 
-from miroctl.base.models import Failure, ProgressFn, ServerSpec, ToolInfo
+from miroctl.base.models import Failure, ProgressFn, RejectedTool, ServerSpec, ToolInfo
 from miroctl.sessions.backoff import Backoff
-from miroctl.sessions.exchange import PagingError, TimedOut, every_page, within
+from miroctl.sessions.exchange import PagingError, TimedOut, within
 from miroctl.sessions.failures import (
     CONNECTION_CLOSED,
     after_initialize,
@@ -24,6 +24,7 @@ from miroctl.sessions.failures import (
     startup_failure,
     startup_timeout,
 )
+from miroctl.sessions.listing import ListingError, list_tools
 from miroctl.sessions.transports import Connection, Wire, open_connection
 
 if TYPE_CHECKING:
@@ -86,6 +87,7 @@ class ServerHandle:
         self._current: _Generation | None = None
         self._gens: list[_Generation] = []
         self._tools: tuple[ToolInfo, ...] | None = None
+        self.rejected: tuple[RejectedTool, ...] = ()  # tools of the last listing that the protocol rejects
         self.starts = 0
         self.restarted = False  # this session replaces a lost one (a persistent server's state is gone)
         self.failure: Failure | None = None
@@ -232,8 +234,8 @@ class ServerHandle:
         if self._tools is not None:
             return self._tools
         name = self.spec.name
-        listed = await self.ask(connection, "tools/list", self.startup_timeout, lambda c: list_all_tools(name, c))
-        self._tools = tuple(listed[0])
+        listed = await self.ask(connection, "tools/list", self.startup_timeout, lambda c: list_tools(name, c))
+        self._tools, self.rejected = listed.tools, listed.rejected
         return self._tools
 
     async def ask(
@@ -251,6 +253,8 @@ class ServerHandle:
         """Why a request failed; a broken session is closed first, so the server's exit status is known."""
         if isinstance(exc, PagingError):
             return Failure("protocol", str(exc), phase=phase, hint="the server's nextCursor never ends")
+        if isinstance(exc, ListingError):
+            return Failure("protocol", str(exc), phase=phase, stderr_tail=self.wire.stderr_tail() if self.wire else ())
         wire = await self.lost() if closed(exc) else self.wire
         return after_initialize(exc, wire or Wire(self.spec), phase)
 
@@ -307,29 +311,6 @@ class ServerHandle:
     def discard_logs(self) -> None:
         for gen in self._gens:
             gen.wire.discard()
-
-
-async def list_all_tools(server: str, client: Client) -> tuple[list[ToolInfo], int]:
-    """Every page of tools/list: the tools and the number of pages (PagingError for an endless listing)."""
-    return await every_page(
-        lambda cursor: client.list_tools(cursor=cursor),
-        lambda page: [tool_info(server, t) for t in page.tools],
-        "tools/list",
-    )
-
-
-def tool_info(server: str, tool: Any) -> ToolInfo:
-    """An SDK Tool as miroctl's ToolInfo (snake_case keys, JSON-ready)."""
-    annotations = tool.annotations.model_dump(mode="json", by_alias=True, exclude_none=True) if tool.annotations else {}
-    return ToolInfo(
-        server=server,
-        name=tool.name,
-        title=tool.title,
-        description=tool.description or "",
-        input_schema=tool.input_schema or {},
-        output_schema=tool.output_schema,
-        annotations=annotations,
-    )
 
 
 def closed(exc: BaseException) -> bool:

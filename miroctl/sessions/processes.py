@@ -20,7 +20,9 @@ import anyio
 from miroctl.base.models import ServerSpec
 
 RUN_MARKER = "MIROCTL_RUN"
-RUN_ID = f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
+# A miroctl started by another miroctl (a gateway of gateways) marks its servers as part of the outer run,
+# so the outer one's sweep finds them even when this one is killed before it could stop them.
+RUN_ID = "/".join(part for part in (os.environ.get(RUN_MARKER), f"{os.getpid()}-{uuid.uuid4().hex[:8]}") if part)
 INHERITED_ENV = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LC_ALL", "TMPDIR")
 
 

@@ -23,6 +23,7 @@ from miroctl import __version__
 from miroctl.base.masking import Masker
 from miroctl.base.models import ServerSpec
 from miroctl.sessions.anyio_private import close_transport
+from miroctl.sessions.frames import parse_line
 from miroctl.sessions.processes import signal_group, spawn
 
 if TYPE_CHECKING:  # the SDK and its HTTP client cost ~1 s to import: only the code paths that talk load them
@@ -245,20 +246,20 @@ async def _lines(stream: Any, wire: Wire) -> AsyncIterator[bytes]:
 
 
 def _parse(line: bytes, wire: Wire) -> Any:
-    """A JSON-RPC message, or None for a line that is not one (counted as stdout noise)."""
-    import mcp_types
+    """A JSON-RPC message (an unreadable answer becomes an error for its id), or None for a line that is not
+    JSON-RPC at all (counted as stdout noise)."""
     from mcp.shared.message import SessionMessage
 
     text = line.decode("utf-8", errors="replace").strip()
     if not text:
         return None
-    try:
-        return SessionMessage(mcp_types.jsonrpc_message_adapter.validate_json(text, by_name=False))
-    except ValueError:
-        wire.noise_lines += 1
-        if len(wire.noise_samples) < NOISE_SAMPLES:
-            wire.noise_samples.append(Masker(wire.spec.secrets).text(text[:200]))
-        return None
+    message = parse_line(text)
+    if message is not None:
+        return SessionMessage(message)
+    wire.noise_lines += 1
+    if len(wire.noise_samples) < NOISE_SAMPLES:
+        wire.noise_samples.append(Masker(wire.spec.secrets).text(text[:200]))
+    return None
 
 
 async def stop_process(process: Any, wire: Wire) -> None:

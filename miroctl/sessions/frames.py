@@ -1,0 +1,111 @@
+"""One line a server wrote, as a JSON-RPC message: strictly when possible, leniently when safe, and never a
+silent drop of an answer someone is waiting for.
+
+The SDK's parser rejects some lines that real servers write: a lone UTF-16 surrogate (JavaScript writes
+one for a cut emoji), nesting deeper than it allows, a line cut short. A lone surrogate is decoded
+leniently (as U+FFFD). Any other line that is shaped like an answer (it has a top-level `id` and no
+`method`) becomes a JSON-RPC error for that id, so the pending request fails at once with the cause
+instead of waiting out its timeout. Whatever is left is not JSON-RPC: the caller counts it as noise.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+UNPARSABLE = -32700  # JSON-RPC's "Parse error"
+UNPARSABLE_PREFIX = "the server's answer could not be parsed: "
+_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[{}\[\]]', re.DOTALL)
+_VALUE = re.compile(r'\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")')
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def parse_line(text: str) -> Any:
+    """The JSON-RPC message of one line, a synthesized error for an unreadable answer, or None (noise)."""
+    import mcp_types
+    from pydantic import ValidationError
+
+    try:
+        return mcp_types.jsonrpc_message_adapter.validate_json(text, by_name=False)
+    except ValidationError as exc:
+        cause, invalid_json = _cause(exc), exc.errors()[0].get("type") == "json_invalid"
+    lenient = _lenient(text) if invalid_json else None
+    if lenient is not None:
+        return lenient
+    ident = answer_id(text)
+    if ident is None:
+        return None
+    error = {"code": UNPARSABLE, "message": UNPARSABLE_PREFIX + cause}
+    return mcp_types.jsonrpc_message_adapter.validate_python({"jsonrpc": "2.0", "id": ident, "error": error})
+
+
+def _cause(exc: Any) -> str:
+    """What the parser objected to, in one line."""
+    first = exc.errors()[0]
+    message = str(first.get("msg") or "invalid")
+    if first.get("type") != "json_invalid":
+        where = ".".join(str(part) for part in first.get("loc", ()) if isinstance(part, str))
+        return f"not a valid JSON-RPC message ({where + ': ' if where else ''}{message})"
+    return message.removeprefix("Invalid JSON: ")
+
+
+def _lenient(text: str) -> Any:
+    """The message as Python's JSON parser reads it (lone surrogates replaced by U+FFFD), or None."""
+    import mcp_types
+    from pydantic import ValidationError
+
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    try:
+        return mcp_types.jsonrpc_message_adapter.validate_python(_replace_surrogates(data), by_name=False)
+    except (ValidationError, RecursionError):
+        return None
+
+
+def _replace_surrogates(value: Any) -> Any:
+    if isinstance(value, str):
+        return _LONE_SURROGATE.sub("\ufffd", value)
+    if isinstance(value, dict):
+        return {_replace_surrogates(k): _replace_surrogates(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_replace_surrogates(item) for item in value]
+    return value
+
+
+def answer_id(text: str) -> int | str | None:
+    """The top-level `id` of a line shaped like a JSON-RPC answer (an object with no top-level `method`)."""
+    if not text.startswith("{"):
+        return None
+    depth, ident, found = 0, None, False
+    for token in _TOKEN.finditer(text):
+        kind = token.group()
+        if kind in "{[":
+            depth += 1
+        elif kind in "}]":
+            depth -= 1
+            if depth == 0:
+                break
+        elif depth == 1 and kind in ('"id"', '"method"'):
+            value = _VALUE.match(text, token.end())
+            if kind == '"method"' and text[token.end() :].lstrip().startswith(":"):
+                return None  # a request or notification of the server's: nobody is waiting for it
+            if value is not None and not found:
+                ident, found = json.loads(value.group(1)), True
+    return ident
+
+
+def unparsable(code: Any, message: Any) -> str | None:
+    """The cause, when an error says the server's answer could not be parsed (by miroctl over stdio, or by
+    the SDK over HTTP, whose message carries a whole validation report): one line."""
+    if code != UNPARSABLE:
+        return None
+    text = str(message)
+    for prefix in (UNPARSABLE_PREFIX, "Failed to parse JSON response: ", "Failed to parse SSE message: "):
+        if text.startswith(prefix):
+            rest = text[len(prefix) :]
+            invalid = re.search(r"Invalid JSON: ([^\[\n]+)", rest)
+            return (invalid.group(1) if invalid else rest.splitlines()[0] if rest else "invalid").strip()
+    return None

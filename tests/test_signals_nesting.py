@@ -1,0 +1,103 @@
+"""Stopping under pressure: a second signal while miroctl stops its servers, miroctl inside miroctl, and a
+config that would start miroctl on itself forever."""
+
+import json
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+from typer.testing import CliRunner
+
+from miroctl.base.errors import ConfigError
+from miroctl.base.models import ServerSpec
+from miroctl.cli.app import app
+from miroctl.config import nesting
+from tests.conftest import ROOT, hostile_yaml, tagged_processes, wait_for_no_tagged
+
+
+def wait_for(condition, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "condition not met in time"
+        time.sleep(0.05)
+
+
+@pytest.mark.parametrize(("second", "name"), [(signal.SIGTERM, "SIGTERM"), (signal.SIGINT, "SIGINT")])
+def test_a_second_signal_while_stopping_is_absorbed_and_every_server_still_stops(
+    write_config, leak_tag, tmp_path, second, name
+):
+    log = tmp_path / "calls.log"
+    env = {"MIROCTL_TEST_TAG": leak_tag, "HOSTILE_CALL_LOG": str(log)}
+    path = write_config({"stubborn": hostile_yaml("stubborn", "--stubborn", env=env)})
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "miroctl", "call", "--config", str(path), "stubborn", "hang"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        wait_for(lambda: log.exists() and "hang" in log.read_text())
+        assert len(tagged_processes(leak_tag)) == 2  # the server and its detached grandchild
+        proc.send_signal(signal.SIGINT)
+        time.sleep(0.3)  # the stubborn server holds miroctl's stop for 3 s: the second signal lands inside it
+        proc.send_signal(second)
+        _, stderr = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, stderr
+    assert stderr.splitlines() == ["miroctl: interrupted: interrupted by SIGINT; every server was stopped"], name
+    assert not wait_for_no_tagged(leak_tag, timeout=10)
+
+
+def test_a_gateway_of_gateways_leaves_nothing_behind_when_the_outer_miroctl_stops(tmp_path, leak_tag):
+    tag = {"MIROCTL_TEST_TAG": leak_tag}
+    inner_dir, outer_dir = tmp_path / "inner", tmp_path / "outer"
+    inner = write_profile(inner_dir, {"stubborn": hostile_yaml("stubborn", "--stubborn", env=tag)})
+    gateway = {"name": "inner", "tool_command": "python", "args": ["-m", "miroctl", "serve", "-c", str(inner)]}
+    outer = write_profile(outer_dir, {"inner": {**gateway, "env": tag}})
+    result = CliRunner().invoke(app, ["list", "--json", "--config", str(outer)])
+    assert result.exit_code == 0, result.stderr
+    (server,) = json.loads(result.stdout)["servers"]
+    assert "stubborn__echo" in [tool["name"] for tool in server["tools"]]
+    assert not wait_for_no_tagged(leak_tag, timeout=10)
+
+
+def write_profile(directory, servers):
+    import yaml
+
+    (directory / "tool").mkdir(parents=True)
+    for name, body in servers.items():
+        (directory / "tool" / f"{name}.yaml").write_text(yaml.safe_dump(body))
+    path = directory / "miroctl.yaml"
+    path.write_text(yaml.safe_dump({"startup_timeout": 60}))
+    return path
+
+
+def test_a_config_whose_server_starts_miroctl_on_that_config_is_refused_one_level_down(tmp_path):
+    path = tmp_path / "miroctl.yaml"
+    me = {"name": "me", "tool_command": "python", "args": ["-m", "miroctl", "serve", "-c", str(path)]}
+    write = write_profile(tmp_path, {"me": me})
+    assert write == path
+    result = CliRunner().invoke(app, ["list", "--json", "--config", str(path)])
+    assert result.exit_code == 1
+    (server,) = json.loads(result.stdout)["servers"]
+    assert server["error"]["kind"] == "exited"
+    assert "exited with code 2" in server["error"]["message"]
+    assert any("starts miroctl on itself" in line for line in server["error"]["stderr_tail"])
+
+
+def test_nesting_is_refused_for_the_same_config_and_beyond_the_depth_limit(monkeypatch, tmp_path):
+    config = tmp_path / "miroctl.yaml"
+    config.write_text("{}")
+    monkeypatch.setenv(nesting.NESTING_ENV, json.dumps(["/elsewhere.yaml", str(config)]))
+    with pytest.raises(ConfigError, match="starts miroctl on itself: a miroctl 1 level"):
+        nesting.check(str(config), [])
+    nesting.check(str(tmp_path / "other.yaml"), [])  # a gateway of gateways on other configs is fine
+    adhoc = [ServerSpec("x", command="npx", args=("server",), source="--stdio")]
+    assert json.loads(nesting.for_servers(str(config), adhoc))[-1] == "ad hoc: npx server"
+    monkeypatch.setenv(nesting.NESTING_ENV, json.dumps([f"/c{i}.yaml" for i in range(nesting.MAX_DEPTH)]))
+    with pytest.raises(ConfigError, match="nested 5 levels deep"):
+        nesting.check(str(config), [])

@@ -1,0 +1,80 @@
+"""Answers the JSON parser rejects fail their request at once with the cause, or are read leniently; a pending
+request never waits out its timeout for an answer that was dropped."""
+
+import subprocess
+import sys
+import time
+
+import pytest
+from typer.testing import CliRunner
+
+from miroctl.cli.app import app
+from miroctl.sessions.frames import UNPARSABLE, answer_id, parse_line, unparsable
+from tests.conftest import HOSTILE, free_port, parse_json, wait_for_port
+
+CASES = {
+    "surrogate": (0, "cut emoji: \ufffd"),
+    "deep": (1, "the answer to deep could not be parsed: recursion limit exceeded at line 1 column"),
+    "truncated": (1, "the answer to truncated could not be parsed: EOF while parsing a string at line 1 column 63"),
+}
+
+
+def call(server: list[str], tool: str):
+    started = time.monotonic()
+    result = CliRunner().invoke(app, ["call", *server, tool, "--json", "--timeout", "60"])
+    return result, time.monotonic() - started
+
+
+def check(result, elapsed: float, tool: str) -> None:
+    code, text = CASES[tool]
+    assert result.exit_code == code, result.stderr
+    envelope = parse_json(result.stdout)
+    assert (envelope.get("result") or envelope.get("error")).startswith(text)
+    assert elapsed < 30, f"{tool} took {elapsed:.1f}s: the answer was dropped and the timeout waited out"
+
+
+@pytest.mark.parametrize("tool", CASES)
+def test_over_stdio_an_unparsable_answer_fails_its_call_at_once_or_is_read_leniently(tool):
+    result, elapsed = call(["--stdio", f"{sys.executable} {HOSTILE}"], tool)
+    check(result, elapsed, tool)
+
+
+@pytest.fixture(scope="module")
+def hostile_http():
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, HOSTILE, "--http", str(port)])
+    try:
+        wait_for_port(port)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+@pytest.mark.parametrize("tool", ["deep", "truncated"])
+def test_over_http_an_unparsable_answer_fails_its_call_at_once_with_a_one_line_cause(hostile_http, tool):
+    result, elapsed = call(["--url", hostile_http], tool)
+    check(result, elapsed, tool)
+
+
+def test_a_lone_surrogate_over_http_is_named_as_the_cause(hostile_http):
+    result, _ = call(["--url", hostile_http], "surrogate")
+    assert result.exit_code == 1
+    assert parse_json(result.stdout)["error"].startswith(
+        "the answer to surrogate could not be parsed: unexpected end of hex escape"
+    )
+
+
+def test_a_line_shaped_like_an_answer_becomes_an_error_for_its_id_and_other_lines_stay_noise():
+    message = parse_line('{"jsonrpc": "2.0", "result": {"content": [{"id": 9}, {"type": "te')
+    assert message is None  # no top-level id: nobody can be told
+    message = parse_line('{"result": {"x": [{"id": 9}]}, "jsonrpc": "2.0", "id": 4, "error": ')
+    assert (message.id, message.error.code) == (4, UNPARSABLE)
+    assert parse_line('{"jsonrpc": "2.0", "id": 5, "result": 7}').error.message.startswith(
+        "the server's answer could not be parsed: not a valid JSON-RPC message"
+    )
+    assert parse_line('{"jsonrpc": "2.0", "id": 6, "method": "sampling/x", "params": {"a": "\\ud800"') is None
+    assert parse_line("hello from a chatty server") is None
+    assert answer_id('{"id": "abc", "jsonrpc": "2.0"') == "abc"
+    assert unparsable(UNPARSABLE, "Failed to parse JSON response: 1 validation error\n  Invalid JSON: EOF [x]") == "EOF"
+    assert unparsable(-32603, "the server's answer could not be parsed: x") is None
