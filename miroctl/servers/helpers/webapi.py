@@ -1,0 +1,224 @@
+"""Calling a web API from a bundled server: a timeout per request, retries with exponential backoff on
+transient failures (429 honouring Retry-After, 5xx, timeouts, refused connections), never on other 4xx,
+and every failure as a one-line tool error that names the service.
+
+Settings (environment of the server): HTTP_TIMEOUT (seconds per request), HTTP_RETRIES (attempts in
+all, at least 1), HTTP_BACKOFF (seconds before the first retry; doubles each time), HTTP_MAX_WAIT (the
+longest wait honoured, Retry-After included: a service asking for more is reported, not waited for).
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import re
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+from mcp.server.mcpserver.exceptions import ToolError
+from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_after_attempt
+
+from miroctl import __version__
+from miroctl.servers.helpers.common import human_bytes, number_setting
+
+USER_AGENT = f"miroctl/{__version__} (bundled research tools)"
+MAX_ANSWER_BYTES = 20 * 1024 * 1024  # an API answer larger than this is not a normal answer
+
+
+@dataclass(frozen=True)
+class HttpSettings:
+    """How long to wait for a service and how often to try it."""
+
+    timeout: float = 30.0
+    attempts: int = 3
+    backoff: float = 1.0
+    max_wait: float = 60.0
+
+    @classmethod
+    def from_env(cls, timeout: float = 30.0) -> HttpSettings:
+        """The server's HTTP_* settings, with `timeout` as the default per-request timeout."""
+        return cls(
+            timeout=number_setting("HTTP_TIMEOUT", timeout, minimum=0.05),
+            attempts=int(number_setting("HTTP_RETRIES", 3, minimum=1)),
+            backoff=number_setting("HTTP_BACKOFF", 1.0),
+            max_wait=number_setting("HTTP_MAX_WAIT", 60.0),
+        )
+
+
+class Transient(Exception):
+    """A failure worth another try; `retry_after` is the wait the service asked for, if it did."""
+
+    def __init__(self, reason: str, retry_after: float | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.retry_after = retry_after
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A service's answer: status, headers, and the body (read up to MAX_ANSWER_BYTES)."""
+
+    status: int
+    headers: Mapping[str, str]
+    body: bytes
+    url: str
+
+    def json(self, service: str) -> Any:
+        """The body as JSON, or a tool error saying the answer was malformed."""
+        try:
+            return json.loads(self.body)
+        except ValueError:
+            raise ToolError(f"{service} sent a malformed answer (not JSON): {_preview(self.body)}") from None
+
+
+Describe = Callable[[Answer], str]
+
+
+def call(
+    service: str,
+    method: str,
+    url: str,
+    settings: HttpSettings,
+    *,
+    describe: Describe | None = None,
+    ok: Callable[[Answer], bool] | None = None,
+    **kwargs: Any,
+) -> Answer:
+    """One API request, retried on transient failures; `ok` accepts an error status as an answer
+    (e.g. a 404 that means "not found"); other statuses become tool errors described by `describe`."""
+
+    def wait(state: RetryCallState) -> float:
+        failure = state.outcome.exception() if state.outcome else None
+        asked = failure.retry_after if isinstance(failure, Transient) else None
+        return asked if asked is not None else min(settings.backoff * 2 ** (state.attempt_number - 1), 60.0)
+
+    retrying = Retrying(
+        stop=stop_after_attempt(settings.attempts),
+        wait=wait,
+        retry=retry_if_exception_type(Transient),
+        reraise=True,
+    )
+    try:
+        for attempt in retrying:
+            with attempt:
+                return _once(service, method, url, settings, describe or _status_line, ok, kwargs)
+    except Transient as failure:
+        tries = f" (tried {settings.attempts} times)" if settings.attempts > 1 else ""
+        raise ToolError(f"{service}: {failure.reason}{tries}") from None
+    raise AssertionError("unreachable")
+
+
+def _once(
+    service: str,
+    method: str,
+    url: str,
+    settings: HttpSettings,
+    describe: Describe,
+    ok: Callable[[Answer], bool] | None,
+    kwargs: Mapping[str, Any],
+) -> Answer:
+    import requests
+
+    headers = {"User-Agent": USER_AGENT, **kwargs.get("headers", {})}
+    options = {**kwargs, "headers": headers}
+    try:
+        with requests.request(
+            method, url, timeout=(min(settings.timeout, 10.0), settings.timeout), stream=True, **options
+        ) as response:
+            answer = Answer(response.status_code, dict(response.headers), _read(response, service), response.url)
+    except requests.Timeout:
+        raise Transient(f"no answer within {settings.timeout:g}s") from None
+    except requests.ConnectionError as exc:
+        raise Transient(f"cannot connect to {_origin(url)}: {connection_reason(exc)}") from None
+    except requests.RequestException as exc:
+        raise ToolError(f"{service}: request failed: {connection_reason(exc)}") from None
+    if answer.status == 429 or answer.status >= 500:
+        raise _retryable(service, answer, describe, settings)
+    if answer.status >= 400 and not (ok and ok(answer)):
+        raise ToolError(f"{service}: {describe(answer)}")
+    return answer
+
+
+def _retryable(service: str, answer: Answer, describe: Describe, settings: HttpSettings) -> Exception:
+    """A Transient for a 429/5xx, or a ToolError when the service asks for a longer wait than allowed."""
+    retry_after = parse_retry_after(answer.headers.get("Retry-After") or answer.headers.get("retry-after"))
+    reason = describe(answer)
+    if retry_after is not None and retry_after > settings.max_wait:
+        return ToolError(
+            f"{service}: {reason}; it asks to retry after {retry_after:g}s, longer than HTTP_MAX_WAIT "
+            f"({settings.max_wait:g}s): try again later"
+        )
+    return Transient(reason, retry_after)
+
+
+def _read(response: Any, service: str) -> bytes:
+    buffer = bytearray()
+    for chunk in response.iter_content(chunk_size=65536):
+        buffer += chunk
+        if len(buffer) > MAX_ANSWER_BYTES:
+            raise ToolError(f"{service} sent more than {human_bytes(MAX_ANSWER_BYTES)}: not an answer it should give")
+    return bytes(buffer)
+
+
+def parse_retry_after(value: str | None) -> float | None:
+    """Retry-After as seconds from now: a number of seconds or an HTTP date (None when absent or unreadable)."""
+    if not value:
+        return None
+    value = value.strip()
+    if value.replace(".", "", 1).isdigit():
+        return float(value)
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def json_message(answer: Answer, *keys: str) -> str | None:
+    """The first of `keys` found in a JSON error body (nested keys as 'error.info'), or None."""
+    try:
+        data = json.loads(answer.body)
+    except ValueError:
+        return None
+    for key in keys:
+        value: Any = data
+        for part in key.split("."):
+            value = value.get(part) if isinstance(value, Mapping) else None
+        if isinstance(value, str) and value.strip():
+            return one_line(value)
+    return None
+
+
+def _status_line(answer: Answer) -> str:
+    return f"HTTP {answer.status}"
+
+
+def one_line(text: str, limit: int = 300) -> str:
+    """The first line of a message, shortened: server text is shown, never trusted to be short."""
+    first = text.strip().splitlines()[0] if text.strip() else ""
+    return first if len(first) <= limit else first[: limit - 1] + "…"
+
+
+def _preview(body: bytes) -> str:
+    text = body.decode("utf-8", "replace").strip()
+    return repr(one_line(text, 80)) if text else "an empty body"
+
+
+def _origin(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}"
+
+
+def connection_reason(exc: BaseException) -> str:
+    """The useful part of a requests connection error: 'Connection refused', 'the host name does not resolve'."""
+    text = str(exc)
+    found = re.search(r"\[Errno -?\d+\] ([^'\")\]]+)", text)
+    if found:
+        reason = found.group(1).strip()
+        return "the host name does not resolve" if "not known" in reason or "resolution" in reason else reason
+    if "Name or service not known" in text or "nodename nor servname" in text:
+        return "the host name does not resolve"
+    return one_line(text, 200) or type(exc).__name__
