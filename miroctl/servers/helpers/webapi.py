@@ -85,10 +85,12 @@ def call(
     *,
     describe: Describe | None = None,
     ok: Callable[[Answer], bool] | None = None,
+    busy: Callable[[Answer], str | None] | None = None,
     **kwargs: Any,
 ) -> Answer:
     """One API request, retried on transient failures; `ok` accepts an error status as an answer
-    (e.g. a 404 that means "not found"); other statuses become tool errors described by `describe`."""
+    (e.g. a 404 that means "not found"); other statuses become tool errors described by `describe`;
+    `busy` names a successful-looking answer that says "try later" (MediaWiki's maxlag), retried too."""
 
     def wait(state: RetryCallState) -> float:
         failure = state.outcome.exception() if state.outcome else None
@@ -104,7 +106,11 @@ def call(
     try:
         for attempt in retrying:
             with attempt:
-                return _once(service, method, url, settings, describe or _status_line, ok, kwargs)
+                answer = _once(service, method, url, settings, describe or _status_line, ok, kwargs)
+                reason = busy(answer) if busy is not None else None
+                if reason is not None:
+                    raise _retryable(service, answer, lambda _: reason, settings)
+                return answer
     except Transient as failure:
         tries = f" (tried {settings.attempts} times)" if settings.attempts > 1 else ""
         raise ToolError(f"{service}: {failure.reason}{tries}") from None
