@@ -62,7 +62,7 @@ def wiki_get_page_content(entity: str, first_sentences: Annotated[int, Field(ge=
     if "disambiguation" in (page.get("pageprops") or {}):
         raise ToolError(_disambiguation(page["title"]))
     text, cut = _text(str(page.get("extract") or ""), first_sentences)
-    lines = [f"Page Title: {page['title']}"] + _redirect_note(page)
+    lines = [f"Page Title: {page['title']}", *_redirect_note(page)]
     if not text:
         lines.append("The page has no text extract (it may be a list, a table or a redirect stub).")
     elif first_sentences:
@@ -214,7 +214,8 @@ def _disambiguation(title: str) -> str:
     page = _one_page({"titles": title, "prop": "links", "plnamespace": "0", "pllimit": "50"}, title)
     options = [str(link.get("title")) for link in page.get("links") or [] if isinstance(link, Mapping)]
     shown = "; ".join(options[:OPTIONS_SHOWN]) + ("; ..." if len(options) > OPTIONS_SHOWN else "")
-    return f"{title!r} is a disambiguation page with several meanings: {shown or 'no titles listed'}. Call again with one of them"
+    meanings = shown or "no titles listed"
+    return f"{title!r} is a disambiguation page with several meanings: {meanings}. Call again with one of them"
 
 
 def _text(extract: str, sentences: int) -> tuple[str, int]:

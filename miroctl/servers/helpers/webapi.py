@@ -107,9 +107,8 @@ def call(
         for attempt in retrying:
             with attempt:
                 answer = _once(service, method, url, settings, describe or _status_line, ok, kwargs)
-                reason = busy(answer) if busy is not None else None
-                if reason is not None:
-                    raise _retryable(service, answer, lambda _: reason, settings)
+                if busy is not None and busy(answer) is not None:
+                    raise _retryable(service, answer, lambda said: busy(said) or "busy", settings)
                 return answer
     except Transient as failure:
         tries = f" (tried {settings.attempts} times)" if settings.attempts > 1 else ""
