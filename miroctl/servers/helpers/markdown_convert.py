@@ -35,6 +35,7 @@ class Page:
     url: str
     content_type: str
     size: int
+    title: str | None = None
 
 
 def read_url(url: str) -> str:
@@ -76,7 +77,8 @@ def fetch_markdown(
                 _check_response(url, response, max_bytes, limit_setting)
                 body = _read_capped(url, response, max_bytes, limit_setting)
                 content_type = response.headers.get("content-type", "")
-            return Page(_convert_bytes(url, body, content_type), url, content_type, len(body))
+            converted = _convert_bytes(url, body, content_type)
+            return Page(str(converted.text_content), url, content_type, len(body), converted.title or None)
     raise ToolError(f"{url}: more than {MAX_REDIRECTS} redirects")
 
 
@@ -110,14 +112,14 @@ def _read_capped(url: str, response: Any, limit: int, limit_setting: str) -> byt
     return bytes(buffer)
 
 
-def _convert_bytes(url: str, body: bytes, content_type: str) -> str:
+def _convert_bytes(url: str, body: bytes, content_type: str) -> Any:
     mimetype, _, params = content_type.partition(";")
     charset = next((p.split("=", 1)[1].strip() for p in params.split(";") if p.strip().startswith("charset=")), None)
     extension = posixpath.splitext(urlsplit(url).path)[1] or None
     info = _markitdown().StreamInfo(
         mimetype=mimetype.strip() or None, charset=charset or None, url=url, extension=extension
     )
-    return convert(url, lambda md: md.convert_stream(io.BytesIO(body), stream_info=info))
+    return convert_result(url, lambda md: md.convert_stream(io.BytesIO(body), stream_info=info))
 
 
 def _reason(exc: BaseException) -> str:
@@ -148,9 +150,14 @@ def _converter() -> Any:
 
 def convert(source: str, how: Any) -> str:
     """The Markdown of a document, `how(converter)` doing the conversion; failures as one-line tool errors."""
+    return str(convert_result(source, how).text_content)
+
+
+def convert_result(source: str, how: Any) -> Any:
+    """MarkItDown's result (text_content, title) of `how(converter)`; failures as one-line tool errors."""
     md = _markitdown()
     try:
-        return str(how(_converter()).text_content)
+        return how(_converter())
     except md.UnsupportedFormatException:
         raise ToolError(f"cannot convert {source}: MarkItDown has no converter for this kind of file") from None
     except md.FileConversionException as exc:
