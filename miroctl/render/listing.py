@@ -9,6 +9,7 @@ from typing import Any
 from rich.table import Table
 from rich.text import Text
 
+from miroctl.base.models import ToolInfo
 from miroctl.base.text import counted
 from miroctl.core.arguments import type_label
 from miroctl.render.output import Output
@@ -66,7 +67,7 @@ def _offer_cell(item: Mapping[str, Any], column: str) -> str:
     return str(item.get(column) or "")
 
 
-def _summary(tool: Any, full: bool) -> str:
+def _summary(tool: ToolInfo, full: bool) -> str:
     if full:
         schema = json.dumps(tool.input_schema, indent=2, ensure_ascii=False)
         return f"{tool.description.strip()}\n\ninput schema:\n{schema}"

@@ -200,7 +200,7 @@ def _tls_line(tls: dict[str, Any]) -> str:
     )
 
 
-def _request(url: str, method: str, deadline: Deadline, follow: bool, verify: bool) -> tuple[list[str], dict]:
+def _request(url: str, method: str, deadline: Deadline, follow: bool, verify: bool) -> tuple[list[str], dict[str, Any]]:
     import httpx2
 
     started = time.monotonic()
@@ -232,7 +232,9 @@ def _body_size(response: Any) -> int | None:
     return size
 
 
-def _answer_lines(url: str, response: Any, headers_ms: float, total_ms: float, size: int | None) -> tuple[list, dict]:
+def _answer_lines(
+    url: str, response: Any, headers_ms: float, total_ms: float, size: int | None
+) -> tuple[list[str], dict[str, Any]]:
     kind = response.headers.get("content-type", "no content type").split(";")[0]
     shown = "not read" if size is None else (f"{human_bytes(size)}+" if size >= BODY_LIMIT else human_bytes(size))
     first = (

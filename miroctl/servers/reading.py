@@ -8,7 +8,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 
 from miroctl.servers.helpers.common import human_bytes, number_setting, setting
-from miroctl.servers.helpers.markdown_convert import DEFAULT_MAX_BYTES, convert, read_url
+from miroctl.servers.helpers.markdown_convert import DEFAULT_MAX_BYTES, read_document, read_url
 
 mcp = MCPServer("reading", version="0.2.0", log_level="WARNING")
 
@@ -43,7 +43,7 @@ def read_file(uri: str) -> str:
     if scheme not in ("", "file"):
         raise ToolError(f"unsupported URI scheme {scheme!r}: use a local path, a file:// URI or an http(s) URL")
     path = local_path(uri)
-    return convert(uri, lambda md: md.convert_local(str(path)))
+    return read_document(path, uri)
 
 
 # ---------------------------------------------------------------------------------------------- local files

@@ -19,8 +19,8 @@ from mcp.types import CallToolResult, ToolAnnotations
 
 from miroctl.policy import urls
 from miroctl.servers.helpers.common import number_setting, result, setting
-from miroctl.servers.helpers.markdown_convert import fetch_markdown
-from miroctl.servers.helpers.webapi import Answer, HttpSettings, call, json_message, one_line
+from miroctl.servers.helpers.markdown_convert import read_url
+from miroctl.servers.helpers.webapi import USER_AGENT, Answer, HttpSettings, call, json_message, one_line
 
 mcp = MCPServer("scrape", version="0.1.0", log_level="WARNING")
 
@@ -146,17 +146,13 @@ def _jina_error(answer: Answer) -> str:
 
 
 def _direct(target: str, how: str) -> Scraped:
-    settings = HttpSettings.from_env(timeout=60.0)
-    page = fetch_markdown(
-        target,
-        timeout=settings.timeout,
-        max_bytes=int(number_setting("SCRAPE_MAX_BYTES", 20 * 1024 * 1024, minimum=1)),
-        limit_setting="SCRAPE_MAX_BYTES",
-        rules=urls.from_env(),
+    """The page fetched by miroctl itself (URL rules on every redirect, SCRAPE_MAX_BYTES, HTTP_TIMEOUT)."""
+    markdown = read_url(
+        target, max_bytes_setting="SCRAPE_MAX_BYTES", timeout_setting="HTTP_TIMEOUT", user_agent=USER_AGENT
     )
-    if not page.markdown.strip():
-        raise ToolError(f"{page.url} has no readable content")
-    return Scraped(page.markdown, page.title, page.url, how)
+    if not markdown.strip():
+        raise ToolError(f"{target} has no readable content")
+    return Scraped(markdown, None, target, how)
 
 
 def _cut(content: str, notes: list[str]) -> tuple[str, int]:

@@ -23,7 +23,7 @@ from pydantic import Field
 
 from miroctl.policy import urls
 from miroctl.servers.helpers.common import number_setting, result, setting
-from miroctl.servers.helpers.markdown_convert import fetch_markdown
+from miroctl.servers.helpers.markdown_convert import read_url
 from miroctl.servers.helpers.webapi import USER_AGENT, HttpSettings, call
 
 mcp = MCPServer("wayback", version="0.1.0", log_level="WARNING")
@@ -219,22 +219,16 @@ def _seconds(stamp: str) -> float:
 def _read(snapshot: Snapshot) -> str:
     """The snapshot as Markdown, fetched raw (`TIMESTAMPid_`) so the archive's toolbar is not in it."""
     raw = _SNAPSHOT.sub(lambda m: f"/web/{m.group(1)}id_/", snapshot.archived_url, count=1)
-    settings = HttpSettings.from_env()
     try:
-        page = fetch_markdown(
-            raw,
-            timeout=settings.timeout,
-            max_bytes=int(number_setting("WAYBACK_MAX_BYTES", 20 * 1024 * 1024, minimum=1)),
-            limit_setting="WAYBACK_MAX_BYTES",
-            rules=urls.from_env(),
-            user_agent=USER_AGENT,
+        page = read_url(
+            raw, max_bytes_setting="WAYBACK_MAX_BYTES", timeout_setting="HTTP_TIMEOUT", user_agent=USER_AGENT
         )
     except ToolError as failure:
         raise ToolError(
             f"found a snapshot of {snapshot.original} from {snapshot.time} ({snapshot.archived_url}) "
             f"but could not read it: {failure}"
         ) from None
-    return page.markdown.strip()
+    return page.strip()
 
 
 if __name__ == "__main__":

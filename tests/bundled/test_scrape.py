@@ -5,7 +5,6 @@ answer, not the fallback the manager adds on top of a failed scrape."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -15,6 +14,7 @@ import pytest
 from miroctl.base.models import CallOutcome, CallRequest, ServerSpec
 from miroctl.config import loader as config_
 from miroctl.config.loader import Profile
+from miroctl.config.sections import Sections
 from miroctl.core.manager import Manager
 from tests.bundled.conftest import bundled_spec, memory_spec
 from tests.bundled.research import quick_retries
@@ -23,7 +23,7 @@ from tests.fakes.base import Reply
 from tests.fakes.jina import KEY, FakeJina, reader_error
 from tests.fakes.site import FakeSite, html, redirect
 
-NO_FALLBACK = Profile(sections={"fallbacks": {"markitdown": {"enabled": False}}})
+NO_FALLBACK = Profile(sections=Sections.parse({"fallbacks": {"markitdown": {"enabled": False}}}))
 
 
 @dataclass
@@ -77,8 +77,7 @@ def test_without_a_key_the_page_is_fetched_directly_and_converted_with_markitdow
     outcome = scrape(web.url("/article"))
     assert outcome.exit_code == 0, outcome.error
     assert "Fetched by: a direct fetch converted with MarkItDown (JINA_API_KEY is not set)" in outcome.result
-    assert "Title: Article" in outcome.result and "# Hello page" in outcome.result
-    assert "[link](/next)" in outcome.result and web.jina.seen() == []
+    assert "# Hello page" in outcome.result and "[link](/next)" in outcome.result and web.jina.seen() == []
 
 
 def test_a_refused_key_falls_back_to_a_direct_fetch_and_says_why(web, monkeypatch):
@@ -132,11 +131,10 @@ def test_a_page_the_reader_cannot_load_falls_back_and_a_missing_page_is_an_http_
 
 def test_a_reader_that_does_not_answer_in_time_times_out_then_falls_back(web, monkeypatch):
     quick_retries(monkeypatch, attempts=2, timeout=0.3)
-    web.jina.script(Reply(delay=3), Reply(delay=3))
-    started = time.monotonic()
+    web.jina.script(Reply(delay=10), Reply(delay=10))
     outcome = scrape(web.url("/article"))
     assert outcome.exit_code == 0 and "Note: Jina reader: no answer within 0.3s (tried 2 times)" in outcome.result
-    assert time.monotonic() - started < 2.5
+    assert outcome.duration_ms < 8_000  # two cut-off attempts and a direct fetch, not two 10 s waits
 
 
 def test_a_429_is_retried_after_the_wait_it_asks_for(web):

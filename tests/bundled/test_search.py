@@ -4,7 +4,6 @@ its keyless backend (ddgs) routed to a local proxy."""
 from __future__ import annotations
 
 import sys
-import time
 from collections.abc import Iterator
 
 import anyio
@@ -13,6 +12,7 @@ import pytest
 from miroctl.base.models import CallRequest
 from miroctl.config import loader as config_
 from miroctl.config.loader import Profile
+from miroctl.config.sections import Sections
 from miroctl.core.manager import Manager
 from tests.bundled.conftest import bundled_spec, memory_spec, session
 from tests.bundled.research import payload, quick_retries, refusing_proxy
@@ -154,20 +154,18 @@ def test_a_429_is_retried_after_the_wait_retry_after_asks_for(serper):
 
 def test_a_retry_after_longer_than_http_max_wait_is_reported_instead_of_waited_for(serper):
     serper.script(Reply(429, {"message": "Too many requests", "statusCode": 429}, {"Retry-After": "120"}))
-    started = time.monotonic()
     outcome = search(q="miroctl")
-    assert outcome.exit_code == 1 and time.monotonic() - started < 5
+    assert outcome.exit_code == 1 and outcome.duration_ms < 5_000
     assert "HTTP 429: Too many requests; it asks to retry after 120s, longer than HTTP_MAX_WAIT" in outcome.error
     assert len(serper.seen()) == 1
 
 
 def test_a_service_that_does_not_answer_in_time_times_out_on_each_attempt(serper, monkeypatch):
     quick_retries(monkeypatch, attempts=2, timeout=0.3)
-    serper.script(Reply(delay=3), Reply(delay=3))
-    started = time.monotonic()
+    serper.script(Reply(delay=10), Reply(delay=10))
     outcome = search(q="miroctl")
     assert outcome.exit_code == 1 and "Serper: no answer within 0.3s (tried 2 times)" in outcome.error
-    assert time.monotonic() - started < 2.5 and len(serper.seen()) == 2
+    assert outcome.duration_ms < 8_000 and len(serper.seen()) == 2
 
 
 @pytest.mark.parametrize(
@@ -240,7 +238,7 @@ def test_an_unknown_search_backend_setting_is_a_tool_error(serper, monkeypatch):
 def test_the_shipped_server_over_stdio_gets_the_profiles_url_rules_and_the_fakes_url(serper):
     serper.index["mirrors"] = [organic("a", "https://example.org/a"), organic("b", "https://blocked.example.com/b")]
     spec = bundled_spec("search", {"SERPER_API_KEY": KEY, "SERPER_BASE_URL": serper.base, "HTTP_BACKOFF": "0.01"})
-    profile = Profile(sections={"url_rules": {"block": ["blocked.example.com"]}})
+    profile = Profile(sections=Sections.parse({"url_rules": {"block": ["blocked.example.com"]}}))
     config = config_.Config(servers=(spec,), profile=profile, default_names=(spec.name,))
 
     assert spec.transport == "stdio"  # the shipped process, not the in-memory server

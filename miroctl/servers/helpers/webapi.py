@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import email.utils
 import json
-import re
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -22,7 +21,9 @@ from mcp.server.mcpserver.exceptions import ToolError
 from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_after_attempt
 
 from miroctl import __version__
-from miroctl.servers.helpers.common import human_bytes, number_setting
+from miroctl.base.text import human_bytes
+from miroctl.base.webpages import reason
+from miroctl.servers.helpers.common import number_setting
 
 USER_AGENT = f"miroctl/{__version__} (bundled research tools)"
 MAX_ANSWER_BYTES = 20 * 1024 * 1024  # an API answer larger than this is not a normal answer
@@ -137,9 +138,9 @@ def _once(
     except requests.Timeout:
         raise Transient(f"no answer within {settings.timeout:g}s") from None
     except requests.ConnectionError as exc:
-        raise Transient(f"cannot connect to {_origin(url)}: {connection_reason(exc)}") from None
+        raise Transient(f"cannot connect to {_origin(url)}: {reason(exc)}") from None
     except requests.RequestException as exc:
-        raise ToolError(f"{service}: request failed: {connection_reason(exc)}") from None
+        raise ToolError(f"{service}: request failed: {reason(exc)}") from None
     if answer.status == 429 or answer.status >= 500:
         raise _retryable(service, answer, describe, settings)
     if answer.status >= 400 and not (ok and ok(answer)):
@@ -215,15 +216,3 @@ def _preview(body: bytes) -> str:
 def _origin(url: str) -> str:
     parts = urlsplit(url)
     return f"{parts.scheme}://{parts.netloc}"
-
-
-def connection_reason(exc: BaseException) -> str:
-    """The useful part of a requests connection error: 'Connection refused', 'the host name does not resolve'."""
-    text = str(exc)
-    found = re.search(r"\[Errno -?\d+\] ([^'\")\]]+)", text)
-    if found:
-        reason = found.group(1).strip()
-        return "the host name does not resolve" if "not known" in reason or "resolution" in reason else reason
-    if "Name or service not known" in text or "nodename nor servname" in text:
-        return "the host name does not resolve"
-    return one_line(text, 200) or type(exc).__name__
