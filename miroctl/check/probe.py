@@ -18,6 +18,7 @@ from miroctl.base.errors import ConfigError
 from miroctl.base.models import CallOutcome, CallRequest, Failure, ServerSpec
 from miroctl.base.text import counted
 from miroctl.check.report import DEFAULT_CONCURRENCY, ProbeReport, SmokeCall
+from miroctl.core.manager import Manager
 from miroctl.sessions.exchange import TimedOut, within
 from miroctl.sessions.failures import config_failure, leaf, stdout_noise
 from miroctl.sessions.pool import ServerHandle, Unavailable, list_all_tools
@@ -60,7 +61,7 @@ def _timeout(phase: str, budget: Budget, tail: tuple[str, ...] = (), what: str |
 class Prober:
     """Runs the phases of a probe for one server at a time, on a Manager's sessions."""
 
-    def __init__(self, manager: Any, *, timeout: float | None = None, smoke: bool = False) -> None:
+    def __init__(self, manager: Manager, *, timeout: float | None = None, smoke: bool = False) -> None:
         self.manager = manager
         self.timeout = timeout
         self.smoke = smoke
@@ -174,7 +175,7 @@ class Prober:
 
     # ------------------------------------------------------------------------------------- ping
 
-    async def _ping(self, handle: ServerHandle, connection: Any, report: ProbeReport, budget: Budget) -> bool:
+    async def _ping(self, handle: ServerHandle, connection: Connection, report: ProbeReport, budget: Budget) -> bool:
         """Ping where the negotiated protocol still has it (it was removed in 2026-07-28)."""
         from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 

@@ -25,13 +25,6 @@ def marker(original: int, kept: int) -> str:
     return f"\n[... truncated by miroctl: {kept} of {original} characters shown]"
 
 
-def cut_text(text: str, limit: int | None) -> tuple[str, dict[str, Any] | None]:
-    """A plain text cut to `limit` with the marker, and the `truncated` record (None when it fits)."""
-    if limit is None or len(text) <= limit:
-        return text, None
-    return text[:limit] + marker(len(text), limit), record(len(text), limit)
-
-
 def record(original: int, limit: int, **extra: Any) -> dict[str, Any]:
     return {"original_chars": original, "kept_chars": limit, "limit": limit, **extra}
 

@@ -20,6 +20,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
+from miroctl import __version__
 from miroctl.servers.helpers.common import human_bytes, result, setting
 from miroctl.servers.helpers.net_probes import (
     Deadline,
@@ -32,7 +33,7 @@ from miroctl.servers.helpers.net_probes import (
     reverse,
 )
 
-mcp = MCPServer("network", version="0.2.0", log_level="WARNING")
+mcp = MCPServer("network", version=__version__, log_level="WARNING")
 
 PROBE = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=True)
 Seconds = Annotated[float, Field(ge=0.1, le=60.0)]

@@ -6,7 +6,6 @@ task of the pool's task group; callers share the session object and signal the o
 
 from __future__ import annotations
 
-import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -15,6 +14,7 @@ import anyio
 from anyio.abc import TaskGroup
 
 from miroctl.base.models import Failure, ProgressFn, ServerSpec, ToolInfo
+from miroctl.sessions.backoff import Backoff
 from miroctl.sessions.exchange import PagingError, TimedOut, every_page, within
 from miroctl.sessions.failures import (
     CONNECTION_CLOSED,
@@ -89,11 +89,9 @@ class ServerHandle:
         self.starts = 0
         self.restarted = False  # this session replaces a lost one (a persistent server's state is gone)
         self.failure: Failure | None = None
-        self._failed_at = 0.0
-        self._retry_after = RETRY_AFTER
+        self._start_backoff = Backoff(RETRY_AFTER, RETRY_MAX)  # after failed starts
+        self._crash_backoff = Backoff(CRASH_BACKOFF, RETRY_MAX, free=1)  # after sessions lost without an answer
         self.call_slots = anyio.CapacityLimiter(CALLS_PER_SERVER)
-        self.crashes = 0  # sessions lost in a row without a successful call in between
-        self._lost_at = 0.0
         self.last_failure: Failure | None = None  # why the latest session ended or failed to start
 
     @property
@@ -121,29 +119,27 @@ class ServerHandle:
                 except Unavailable as exc:
                     self._remember(exc.failure)
                     raise
-                self.failure, self._retry_after = None, RETRY_AFTER
+                self.failure = None
+                self._start_backoff.succeeded()
             if self.connection is None:  # it closed again at once
                 raise Unavailable(died_during(self.wire or Wire(self.spec), "initialize"))
             return self.connection
 
+    @property
+    def crashes(self) -> int:
+        """Sessions lost in a row without an answered call in between."""
+        return self._crash_backoff.failures
+
     def _raise_recent_failure(self) -> None:
-        if self.failure is not None and time.monotonic() - self._failed_at < self._retry_after:
+        if self.failure is not None and self._start_backoff.remaining() > 0:
             raise Unavailable(self.failure)
 
     def _remember(self, failure: Failure) -> None:
-        if self.failure is not None:
-            self._retry_after = min(self._retry_after * 2, RETRY_MAX)
-        self.failure, self._failed_at = failure, time.monotonic()
-        self.last_failure = failure
-
-    def crash_backoff(self) -> float:
-        """Seconds to wait after the latest loss: none after the first crash, then doubling."""
-        if self.crashes < 2:
-            return 0.0
-        return float(min(CRASH_BACKOFF * 2 ** (self.crashes - 2), RETRY_MAX))
+        self._start_backoff.failed()
+        self.failure = self.last_failure = failure
 
     def _raise_crash_loop(self) -> None:
-        wait = self.crash_backoff() - (time.monotonic() - self._lost_at)
+        wait = self._crash_backoff.remaining()
         if wait > 0:
             raise Unavailable(
                 Failure(
@@ -167,7 +163,7 @@ class ServerHandle:
                 if gen is not None and closed(exc):
                     gen.dead = True
                 raise
-        self.crashes = 0  # the session works: a later crash restarts at once again
+        self._crash_backoff.succeeded()  # the session works: a later crash restarts at once again
         return result
 
     async def _start_with_retry(self) -> None:
@@ -264,8 +260,7 @@ class ServerHandle:
         if gen is None:
             return None
         if not gen.stop.is_set():  # several calls may notice one loss: count it once
-            self.crashes += 1
-            self._lost_at = time.monotonic()
+            self._crash_backoff.failed()
         gen.stop.set()
         await gen.done.wait()
         self.last_failure = died_during(gen.wire, "a call")
@@ -285,7 +280,7 @@ class ServerHandle:
             return "connected"
         if self.failure is not None:
             return "failed"
-        if self.crash_backoff() > time.monotonic() - self._lost_at:
+        if self._crash_backoff.remaining() > 0:
             return "backoff"
         if self._current is None:
             return "idle"
@@ -296,9 +291,8 @@ class ServerHandle:
         """Down, and its backoff (after a failed start, or after crashes) has passed: a start may be tried now."""
         if self.connected:
             return False
-        if self.failure is not None:
-            return time.monotonic() - self._failed_at >= self._retry_after
-        return self.crash_backoff() <= time.monotonic() - self._lost_at
+        backoff = self._start_backoff if self.failure is not None else self._crash_backoff
+        return backoff.remaining() <= 0
 
     async def close(self) -> None:
         gen = self._current

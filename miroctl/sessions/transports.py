@@ -22,6 +22,7 @@ import anyio
 from miroctl import __version__
 from miroctl.base.masking import Masker
 from miroctl.base.models import ServerSpec
+from miroctl.sessions.anyio_private import close_transport
 from miroctl.sessions.processes import signal_group, spawn
 
 if TYPE_CHECKING:  # the SDK and its HTTP client cost ~1 s to import: only the code paths that talk load them
@@ -277,10 +278,7 @@ async def stop_process(process: Any, wire: Wire) -> None:
     wire.returncode = process.returncode
     with suppress(Exception):
         await process.stdout.aclose()
-    transport = getattr(getattr(process, "_process", None), "_transport", None)
-    if transport is not None:
-        with suppress(Exception):
-            transport.close()
+    close_transport(process)
 
 
 async def _exited(process: Any, timeout: float) -> bool:
