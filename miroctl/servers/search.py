@@ -3,7 +3,8 @@
 Results pass miroctl's URL rules (MIROCTL_URL_BLOCK, by default the Hugging Face dataset and space pages)
 before the model sees them, and the answer says how many were dropped. A quoted query that finds nothing
 is tried once more without its quotes, as the seeds do. Settings (environment): SERPER_API_KEY,
-SERPER_BASE_URL, SEARCH_BACKEND (auto, serper or ddgs), DDGS_BACKEND, DDGS_PROXY, and webapi's HTTP_*.
+SERPER_BASE_URL, SEARCH_BACKEND (auto, serper or ddgs), DDGS_BACKEND (the engines ddgs asks), DDGS_PROXY and
+DDGS_CA_BUNDLE (a proxy for ddgs, and the CA of one that inspects TLS), and webapi's HTTP_*.
 """
 
 from __future__ import annotations
@@ -144,44 +145,44 @@ def _serper_error(answer: Answer) -> str:
 def _ddgs(q: str, gl: str, hl: str, location: str | None, num: int, tbs: str | None, page: int) -> Found:
     """One keyless search with ddgs (several public engines, no key), reshaped like Serper's answer."""
     try:
-        from ddgs import DDGS
-        from ddgs.exceptions import DDGSException, RatelimitException, TimeoutException
+        import ddgs
+        import ddgs.exceptions
     except ImportError:
         raise ToolError(
             f"SERPER_API_KEY is not set and the keyless backend needs the ddgs package: {INSTALL_HINT} "
             "(or set SERPER_API_KEY)"
         ) from None
-    if os.environ.get("DDGS_PROXY") == "":
-        del os.environ["DDGS_PROXY"]  # ddgs would take an empty proxy setting as a proxy URL
     notes = ["SERPER_API_KEY is not set: results come from the keyless ddgs metasearch, not from Google."]
     timelimit = _ddgs_timelimit(tbs, notes)
     if location:
         notes.append(f"location {location!r} is not supported by the keyless backend and was ignored.")
-    timeout = HttpSettings.from_env(timeout=10.0).timeout
-    try:
-        hits = DDGS(proxy=setting("DDGS_PROXY"), timeout=max(1, round(timeout))).text(
-            q,
-            region=f"{gl.lower()}-{hl.lower()}",
-            safesearch="moderate",
-            timelimit=timelimit,
-            max_results=num,
-            page=page,
-            backend=setting("DDGS_BACKEND") or "auto",
-        )
-    except RatelimitException:
-        raise ToolError("keyless search (ddgs) was rate limited: try later, or set SERPER_API_KEY") from None
-    except TimeoutException:
-        raise ToolError(f"keyless search (ddgs): the engines did not answer within {timeout:g}s") from None
-    except DDGSException as exc:
-        if "no results" in str(exc).lower():
-            hits = []
-        else:
-            raise ToolError(f"keyless search (ddgs) failed: {one_line(str(exc), 240)}") from None
+    options = {"region": f"{gl.lower()}-{hl.lower()}", "timelimit": timelimit, "max_results": num, "page": page}
+    hits = _ddgs_hits(ddgs, q, options)
     organic = [
         {"title": h.get("title", ""), "link": h.get("href", ""), "snippet": h.get("body", ""), "position": i}
         for i, h in enumerate(hits, 1)
     ]
     return Found("ddgs", {"organic": organic}, notes)
+
+
+def _ddgs_hits(ddgs: Any, q: str, options: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """ddgs's text results; "no results" is an empty list, other failures are tool errors."""
+    if os.environ.get("DDGS_PROXY") == "":
+        del os.environ["DDGS_PROXY"]  # ddgs would take an empty proxy setting as a proxy URL
+    timeout = HttpSettings.from_env(timeout=10.0).timeout
+    verify = setting("DDGS_CA_BUNDLE") or True
+    engines = ddgs.DDGS(proxy=setting("DDGS_PROXY"), timeout=max(1, round(timeout)), verify=verify)
+    try:
+        hits = engines.text(q, safesearch="moderate", backend=setting("DDGS_BACKEND") or "auto", **options)
+    except ddgs.exceptions.RatelimitException:
+        raise ToolError("keyless search (ddgs) was rate limited: try later, or set SERPER_API_KEY") from None
+    except ddgs.exceptions.TimeoutException:
+        raise ToolError(f"keyless search (ddgs): the engines did not answer within {timeout:g}s") from None
+    except ddgs.exceptions.DDGSException as exc:
+        if "no results" in str(exc).lower():
+            return []
+        raise ToolError(f"keyless search (ddgs) failed: {one_line(str(exc), 240)}") from None
+    return [dict(hit) for hit in hits if isinstance(hit, Mapping)]
 
 
 def _ddgs_timelimit(tbs: str | None, notes: list[str]) -> str | None:

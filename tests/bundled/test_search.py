@@ -18,7 +18,9 @@ from tests.bundled.conftest import bundled_spec, memory_spec, session
 from tests.bundled.research import payload, quick_retries, refusing_proxy
 from tests.conftest import free_port
 from tests.fakes.base import Reply
+from tests.fakes.mediawiki import FakeMediaWiki, Page
 from tests.fakes.serper import KEY, FakeSerper, organic
+from tests.fakes.tls_proxy import InterceptingProxy
 
 
 @pytest.fixture
@@ -207,7 +209,46 @@ def test_without_a_key_and_without_ddgs_the_error_says_what_to_install(serper, m
     assert "pip install 'miroctl[research]'" in outcome.error and serper.seen() == []
 
 
-def test_without_a_key_the_keyless_backend_is_used_and_its_failures_are_tool_errors(serper, monkeypatch):
+@pytest.fixture
+def keyless(serper, monkeypatch, tmp_path) -> Iterator[FakeMediaWiki]:
+    """No Serper key; ddgs asks its Wikipedia engine, which reaches a fake MediaWiki through a TLS-inspecting proxy."""
+    wiki = FakeMediaWiki(site="https://en.wikipedia.org")
+    wiki.add(Page("Python (programming language)", "Python is a high-level programming language. It is popular."))
+    with wiki.serve() as base:
+        proxy = InterceptingProxy(tmp_path, {"en.wikipedia.org": base})
+        with proxy.serve() as url:
+            monkeypatch.delenv("SERPER_API_KEY")
+            monkeypatch.setenv("DDGS_PROXY", url)
+            monkeypatch.setenv("DDGS_CA_BUNDLE", str(proxy.ca))
+            monkeypatch.setenv("DDGS_BACKEND", "wikipedia")
+            yield wiki
+
+
+def test_without_a_key_the_keyless_backend_answers_and_says_so(keyless, serper):
+    data = payload(search(q="python programming"))
+    assert data["backend"] == "ddgs" and serper.seen() == []
+    assert data["organic"] == [
+        {
+            "title": "Python (programming language)",
+            "link": "https://en.wikipedia.org/wiki/Python_(programming_language)",
+            "snippet": "Python is a high-level programming language. It is popular.",
+            "position": 1,
+        }
+    ]
+    assert data["notes"][0].startswith("SERPER_API_KEY is not set: results come from the keyless ddgs metasearch")
+    opensearch, extract = keyless.seen()
+    assert (opensearch.query["action"], opensearch.query["search"]) == ("opensearch", "python programming")
+    assert (extract.query["prop"], extract.query["titles"]) == ("extracts", "Python (programming language)")
+
+
+def test_the_keyless_backends_results_pass_the_url_rules_too(keyless, monkeypatch):
+    monkeypatch.setenv("MIROCTL_URL_BLOCK", "en.wikipedia.org/wiki/python_(programming_language)")
+    outcome = search(q="python programming", tbs="qdr:h", location="Paris")
+    assert outcome.exit_code == 1
+    assert "all 1 results for 'python programming' were dropped by the URL rules" in outcome.error
+
+
+def test_keyless_engines_that_cannot_be_reached_are_a_tool_error(serper, monkeypatch):
     monkeypatch.delenv("SERPER_API_KEY")
     with refusing_proxy() as (proxy, connects):
         monkeypatch.setenv("DDGS_PROXY", proxy)

@@ -38,8 +38,9 @@ class Page:
 class FakeMediaWiki(FakeService):
     """Pages by title, redirects (from -> to), and a search suggestion."""
 
-    def __init__(self) -> None:
+    def __init__(self, site: str | None = None) -> None:
         super().__init__()
+        self.site = site  # the wiki's public address in page URLs (default: where the fake listens)
         self.pages: dict[str, Page] = {}
         self.redirects: dict[str, str] = {}
         self.suggestion: str | None = None
@@ -53,8 +54,10 @@ class FakeMediaWiki(FakeService):
         if request.path != "/w/api.php":
             return Reply(404, "Not Found")
         q = request.query
-        if q.get("format") != "json" or q.get("formatversion") != "2":
-            return Reply(400, "the fake answers format=json&formatversion=2 only")
+        if q.get("action") == "opensearch":
+            return self._opensearch(q)
+        if q.get("format") != "json":
+            return Reply(400, "the fake answers format=json only")
         if q.get("action") != "query":
             return _error("badvalue", f'Unrecognized value for parameter "action": {q.get("action")}.')
         answer: dict[str, Any] = {"batchcomplete": True, "query": {}}
@@ -62,7 +65,17 @@ class FakeMediaWiki(FakeService):
             self._titles(q, answer)
         if q.get("list") == "search":
             self._search(q, answer)
-        return json_reply(answer)
+        return json_reply(answer if q.get("formatversion") == "2" else _version1(answer))
+
+    def url(self, title: str) -> str:
+        return f"{self.site or self.base}/wiki/{title.replace(' ', '_')}"
+
+    def _opensearch(self, q: dict[str, str]) -> Reply:
+        """action=opensearch: [search, [titles], [descriptions], [urls]] (its format is JSON by default)."""
+        words = q.get("search", "").lower().split()
+        hits = sorted(p.title for p in self.pages.values() if all(w in p.title.lower() for w in words))
+        hits = hits[: int(q.get("limit", 10))]
+        return json_reply([q.get("search", ""), hits, [""] * len(hits), [self.url(t) for t in hits]])
 
     # ------------------------------------------------------------------------------------------ titles
 
@@ -92,7 +105,7 @@ class FakeMediaWiki(FakeService):
         if "extracts" in props:
             entry["extract"] = self._extract(page, q, answer)
         if "info" in props and "url" in q.get("inprop", ""):
-            url = f"{self.base}/wiki/{page.title.replace(' ', '_')}"
+            url = self.url(page.title)
             entry.update(fullurl=url, editurl=f"{url}?action=edit", canonicalurl=url)
         if "pageprops" in props and page.disambiguation:
             entry["pageprops"] = {"disambiguation": ""}
@@ -141,6 +154,18 @@ class FakeMediaWiki(FakeService):
         answer["query"]["search"] = [{"ns": 0, "title": p.title, "pageid": p.pageid} for p in hits[:limit]]
         if "suggestion" in q.get("srinfo", "") and self.suggestion:
             answer["query"]["searchinfo"] = {"suggestion": self.suggestion}
+
+
+def _version1(answer: dict[str, Any]) -> dict[str, Any]:
+    """The same answer in formatversion 1: pages keyed by id (missing ones by -1, -2, ...), true as ""."""
+    query = dict(answer["query"])
+    if "pages" in query:
+        keyed = {}
+        for index, page in enumerate(query["pages"], 1):
+            flags = {k: "" for k in ("missing", "invalid") if page.get(k) is True}
+            keyed[str(page.get("pageid", -index))] = {**page, **flags}
+        query["pages"] = keyed
+    return {**answer, "query": query, **({"batchcomplete": ""} if answer.get("batchcomplete") else {})}
 
 
 def _normalise(title: str) -> str:
