@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 from miroctl.base.errors import ConfigError
 from miroctl.cli.app import app
 from miroctl.config import envrefs
-from miroctl.config.loader import bundled_config_dir, find_config
+from miroctl.config.loader import bundled_config_dir, find_config, load
 from tests.conftest import fixture_yaml
 
 
@@ -84,3 +84,19 @@ def test_a_missing_key_behind_a_nested_default_is_named_in_that_servers_config_f
     assert failure["kind"] == "config" and failure["message"].endswith(
         "missing environment variable MIROCTL_FALLBACK_KEY_X"
     )
+
+
+def test_values_from_the_environment_are_secrets_and_a_files_own_defaults_are_not(write_config, monkeypatch):
+    monkeypatch.setenv("MIROCTL_TEST_SET_TOKEN", "tok-from-the-environment")
+    monkeypatch.delenv("MIROCTL_TEST_UNSET_URL", raising=False)
+    server = fixture_yaml(
+        "s",
+        env={
+            "TOKEN": "${oc.env:MIROCTL_TEST_SET_TOKEN,''}",
+            "BASE_URL": "${oc.env:MIROCTL_TEST_UNSET_URL,'https://api.example.org/v1'}",
+            "NESTED": "${oc.env:MIROCTL_TEST_UNSET_URL,${oc.env:MIROCTL_TEST_SET_TOKEN}}",
+        },
+    )
+    config = load(str(write_config({"s": server})))
+    assert config.get("s").env["BASE_URL"] == "https://api.example.org/v1"
+    assert config.secrets() == {"tok-from-the-environment"}

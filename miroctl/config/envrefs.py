@@ -25,6 +25,23 @@ def missing(value: Any, environ: Mapping[str, str]) -> set[str]:
     return set()
 
 
+def names(text: str) -> set[str]:
+    """Every variable a string's interpolations name, defaults included."""
+    found: set[str] = set()
+    for inner in interpolations(text):
+        if inner.startswith(ENV):
+            name, _, default = _split_first(inner[len(ENV) :])
+            found |= {name.strip()} | names(default)
+        else:
+            found |= names(inner)
+    return found
+
+
+def used(text: str, environ: Mapping[str, str]) -> bool:
+    """Whether a string's value comes (in part) from the environment rather than only from its defaults."""
+    return any(name in environ for name in names(text))
+
+
 def _missing_in(text: str, environ: Mapping[str, str]) -> set[str]:
     found: set[str] = set()
     for inner in interpolations(text):

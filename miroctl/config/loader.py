@@ -235,10 +235,12 @@ def _require_env(raw: Any, path: Path) -> None:
 
 
 def _interpolated_values(raw: Any, resolved: Any) -> set[str]:
-    """Resolved values of the strings that came from interpolation: these are treated as secrets."""
+    """Resolved values of the strings that came from the environment: these are treated as secrets.
+    A value made only of the file's own defaults (`${oc.env:URL,'https://...'}` with URL unset) is not one."""
     found: set[str] = set()
     if isinstance(raw, str) and "${" in raw and isinstance(resolved, str) and could_be_secret(resolved):
-        found.add(resolved)
+        if envrefs.used(raw, os.environ) or not envrefs.names(raw):
+            found.add(resolved)
     elif isinstance(raw, Mapping) and isinstance(resolved, Mapping):
         for key, item in raw.items():
             found |= _interpolated_values(item, resolved.get(key))
