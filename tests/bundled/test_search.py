@@ -192,6 +192,18 @@ def test_an_unreachable_service_is_retried_then_reported(serper, monkeypatch):
     assert outcome.error.endswith("Connection refused (tried 3 times)")
 
 
+def test_a_redirect_on_the_same_host_is_followed_with_the_key_and_one_to_another_host_is_not(serper):
+    serper.script(Reply(308, b"", {"Location": "/search"}))
+    data = payload(search(q="miroctl"))
+    assert [r.headers["x-api-key"] for r in serper.seen()] == [KEY, KEY] and len(data["organic"]) == 2
+    elsewhere = FakeSerper()
+    with elsewhere.serve() as other:
+        serper.script(Reply(307, b"", {"Location": other.replace("127.0.0.1", "localhost") + "/search"}))
+        outcome = search(q="miroctl")
+    assert outcome.exit_code == 1 and "Serper redirected to another host (localhost): not followed" in outcome.error
+    assert elsewhere.seen() == []
+
+
 def test_a_url_rule_in_the_query_denies_the_call_before_any_request(serper):
     outcome = search(q="site:huggingface.co https://huggingface.co/datasets/x/y")
     assert outcome.exit_code == 5 and "url rule" in outcome.error and serper.seen() == []

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import urljoin, urlsplit
 
 from mcp.server.mcpserver.exceptions import ToolError
 from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_after_attempt
@@ -26,6 +26,8 @@ from miroctl.base.webpages import reason
 from miroctl.servers.helpers.common import number_setting
 
 USER_AGENT = f"miroctl/{__version__} (bundled research tools)"
+MAX_REDIRECTS = 3
+REDIRECTS = frozenset({301, 302, 303, 307, 308})
 MAX_ANSWER_BYTES = 20 * 1024 * 1024  # an API answer larger than this is not a normal answer
 
 
@@ -63,7 +65,7 @@ class Answer:
     """A service's answer: status, headers, and the body (read up to MAX_ANSWER_BYTES)."""
 
     status: int
-    headers: Mapping[str, str]
+    headers: Mapping[str, str]  # names in lowercase
     body: bytes
     url: str
 
@@ -126,21 +128,22 @@ def _once(
     ok: Callable[[Answer], bool] | None,
     kwargs: Mapping[str, Any],
 ) -> Answer:
-    import requests
-
-    headers = {"User-Agent": USER_AGENT, **kwargs.get("headers", {})}
-    options = {**kwargs, "headers": headers}
-    try:
-        with requests.request(
-            method, url, timeout=(min(settings.timeout, 10.0), settings.timeout), stream=True, **options
-        ) as response:
-            answer = Answer(response.status_code, dict(response.headers), _read(response, service), response.url)
-    except requests.Timeout:
-        raise Transient(f"no answer within {settings.timeout:g}s") from None
-    except requests.ConnectionError as exc:
-        raise Transient(f"cannot connect to {_origin(url)}: {reason(exc)}") from None
-    except requests.RequestException as exc:
-        raise ToolError(f"{service}: request failed: {reason(exc)}") from None
+    """One request; redirects are followed only on the same host, so a key in a header never travels on."""
+    options = dict(kwargs)
+    for _ in range(MAX_REDIRECTS + 1):
+        answer = _send(method, url, settings, options)
+        location = answer.headers.get("location") if answer.status in REDIRECTS else None
+        if location is None:
+            break
+        target = urljoin(url, location)
+        if urlsplit(target).hostname != urlsplit(url).hostname:
+            raise ToolError(f"{service} redirected to another host ({urlsplit(target).hostname}): not followed")
+        if answer.status == 303 or (answer.status in (301, 302) and method != "GET"):
+            method = "GET"  # as browsers and requests do: the body is not sent again
+            options = {k: v for k, v in options.items() if k not in ("json", "data")}
+        url = target
+    else:
+        raise ToolError(f"{service}: more than {MAX_REDIRECTS} redirects")
     if answer.status == 429 or answer.status >= 500:
         raise _retryable(service, answer, describe, settings)
     if answer.status >= 400 and not (ok and ok(answer)):
@@ -148,9 +151,28 @@ def _once(
     return answer
 
 
+def _send(method: str, url: str, settings: HttpSettings, options: Mapping[str, Any]) -> Answer:
+    import requests
+
+    headers = {"User-Agent": USER_AGENT, **options.get("headers", {})}
+    timeout = (min(settings.timeout, 10.0), settings.timeout)
+    try:
+        with requests.request(
+            method, url, timeout=timeout, stream=True, allow_redirects=False, **{**options, "headers": headers}
+        ) as response:
+            received = {name.lower(): value for name, value in response.headers.items()}
+            return Answer(response.status_code, received, _read(response, url), response.url)
+    except requests.Timeout:
+        raise Transient(f"no answer within {settings.timeout:g}s") from None
+    except requests.ConnectionError as exc:
+        raise Transient(f"cannot connect to {_origin(url)}: {reason(exc)}") from None
+    except requests.RequestException as exc:
+        raise ToolError(f"request to {_origin(url)} failed: {reason(exc)}") from None
+
+
 def _retryable(service: str, answer: Answer, describe: Describe, settings: HttpSettings) -> Exception:
     """A Transient for a 429/5xx, or a ToolError when the service asks for a longer wait than allowed."""
-    retry_after = parse_retry_after(answer.headers.get("Retry-After") or answer.headers.get("retry-after"))
+    retry_after = parse_retry_after(answer.headers.get("retry-after"))
     reason = describe(answer)
     if retry_after is not None and retry_after > settings.max_wait:
         return ToolError(
@@ -160,12 +182,12 @@ def _retryable(service: str, answer: Answer, describe: Describe, settings: HttpS
     return Transient(reason, retry_after)
 
 
-def _read(response: Any, service: str) -> bytes:
+def _read(response: Any, url: str) -> bytes:
     buffer = bytearray()
     for chunk in response.iter_content(chunk_size=65536):
         buffer += chunk
         if len(buffer) > MAX_ANSWER_BYTES:
-            raise ToolError(f"{service} sent more than {human_bytes(MAX_ANSWER_BYTES)}: not an answer it should give")
+            raise ToolError(f"{_origin(url)} sent more than {human_bytes(MAX_ANSWER_BYTES)}: not an API answer")
     return bytes(buffer)
 
 
