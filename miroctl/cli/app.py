@@ -45,6 +45,7 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def main(
+    ctx: typer.Context,
     version: Annotated[
         bool, typer.Option("--version", "-V", callback=_version, is_eager=True, help="Show the version and exit.")
     ] = False,
@@ -55,10 +56,21 @@ def main(
             help="On an error, also show where it came from (anywhere on the command line). [env: MIROCTL_TRACEBACK]",
         ),
     ] = False,
+    config: Annotated[
+        str | None,
+        typer.Option(
+            "--config",
+            "-c",
+            help="Profile for every command (`research`, a bundled one, or a file); a command's own --config wins.",
+        ),
+    ] = None,
 ) -> None:
     """Run, probe, check and serve pools of MCP servers."""
     if traceback:
         boundary.show_tracebacks()
+    if config is not None:  # `miroctl -c research list`: the default of each command's --config
+        commands = getattr(ctx.command, "commands", {})
+        ctx.default_map = {name: {**(ctx.default_map or {}).get(name, {}), "config": config} for name in commands}
 
 
 app.command("list")(commands.list_)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -18,7 +18,7 @@ from miroctl.base.errors import ConfigError
 from miroctl.base.masking import could_be_secret, credentials
 from miroctl.base.models import DEFAULT_CALL_TIMEOUT, DEFAULT_STARTUP_TIMEOUT, ServerSpec
 from miroctl.base.text import suggest
-from miroctl.config import ecosystem, nesting
+from miroctl.config import ecosystem, envrefs, nesting
 from miroctl.config.sections import Sections
 from miroctl.config.servers import adhoc_servers, positive, reject_unknown, server_from_mapping
 
@@ -38,7 +38,6 @@ PROFILE_KEYS = {
     "log",
     "description",
 }
-_ENV_REF = re.compile(r"\$\{oc\.env:([A-Za-z_][A-Za-z0-9_]*)(,[^}]*)?\}")
 
 
 @dataclass(frozen=True)
@@ -103,7 +102,8 @@ def bundled_config_dir() -> Path:
 
 
 def find_config(explicit: str | None, cwd: Path | None = None) -> Path:
-    """The config file to use: --config, $MIROCTL_CONFIG, ./miroctl.yaml, ./config/miroctl.yaml, bundled."""
+    """The config file to use: --config, $MIROCTL_CONFIG, ./miroctl.yaml, ./config/miroctl.yaml, bundled.
+    A bare name that is no file here (`-c research`) names a profile bundled with miroctl."""
     cwd = cwd or Path.cwd()
     given = explicit or os.environ.get("MIROCTL_CONFIG")
     if given:
@@ -111,13 +111,31 @@ def find_config(explicit: str | None, cwd: Path | None = None) -> Path:
         if not path.is_absolute():
             path = cwd / path
         if not path.exists():
+            bundled = bundled_profile(given)
+            if bundled is not None:
+                return bundled
             origin = "--config" if explicit else "$MIROCTL_CONFIG"
-            raise ConfigError(f"config file not found: {given} (from {origin})")
+            names = ", ".join(bundled_profiles())
+            raise ConfigError(f"config file not found: {given} (from {origin})", hint=f"bundled profiles: {names}")
         return path / "miroctl.yaml" if path.is_dir() else path
     for candidate in (cwd / "miroctl.yaml", cwd / "config" / "miroctl.yaml"):
         if candidate.is_file():
             return candidate
     return bundled_config_dir() / "miroctl.yaml"
+
+
+def bundled_profiles() -> list[str]:
+    """The names of the profiles shipped with miroctl (`default` is miroctl.yaml)."""
+    stems = sorted(p.stem for p in bundled_config_dir().glob("*.yaml") if p.stem != "miroctl")
+    return ["default", *stems]
+
+
+def bundled_profile(name: str) -> Path | None:
+    """The bundled profile a bare name (no path, no suffix) stands for, if there is one."""
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_-]*", name):
+        return None
+    path = bundled_config_dir() / f"{'miroctl' if name == 'default' else name}.yaml"
+    return path if path.is_file() else None
 
 
 def load_dotenv_file(cwd: Path | None = None) -> None:
@@ -211,8 +229,8 @@ def _first_line(exc: BaseException) -> str:
 
 
 def _require_env(raw: Any, path: Path) -> None:
-    """Name every ${oc.env:VAR} without a default that is unset (by name only, never a value)."""
-    missing = sorted({m.group(1) for m in _iter_env_refs(raw) if m.group(2) is None and m.group(1) not in os.environ})
+    """Name every unset variable a ${oc.env:VAR} needs, nested defaults included (by name, never a value)."""
+    missing = sorted(envrefs.missing(raw, os.environ))
     if missing:
         noun = "variable" if len(missing) == 1 else "variables"
         raise ConfigError(
@@ -221,22 +239,13 @@ def _require_env(raw: Any, path: Path) -> None:
         )
 
 
-def _iter_env_refs(value: Any) -> Iterable[re.Match[str]]:
-    if isinstance(value, str):
-        yield from _ENV_REF.finditer(value)
-    elif isinstance(value, Mapping):
-        for item in value.values():
-            yield from _iter_env_refs(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _iter_env_refs(item)
-
-
 def _interpolated_values(raw: Any, resolved: Any, key: str | None = None) -> set[str]:
-    """Credentials among the values that came from interpolation (by their key's name, or their shape)."""
+    """Credentials among the values that came from the environment (by their key's name, or their shape).
+    A value made only of the file's own defaults (`${oc.env:URL,'https://...'}` with URL unset) is not one."""
     found: set[str] = set()
     if isinstance(raw, str) and "${" in raw and isinstance(resolved, str) and could_be_secret(resolved, key):
-        found |= credentials(resolved, key)
+        if envrefs.used(raw, os.environ) or not envrefs.names(raw):
+            found |= credentials(resolved, key)
     elif isinstance(raw, Mapping) and isinstance(resolved, Mapping):
         for name, item in raw.items():
             found |= _interpolated_values(item, resolved.get(name), str(name))
