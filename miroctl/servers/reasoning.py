@@ -81,8 +81,6 @@ async def _ask_anthropic(endpoint: models.Endpoint, question: str) -> tuple[str,
                 thinking=thinking,
                 messages=[{"role": "user", "content": [{"type": "text", "text": question}]}],
             )
-    except ToolError:
-        raise
     except Exception as exc:  # noqa: BLE001 - the SDK's errors, each explained by models.failure
         raise models.failure(exc, endpoint) from None
     blocks = getattr(response, "content", None)
@@ -101,8 +99,6 @@ async def _ask_openai(endpoint: models.Endpoint, question: str) -> tuple[str, st
             response = await client.chat.completions.create(
                 model=model, messages=[{"role": "user", "content": question}]
             )
-    except ToolError:
-        raise
     except Exception as exc:  # noqa: BLE001 - the SDK's errors, each explained by models.failure
         raise models.failure(exc, endpoint) from None
     choices = getattr(response, "choices", None) or []

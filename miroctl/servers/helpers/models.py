@@ -114,6 +114,8 @@ def gemini_client(endpoint: Endpoint) -> Any:
 
 def failure(exc: BaseException, endpoint: Endpoint) -> ToolError:
     """One line for a failed API request: what happened, and what to check."""
+    if isinstance(exc, ToolError):
+        return exc
     name = type(exc).__name__
     status = _status(exc)
     where = endpoint.where
