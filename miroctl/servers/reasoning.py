@@ -101,11 +101,8 @@ async def _ask_openai(endpoint: models.Endpoint, question: str) -> tuple[str, st
             )
     except Exception as exc:  # noqa: BLE001 - the SDK's errors, each explained by models.failure
         raise models.failure(exc, endpoint) from None
-    choices = getattr(response, "choices", None) or []
-    if not choices or getattr(choices[0], "message", None) is None:
-        raise ToolError(f"{endpoint.where} sent a malformed response: it has no choices[0].message")
-    message = choices[0].message
-    answer = message.content or ""
+    answer = models.chat_text(response, endpoint)
+    message = response.choices[0].message
     # vLLM and DeepSeek call the thinking reasoning_content; OpenRouter calls it reasoning.
     extra = getattr(message, "model_extra", None) or {}
     thinking = str(extra.get("reasoning_content") or extra.get("reasoning") or "")

@@ -182,7 +182,7 @@ async def _ask_openai(endpoint: models.Endpoint, image: fetching.Fetched | str, 
             )
     except Exception as exc:  # noqa: BLE001 - the SDK's errors, each explained by models.failure
         raise models.failure(exc, endpoint) from None
-    return _nonempty(chat_text(response, endpoint), endpoint, model), str(getattr(response, "model", None) or model)
+    return _nonempty(models.chat_text(response, endpoint), endpoint, model), str(getattr(response, "model", None) or model)
 
 
 async def _ask_gemini(endpoint: models.Endpoint, contents: list[Any]) -> tuple[str, str]:
@@ -198,14 +198,6 @@ async def _ask_gemini(endpoint: models.Endpoint, contents: list[Any]) -> tuple[s
     if "exceeds the maximum number of tokens" in str(text or ""):
         raise ToolError("the video is too long for the model: ask about a shorter part (MM:SS-MM:SS)")
     return _nonempty(text or "", endpoint, model), model
-
-
-def chat_text(response: Any, endpoint: models.Endpoint) -> str:
-    """The text of a chat completion's first choice, or a tool error for a malformed one."""
-    choices = getattr(response, "choices", None)
-    if not isinstance(choices, list) or not choices or getattr(choices[0], "message", None) is None:
-        raise ToolError(f"{endpoint.where} sent a malformed response: it has no choices[0].message")
-    return choices[0].message.content or ""
 
 
 def _nonempty(answer: str, endpoint: models.Endpoint, model: str) -> str:

@@ -112,6 +112,14 @@ def gemini_client(endpoint: Endpoint) -> Any:
     return genai.Client(api_key=endpoint.key, http_options=options)
 
 
+def chat_text(response: Any, endpoint: Endpoint) -> str:
+    """The text of a chat completion's first choice, or a tool error for a malformed completion."""
+    choices = getattr(response, "choices", None)
+    if not isinstance(choices, list) or not choices or getattr(choices[0], "message", None) is None:
+        raise ToolError(f"{endpoint.where} sent a malformed response: it has no choices[0].message")
+    return str(choices[0].message.content or "")
+
+
 def failure(exc: BaseException, endpoint: Endpoint) -> ToolError:
     """One line for a failed API request: what happened, and what to check."""
     if isinstance(exc, ToolError):
