@@ -78,7 +78,9 @@ async def audio_question_answering(audio_path_or_url: str, question: str) -> Cal
     ]
     try:
         async with models.openai_client(endpoint) as client:
-            response = await client.chat.completions.create(model=model, messages=[{"role": "user", "content": content}])
+            response = await client.chat.completions.create(
+                model=model, messages=[{"role": "user", "content": content}]
+            )
     except Exception as exc:  # noqa: BLE001 - the SDK's errors, each explained by models.failure
         raise models.failure(exc, endpoint) from None
     answer = models.chat_text(response, endpoint).strip()
@@ -117,7 +119,13 @@ async def _audio(given: str) -> fetching.Fetched:
 
 
 def _facts(audio: fetching.Fetched, model: str, text: str) -> dict[str, Any]:
-    return {"model": model, "source": audio.source, "bytes": len(audio.data), "duration_seconds": _duration(audio), "text": text}
+    return {
+        "model": model,
+        "source": audio.source,
+        "bytes": len(audio.data),
+        "duration_seconds": _duration(audio),
+        "text": text,
+    }
 
 
 def _duration(audio: fetching.Fetched) -> float | None:

@@ -17,7 +17,6 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, ToolAnnotations
 
 from miroctl.servers.helpers.browser_session import BrowserSession, find_browser, missing_browser_message
@@ -104,7 +103,11 @@ async def browser_navigate_back(ctx: Context) -> CallToolResult:
     return await _page_report(ctx, "went back")
 
 
-@mcp.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False))
+@mcp.tool(
+    annotations=ToolAnnotations(
+        read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+    )
+)
 async def browser_close(ctx: Context) -> CallToolResult:
     """Close the browser and forget its pages; the next browser call starts a fresh one."""
     closed = await _session(ctx).close()

@@ -17,7 +17,13 @@ from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
 from miroctl.servers.helpers.common import human_bytes, of_total, result
-from miroctl.servers.helpers.docker_engine import cpu_percent, engine_call, masked_inspect, since_timestamp, summary_line
+from miroctl.servers.helpers.docker_engine import (
+    cpu_percent,
+    engine_call,
+    masked_inspect,
+    since_timestamp,
+    summary_line,
+)
 
 mcp = MCPServer("docker", version="0.2.0", log_level="WARNING")
 
@@ -86,18 +92,21 @@ def inspect_container(container: str) -> CallToolResult:
     config = data.get("Config") or {}
     host = data.get("HostConfig") or {}
     policy = (host.get("RestartPolicy") or {}).get("Name") or "no"
+    command = " ".join([data.get("Path") or "", *(data.get("Args") or [])]).strip()
     lines = [
         f"{data.get('Name', '').lstrip('/')} ({str(data.get('Id', ''))[:12]}): {state.get('Status', '?')}"
         + (f", health {state['Health'].get('Status')}" if state.get("Health") else ""),
-        f"image {config.get('Image', '?')}; command {' '.join([data.get('Path') or '', *(data.get('Args') or [])]).strip()}",
-        f"started {state.get('StartedAt', '?')}; finished {state.get('FinishedAt', '?')}; exit code {state.get('ExitCode')}"
-        + ("; OOM-killed" if state.get("OOMKilled") else ""),
+        f"image {config.get('Image', '?')}; command {command}",
+        f"started {state.get('StartedAt', '?')}; finished {state.get('FinishedAt', '?')}; "
+        f"exit code {state.get('ExitCode')}" + ("; OOM-killed" if state.get("OOMKilled") else ""),
         f"restart policy {policy}; restarted {data.get('RestartCount', 0)} times",
     ]
     ports = (data.get("NetworkSettings") or {}).get("Ports") or {}
     published = [f"{p['HostIp']}:{p['HostPort']}->{inner}" for inner, bound in ports.items() for p in bound or []]
     lines.append("ports " + (", ".join(published) if published else "none published"))
-    lines += [f"mount {m.get('Source')} -> {m.get('Destination')} ({m.get('Mode') or 'rw'})" for m in data.get("Mounts") or []]
+    lines += [
+        f"mount {m.get('Source')} -> {m.get('Destination')} ({m.get('Mode') or 'rw'})" for m in data.get("Mounts") or []
+    ]
     lines += [f"env {item}" for item in config.get("Env") or []]
     return result("\n".join(lines), data)
 
@@ -158,7 +167,8 @@ def _container(given: str) -> str:
 
 def _row(summary: dict[str, Any]) -> dict[str, Any]:
     ports = [
-        f"{p.get('IP', '')}:{p['PublicPort']}->{p['PrivatePort']}/{p.get('Type', 'tcp')}" if p.get("PublicPort")
+        f"{p.get('IP', '')}:{p['PublicPort']}->{p['PrivatePort']}/{p.get('Type', 'tcp')}"
+        if p.get("PublicPort")
         else f"{p.get('PrivatePort')}/{p.get('Type', 'tcp')}"
         for p in summary.get("Ports") or []
     ]

@@ -206,7 +206,12 @@ def download_file_from_internet_to_sandbox(
     placed = backend.write(handle, target, fetched.data)
     return result(
         f"downloaded {url} ({human_bytes(len(fetched.data))}, {fetched.mime}) to {placed} in sandbox {sandbox_id}",
-        {"sandbox_id": sandbox_id, "sandbox_path": str(placed), "bytes": len(fetched.data), "content_type": fetched.mime},
+        {
+            "sandbox_id": sandbox_id,
+            "sandbox_path": str(placed),
+            "bytes": len(fetched.data),
+            "content_type": fetched.mime,
+        },
     )
 
 

@@ -4,7 +4,8 @@ Backends: Anthropic's Messages API with extended thinking (ANTHROPIC_API_KEY), o
 OpenAI-compatible chat endpoint (OPENAI_API_KEY and/or OPENAI_BASE_URL: OpenAI, vLLM, OpenRouter, a
 local server). REASONING_BACKEND picks one (auto: Anthropic when its key is set). Models:
 REASONING_ANTHROPIC_MODEL, REASONING_OPENAI_MODEL; REASONING_MAX_TOKENS and REASONING_THINKING_BUDGET
-bound the answer and the thinking (a budget of 0: adaptive thinking, the model decides). Client settings as in helpers/models.py.
+bound the answer and the thinking (a budget of 0: adaptive thinking, the model decides). Client
+settings as in helpers/models.py.
 """
 
 from __future__ import annotations

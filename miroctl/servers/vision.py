@@ -62,7 +62,9 @@ async def visual_question_answering(image_path_or_url: str, question: str) -> Ca
 
 
 @mcp.tool(annotations=LOOKS)
-async def visual_audio_youtube_analyzing(url: str, question: str = "", provide_transcribe: bool = False) -> CallToolResult:
+async def visual_audio_youtube_analyzing(
+    url: str, question: str = "", provide_transcribe: bool = False
+) -> CallToolResult:
     """Watch and listen to a public YouTube video with Gemini and answer a question about it, or transcribe it.
 
     `url` must be a YouTube video URL (youtube.com/watch, /shorts, /live, or youtu.be). Give a
@@ -182,7 +184,9 @@ async def _ask_openai(endpoint: models.Endpoint, image: fetching.Fetched | str, 
             )
     except Exception as exc:  # noqa: BLE001 - the SDK's errors, each explained by models.failure
         raise models.failure(exc, endpoint) from None
-    return _nonempty(models.chat_text(response, endpoint), endpoint, model), str(getattr(response, "model", None) or model)
+    return _nonempty(models.chat_text(response, endpoint), endpoint, model), str(
+        getattr(response, "model", None) or model
+    )
 
 
 async def _ask_gemini(endpoint: models.Endpoint, contents: list[Any]) -> tuple[str, str]:

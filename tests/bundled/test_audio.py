@@ -49,7 +49,9 @@ def test_a_local_whisper_server_needs_only_its_base_url_and_gets_downloaded_audi
 def test_questions_send_the_recording_as_input_audio_and_report_its_duration(model_env, wav: Path):
     with OpenAIFake().running() as fake:
         model_env(OPENAI_API_KEY=fake.key, OPENAI_BASE_URL=fake.base_url)
-        got = session(memory_spec("audio"), ("audio_question_answering", {"audio_path_or_url": str(wav), "question": "Pitch?"}))
+        got = session(
+            memory_spec("audio"), ("audio_question_answering", {"audio_path_or_url": str(wav), "question": "Pitch?"})
+        )
         sent = fake.seen(CHAT)[0].json()
     assert got[0].exit_code == 0, got[0].error
     assert got[0].result == "The answer is 42.\n\nAudio duration: 0.5 seconds"

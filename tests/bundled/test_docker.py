@@ -18,10 +18,22 @@ WEB = Container(
     "web",
     "4f66ad9a0b2e" + "1" * 52,
     ports=[{"IP": "0.0.0.0", "PrivatePort": 80, "PublicPort": 8080, "Type": "tcp"}],
-    logs=[(1, NOW - 7200, "old start"), (1, NOW - 60, "GET / 200"), (2, NOW - 30, "upstream timed out"), (1, NOW - 5, "GET /x 404")],
+    logs=[
+        (1, NOW - 7200, "old start"),
+        (1, NOW - 60, "GET / 200"),
+        (2, NOW - 30, "upstream timed out"),
+        (1, NOW - 5, "GET /x 404"),
+    ],
     health="healthy",
 )
-JOB = Container("nightly-job", "9c0ffee00000" + "2" * 52, image="busybox", state="exited", status="Exited (137) 1 hour ago", exit_code=137)
+JOB = Container(
+    "nightly-job",
+    "9c0ffee00000" + "2" * 52,
+    image="busybox",
+    state="exited",
+    status="Exited (137) 1 hour ago",
+    exit_code=137,
+)
 TTY = Container("shell", "7a7a7a7a7a7a" + "3" * 52, tty=True, logs=[(1, NOW - 1, "$ ls"), (1, NOW, "bin etc")])
 
 
@@ -63,19 +75,30 @@ def test_container_logs_honours_tail_and_since_and_reads_both_stream_framings(en
 
 
 def test_inspect_masks_secret_environment_values_and_summarises_state(engine):
-    got = session(memory_spec("docker"), ("inspect_container", {"container": "web"}), ("inspect_container", {"container": "nightly-job"}))
+    got = session(
+        memory_spec("docker"),
+        ("inspect_container", {"container": "web"}),
+        ("inspect_container", {"container": "nightly-job"}),
+    )
     data = got[0].structured_content
     assert got[0].exit_code == 0, got[0].error
     assert "DB_PASSWORD=****" in data["Config"]["Env"] and "hunter2-secret" not in got[0].result
     assert "PATH=/usr/local/sbin:/usr/bin" in data["Config"]["Env"]
     assert got[0].result.startswith("web (4f66ad9a0b2e): running, health healthy")
-    assert "ports 0.0.0.0:8080->80/tcp" in got[0].result and "restart policy unless-stopped; restarted 2 times" in got[0].result
+    assert (
+        "ports 0.0.0.0:8080->80/tcp" in got[0].result
+        and "restart policy unless-stopped; restarted 2 times" in got[0].result
+    )
     assert "mount /srv/www -> /usr/share/nginx/html (ro)" in got[0].result
     assert "exit code 137; OOM-killed" in got[1].result
 
 
 def test_container_stats_computes_cpu_and_memory_as_docker_stats_does(engine):
-    got = session(memory_spec("docker"), ("container_stats", {"container": "web"}), ("container_stats", {"container": "nightly-job"}))
+    got = session(
+        memory_spec("docker"),
+        ("container_stats", {"container": "web"}),
+        ("container_stats", {"container": "nightly-job"}),
+    )
     data = got[0].structured_content
     assert got[0].exit_code == 0, got[0].error
     assert data["cpu_percent"] == 50.0 and data["online_cpus"] == 2
@@ -113,14 +136,22 @@ def test_an_engine_that_is_not_there_or_too_slow_is_a_clear_tool_error(monkeypat
         monkeypatch.setenv("DOCKER_TIMEOUT", "1")
         timed_out = session(memory_spec("docker"), ("list_containers", {}))
     assert refused[0].exit_code == 1
-    assert "cannot reach the Docker Engine at tcp://127.0.0.1" in refused[0].error and "connection refused" in refused[0].error
+    assert (
+        "cannot reach the Docker Engine at tcp://127.0.0.1" in refused[0].error
+        and "connection refused" in refused[0].error
+    )
     assert timed_out[0].exit_code == 1 and "did not answer within the DOCKER_TIMEOUT" in timed_out[0].error
 
 
 def test_every_docker_tool_is_read_only_so_read_only_mode_allows_it():
     spec = bundled_spec("docker")
     listed = listed_tools([spec])[0]
-    assert {t.name for t in listed.tools} == {"list_containers", "container_logs", "inspect_container", "container_stats"}
+    assert {t.name for t in listed.tools} == {
+        "list_containers",
+        "container_logs",
+        "inspect_container",
+        "container_stats",
+    }
     for tool in listed.tools:
         decision = Policy(mode="read_only").decide(spec, tool.name, tool)
         assert decision.state == "allow", (tool.name, decision)

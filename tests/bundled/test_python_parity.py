@@ -110,7 +110,9 @@ def test_e2b_create_is_retried_as_in_the_seeds_and_gives_up_after_five_attempts(
     second = session(memory_spec("python"), ("create_sandbox", {}))
     bodies = [r.json() for r in e2b.seen(CREATE)]
     assert first[0].exit_code == 0, first[0].error
-    assert first[0].structured_content["backend"] == "e2b" and first[0].structured_content["sandbox_id"] in e2b.sandboxes
+    assert (
+        first[0].structured_content["backend"] == "e2b" and first[0].structured_content["sandbox_id"] in e2b.sandboxes
+    )
     assert bodies[2]["timeout"] == 300 and bodies[3]["timeout"] == 600
     assert len(bodies) == 8
     assert second[0].exit_code == 1 and "E2B could not create a sandbox" in second[0].error

@@ -134,7 +134,9 @@ def test_a_model_that_does_not_answer_in_time_is_a_timeout_tool_error(model_env)
 def test_malformed_bodies_and_refused_connections_are_explained(model_env):
     with OpenAIFake().running() as fake, AnthropicFake().running() as anthropic:
         model_env(OPENAI_API_KEY=fake.key, OPENAI_BASE_URL=fake.base_url)
-        fake.queue(CHAT, Reply(200, body=b"{not json"), Reply(200, {}), Reply(200, body=b"<html>", content_type="text/html"))
+        fake.queue(
+            CHAT, Reply(200, body=b"{not json"), Reply(200, {}), Reply(200, body=b"<html>", content_type="text/html")
+        )
         openai = session(memory_spec("reasoning"), *[("reasoning", QUESTION)] * 3)
         model_env(**anthropic_env(anthropic))
         anthropic.queue(MESSAGES, Reply(200, {"type": "message"}))
@@ -158,6 +160,8 @@ def test_miroctl_call_reasoning_over_stdio_answers_and_exits_0():
 
 
 def test_miroctl_call_reasoning_without_a_key_exits_1_with_the_reason():
-    code, envelope = cli_call("reasoning", "reasoning", "question=Why?", env={"ANTHROPIC_API_KEY": "", "OPENAI_API_KEY": ""})
+    code, envelope = cli_call(
+        "reasoning", "reasoning", "question=Why?", env={"ANTHROPIC_API_KEY": "", "OPENAI_API_KEY": ""}
+    )
     assert code == 1
     assert envelope["error_kind"] == "tool_error" and "no reasoning model is configured" in envelope["error"]

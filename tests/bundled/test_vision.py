@@ -107,7 +107,10 @@ def test_youtube_videos_are_transcribed_and_answered_by_gemini(model_env):
         model_env(GEMINI_API_KEY=fake.key, GEMINI_BASE_URL=fake.base_url, VISION_GEMINI_MODEL="gemini-test")
         got = session(
             memory_spec("vision"),
-            ("visual_audio_youtube_analyzing", {"url": VIDEO, "question": "Who sings at 00:43?", "provide_transcribe": True}),
+            (
+                "visual_audio_youtube_analyzing",
+                {"url": VIDEO, "question": "Who sings at 00:43?", "provide_transcribe": True},
+            ),
         )
         requests = fake.seen(GENERATE)
     assert got[0].exit_code == 0, got[0].error
@@ -145,7 +148,10 @@ def test_gemini_rate_limits_are_retried_and_bad_keys_and_outages_explained(model
         model_env(GEMINI_API_KEY="AIza-wrong")
         refused = session(memory_spec("vision"), ask(str(png)))
     assert first[0].exit_code == 0, first[0].error
-    assert second[0].exit_code == 1 and "the Gemini API at GEMINI_BASE_URL failed (HTTP 500) after 1 retries" in second[0].error
+    assert (
+        second[0].exit_code == 1
+        and "the Gemini API at GEMINI_BASE_URL failed (HTTP 500) after 1 retries" in second[0].error
+    )
     assert tries == 4
     assert refused[0].exit_code == 1 and "API key not valid" in refused[0].error
     assert "AIza-wrong" not in refused[0].error
@@ -171,7 +177,12 @@ def test_openai_vision_failures_are_tool_errors(model_env, png: Path):
 
 def test_miroctl_call_vision_over_stdio_answers_and_exits_0(png: Path):
     with OpenAIFake().running() as fake:
-        env = {"OPENAI_API_KEY": fake.key, "OPENAI_BASE_URL": fake.base_url, "ANTHROPIC_API_KEY": "", "GEMINI_API_KEY": ""}
+        env = {
+            "OPENAI_API_KEY": fake.key,
+            "OPENAI_BASE_URL": fake.base_url,
+            "ANTHROPIC_API_KEY": "",
+            "GEMINI_API_KEY": "",
+        }
         code, envelope = cli_call(
             "vision", "visual_question_answering", f"image_path_or_url={png}", "question=Colour?", env=env
         )

@@ -56,7 +56,11 @@ class DockerFake(FakeService):
     def __init__(self, *containers: Container) -> None:
         super().__init__()
         self.containers = list(containers)
-        self.route("GET", API + r"/_ping", lambda r, m: Reply(200, body=b"OK", content_type="text/plain", headers=self._api_headers()))
+        self.route(
+            "GET",
+            API + r"/_ping",
+            lambda r, m: Reply(200, body=b"OK", content_type="text/plain", headers=self._api_headers()),
+        )
         self.route("GET", API + r"/version", lambda r, m: Reply(200, self._version(), headers=self._api_headers()))
         self.route("GET", LIST, self._list)
         self.route("GET", INSPECT, self._inspect)
@@ -68,7 +72,12 @@ class DockerFake(FakeService):
         return self.url.replace("http://", "tcp://")
 
     def _api_headers(self) -> dict[str, str]:
-        return {"Api-Version": "1.50", "Docker-Experimental": "false", "Ostype": "linux", "Server": "Docker/28.2.2 (linux)"}
+        return {
+            "Api-Version": "1.50",
+            "Docker-Experimental": "false",
+            "Ostype": "linux",
+            "Server": "Docker/28.2.2 (linux)",
+        }
 
     def _version(self) -> dict[str, Any]:
         return {
@@ -137,7 +146,11 @@ class DockerFake(FakeService):
         }
         if c.health:
             state["Health"] = {"Status": c.health, "FailingStreak": 0, "Log": []}
-        bound = {f"{p['PrivatePort']}/{p['Type']}": [{"HostIp": p["IP"], "HostPort": str(p["PublicPort"])}] for p in c.ports if "PublicPort" in p}
+        bound = {
+            f"{p['PrivatePort']}/{p['Type']}": [{"HostIp": p["IP"], "HostPort": str(p["PublicPort"])}]
+            for p in c.ports
+            if "PublicPort" in p
+        }
         return Reply(
             200,
             {
@@ -152,7 +165,15 @@ class DockerFake(FakeService):
                 "Config": {"Hostname": c.id[:12], "Env": c.env, "Image": c.image, "Tty": c.tty, "Labels": {}},
                 "HostConfig": {"RestartPolicy": {"Name": "unless-stopped", "MaximumRetryCount": 0}, "Memory": 0},
                 "NetworkSettings": {"Ports": bound, "Networks": {"bridge": {"IPAddress": "172.17.0.2"}}},
-                "Mounts": [{"Type": "bind", "Source": "/srv/www", "Destination": "/usr/share/nginx/html", "Mode": "ro", "RW": False}],
+                "Mounts": [
+                    {
+                        "Type": "bind",
+                        "Source": "/srv/www",
+                        "Destination": "/usr/share/nginx/html",
+                        "Mode": "ro",
+                        "RW": False,
+                    }
+                ],
             },
         )
 
@@ -181,10 +202,20 @@ class DockerFake(FakeService):
         if c is None:
             return self._missing(match.group(1))
         if c.state != "running":
-            return Reply(200, {"read": "0001-01-01T00:00:00Z", "name": "/" + c.name, "id": c.id, "pids_stats": {},
-                               "cpu_stats": {"cpu_usage": {"total_usage": 0}, "throttling_data": {}},
-                               "precpu_stats": {"cpu_usage": {"total_usage": 0}, "throttling_data": {}},
-                               "memory_stats": {}, "blkio_stats": {}, "networks": {}})
+            return Reply(
+                200,
+                {
+                    "read": "0001-01-01T00:00:00Z",
+                    "name": "/" + c.name,
+                    "id": c.id,
+                    "pids_stats": {},
+                    "cpu_stats": {"cpu_usage": {"total_usage": 0}, "throttling_data": {}},
+                    "precpu_stats": {"cpu_usage": {"total_usage": 0}, "throttling_data": {}},
+                    "memory_stats": {},
+                    "blkio_stats": {},
+                    "networks": {},
+                },
+            )
         return Reply(200, running_stats(c))
 
 

@@ -59,7 +59,9 @@ class E2BFake(FakeService):
     def _authorized(self, request: Request) -> Reply | None:
         if request.headers.get("x-api-key") == self.key:
             return None
-        return error(401, "Invalid API key, it must start with 'e2b_' prefix and be followed by 40 alphanumeric characters")
+        return error(
+            401, "Invalid API key, it must start with 'e2b_' prefix and be followed by 40 alphanumeric characters"
+        )
 
     def _create(self, request: Request, match: re.Match[str]) -> Reply:
         refused = self._authorized(request)
@@ -97,7 +99,14 @@ class E2BFake(FakeService):
                 text = str(ast.literal_eval(printed.group(1)))
                 lines.append({"type": "stdout", "text": text + "\n", "timestamp": stamp})
             elif statement.strip().startswith("raise"):
-                lines.append({"type": "error", "name": "ValueError", "value": "bad value", "traceback": "Traceback ...\nValueError: bad value"})
+                lines.append(
+                    {
+                        "type": "error",
+                        "name": "ValueError",
+                        "value": "bad value",
+                        "traceback": "Traceback ...\nValueError: bad value",
+                    }
+                )
         lines.append({"type": "end_of_execution"})
         body = b"".join(json.dumps(line).encode() + b"\n" for line in lines)
         return Reply(200, body=body, content_type="application/x-ndjson")
@@ -107,7 +116,7 @@ class E2BFake(FakeService):
         if sandbox_id not in self.sandboxes:
             return Reply(404, {"code": 404, "message": "sandbox not found"})
         path = request.query["path"][0]
-        filename, data = request.form()["file"]
+        _, data = request.form()["file"]
         self.sandboxes[sandbox_id][path] = data
         return Reply(200, [{"name": path.rpartition("/")[2], "type": "file", "path": path}])
 

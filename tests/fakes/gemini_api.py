@@ -17,9 +17,7 @@ GENERATE = r"/v1(?:beta)?/models/([^/:]+):generateContent"  # google-genai 3 spe
 def candidates(text: str, model: str = "gemini-2.5-pro") -> dict[str, Any]:
     """A GenerateContentResponse as documented."""
     return {
-        "candidates": [
-            {"content": {"parts": [{"text": text}], "role": "model"}, "finishReason": "STOP", "index": 0}
-        ],
+        "candidates": [{"content": {"parts": [{"text": text}], "role": "model"}, "finishReason": "STOP", "index": 0}],
         "usageMetadata": {"promptTokenCount": 258, "candidatesTokenCount": 12, "totalTokenCount": 270},
         "modelVersion": model,
         "responseId": "x3v1aNTvLqPb1e8Px4CVkQk",

@@ -26,7 +26,13 @@ def completion(content: str | None, model: str = "gpt-4o-2024-08-06", **message_
         "choices": [
             {
                 "index": 0,
-                "message": {"role": "assistant", "content": content, "refusal": None, "annotations": [], **message_extra},
+                "message": {
+                    "role": "assistant",
+                    "content": content,
+                    "refusal": None,
+                    "annotations": [],
+                    **message_extra,
+                },
                 "logprobs": None,
                 "finish_reason": "stop",
             }

@@ -32,7 +32,9 @@ FLAGS = (
     "--disable-quic",
 )
 _REF = re.compile(r"[a-z]+[0-9]+(?:[a-z]+[0-9]+)*")  # e12, and f1e3 inside frames
-INSTALL_BROWSER = "install Chromium (Debian/Ubuntu: apt-get install -y chromium) or Google Chrome, or set BROWSER_EXECUTABLE"
+INSTALL_BROWSER = (
+    "install Chromium (Debian/Ubuntu: apt-get install -y chromium) or Google Chrome, or set BROWSER_EXECUTABLE"
+)
 
 
 def find_browser() -> str | None:
@@ -145,7 +147,7 @@ class BrowserSession:
                 continue
             try:
                 await (closing.close() if closing is self._browser else closing.stop())
-            except Exception:  # noqa: BLE001, S110 - already gone is as good as closed
+            except Exception:  # noqa: BLE001 - already gone is as good as closed
                 pass
         self._playwright = self._browser = self._page = None
         return was_open

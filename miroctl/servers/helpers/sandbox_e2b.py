@@ -57,7 +57,9 @@ class E2BSandboxes:
             try:
                 return sdk_call(what, function, *args, **kwargs)
             except SDKFailure as failure:
-                final = "Timeout" in type(failure.cause).__name__ or getattr(failure.cause, "exit_code", None) is not None
+                final = (
+                    "Timeout" in type(failure.cause).__name__ or getattr(failure.cause, "exit_code", None) is not None
+                )
                 if final:
                     raise
                 if attempt == attempts:
@@ -99,7 +101,9 @@ class E2BSandboxes:
     def run_command(self, sandbox: Any, command: str, limits: Limits) -> Run:
         started = time.monotonic()
         try:
-            done = self._retried(self.run_attempts, "E2B failed to run it", sandbox.commands.run, command, timeout=limits.timeout)
+            done = self._retried(
+                self.run_attempts, "E2B failed to run it", sandbox.commands.run, command, timeout=limits.timeout
+            )
         except SDKFailure as failure:  # a non-zero exit raises CommandExitException, carrying the output
             return _failed_command(failure, started, limits)
         return _run(done.exit_code, done.stdout, done.stderr, started, limits)
@@ -109,7 +113,9 @@ class E2BSandboxes:
         sandbox = self._new() if one_shot else sandbox
         started = time.monotonic()
         try:
-            execution = self._retried(self.run_attempts, "E2B failed to run it", sandbox.run_code, code, timeout=limits.timeout)
+            execution = self._retried(
+                self.run_attempts, "E2B failed to run it", sandbox.run_code, code, timeout=limits.timeout
+            )
         except SDKFailure as failure:
             return _run(None, "", "", started, limits, killed=str(failure))
         finally:
