@@ -53,13 +53,13 @@ class GatewayClient:
         self.token = token if token is not None else os.environ.get(TOKEN_ENV) or None
 
     def call(self, body: Mapping[str, Any]) -> dict[str, Any]:
-        return json.loads(self._post("/v1/call", json.dumps(body).encode()))
+        return self._answer(self._post("/v1/call", json.dumps(body).encode()))
 
-    def list(self, servers: list[str]) -> dict[str, Any]:
-        return json.loads(self._post("/v1/list", json.dumps({"servers": servers}).encode()))
+    def list_tools(self, servers: list[str]) -> dict[str, Any]:
+        return self._answer(self._post("/v1/list", json.dumps({"servers": servers}).encode()))
 
     def check(self, body: Mapping[str, Any]) -> dict[str, Any]:
-        return json.loads(self._post("/v1/check", json.dumps(body).encode()))
+        return self._answer(self._post("/v1/check", json.dumps(body).encode()))
 
     def batch(
         self, text: str, jobs: int, timeout: float | None = None, no_autocorrect: bool = False
@@ -72,7 +72,7 @@ class GatewayClient:
             }
         )
         answer = self._post(f"/v1/batch?{query}", text.encode(), "application/jsonl")
-        return [json.loads(line) for line in answer.decode().splitlines() if line.strip()]
+        return [self._answer(line.encode()) for line in answer.decode(errors="replace").splitlines() if line.strip()]
 
     def _post(self, path: str, body: bytes, content_type: str = "application/json") -> bytes:
         headers = {"Content-Type": content_type, "Accept": "application/json"}
@@ -81,7 +81,7 @@ class GatewayClient:
         import http.client  # noqa: PLC0415 - ~20 ms (email, ssl): only a command through a gateway pays it
 
         kind = http.client.HTTPSConnection if self._parts.scheme == "https" else http.client.HTTPConnection
-        connection = kind(self._parts.hostname, self._parts.port, timeout=None)
+        connection = kind(self._parts.hostname or "", self._parts.port, timeout=None)
         try:
             connection.request("POST", self._parts.path + path, body=body, headers=headers)
             response = connection.getresponse()
@@ -96,6 +96,20 @@ class GatewayClient:
         if status != 200:
             raise self._refused(status, data)
         return data
+
+    def _answer(self, data: bytes) -> dict[str, Any]:
+        """A document of the gateway's, or ServerUnavailable when the answer is not a JSON object."""
+        try:
+            document = json.loads(data)
+        except ValueError:
+            document = None
+        if not isinstance(document, dict):
+            shown = data[:60].decode("utf-8", errors="replace").strip() or "an empty body"
+            raise ServerUnavailable(
+                f"{self.url} did not answer as a miroctl gateway does: {shown!r}",
+                hint="is it `miroctl serve --transport http`?",
+            )
+        return document
 
     def _refused(self, status: int, data: bytes) -> MiroctlError:
         document = _document(data)

@@ -14,6 +14,7 @@ from typing import Any
 
 from miroctl.base.models import ServerSpec
 from miroctl.config.loader import Config, Profile
+from miroctl.config.sections import Sections
 from tests.conftest import HEALTHY_STARTUP, ROOT
 
 WEBTOOLS = str(ROOT / "tests" / "servers" / "webtools.py")
@@ -40,7 +41,9 @@ def memory_spec(name: str = "web", record: Path | None = None, **fields: Any) ->
 
 def pool(*specs: ServerSpec, blacklist: Any = (), **sections: Any) -> Config:
     """A config of these servers (all on by default) with the given blacklist and profile sections."""
-    profile = Profile(sections=sections, startup_timeout=HEALTHY_STARTUP, blacklist=frozenset(blacklist))
+    profile = Profile(
+        sections=Sections.parse(sections), startup_timeout=HEALTHY_STARTUP, blacklist=frozenset(blacklist)
+    )
     return Config(servers=specs, profile=profile, default_names=tuple(s.name for s in specs))
 
 

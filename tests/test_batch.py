@@ -56,7 +56,7 @@ def test_run_keeps_at_most_jobs_calls_in_flight():
         ("[1, 2]", "line 1: a line must be a JSON object"),
         ('{"server": "a"}', "line 1: a line needs a tool"),
         ('{"tool": "t", "arguments": [1]}', "line 1: arguments must be a JSON object"),
-        ('{"tool": "t", "args": {}}', "line 1: unknown keys args"),
+        ('{"tool": "t", "args": {}}', "line 1: unknown keys in a line: args"),
         ('{"tool": "t", "timeout": -1}', "line 1: timeout must be a positive number"),
     ],
 )

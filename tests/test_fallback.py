@@ -103,4 +103,4 @@ def test_human_output_of_a_failed_fallback_gives_the_error_then_the_fallbacks_sh
     assert result.exit_code == 1
     lines = " ".join(result.stderr.split())
     assert lines.index("upstream refused the page") < lines.index("the MarkItDown fallback failed too")
-    assert "cannot fetch http://127.0.0.1:9/x: Connection refused" in lines
+    assert "cannot reach http://127.0.0.1:9/x: Connection refused" in lines

@@ -39,7 +39,7 @@ def test_a_full_policy_profile_loads_into_the_policy(write_config, tmp_path):
     assert policy.url_rules.block == ("example.org/private",)
     assert policy.scrape_tools == ("scrape", "fetch_page")
     assert policy.max_result_chars == 10000
-    assert loaded.profile.sections["log"] == str(tmp_path / "logs" / "calls.jsonl")
+    assert loaded.profile.sections.log == str(tmp_path / "logs" / "calls.jsonl")
     web = loaded.get("web")
     assert web.tools == {"wipe": {"risk": "high", "destructive": True}, "*": {"max_result_chars": 500}}
     assert policy.result_limit(web, "peek") == 500

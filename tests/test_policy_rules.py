@@ -6,6 +6,7 @@ import pytest
 
 from miroctl.base.models import ServerSpec, ToolInfo
 from miroctl.config.loader import Profile
+from miroctl.config.sections import Sections
 from miroctl.policy.decisions import Policy, merge_meta, tool_settings
 
 
@@ -18,7 +19,7 @@ def spec(**tools: dict) -> ServerSpec:
 
 
 def policy(**rules: object) -> Policy:
-    return Policy.from_profile(Profile(sections={"policy": rules}), environ={})
+    return Policy.from_profile(Profile(sections=Sections.parse({"policy": rules})), environ={})
 
 
 def test_an_unannotated_unconfigured_tool_gets_the_mcp_defaults():
@@ -114,7 +115,8 @@ def test_an_allowlist_walls_off_other_tools_but_lets_read_only_ones_pass():
 
 def test_the_blacklist_wins_over_every_mode_and_accepts_globs():
     rules = Policy.from_profile(
-        Profile(blacklist=frozenset({("srv", "rm_*")}), sections={"policy": {"mode": "bypass"}}), environ={}
+        Profile(blacklist=frozenset({("srv", "rm_*")}), sections=Sections.parse({"policy": {"mode": "bypass"}})),
+        environ={},
     )
     assert rules.decide(spec(), "rm_rf", tool("rm_rf")).reason == "blacklist"
     assert rules.decide(spec(), "ls", tool("ls")).allowed
@@ -136,7 +138,7 @@ def test_a_url_argument_matching_a_rule_is_blocked_in_every_mode():
 
 
 def test_result_limits_come_from_the_tool_then_the_server_then_the_profile():
-    rules = Policy.from_profile(Profile(sections={"max_result_chars": 1000}), environ={})
+    rules = Policy.from_profile(Profile(sections=Sections.parse({"max_result_chars": 1000})), environ={})
     server = spec(**{"*": {"max_result_chars": 100}, "long": {"max_result_chars": 10}})
     assert rules.result_limit(server, "long") == 10
     assert rules.result_limit(server, "other") == 100

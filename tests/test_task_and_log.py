@@ -96,7 +96,7 @@ def test_the_log_records_autocorrection_fallback_and_retry_steps(tmp_path):
     events = [line["event"] for line in lines]
     assert "autocorrect" in events and "fallback" in events and "server_retry" in events
     fallback = next(line for line in lines if line["event"] == "fallback")
-    assert fallback["ok"] is False and "cannot fetch" in fallback["error"]
+    assert fallback["ok"] is False and "cannot reach" in fallback["error"]
     retry = next(line for line in lines if line["event"] == "server_retry")
     assert retry["server"] == "flaky" and retry["failure"]["kind"] == "exited"
 

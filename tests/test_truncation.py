@@ -12,7 +12,7 @@ from miroctl.base.masking import Masker
 from miroctl.base.models import CallRequest
 from miroctl.cli.app import app
 from miroctl.core.manager import Manager
-from miroctl.core.truncation import cut_text, limit_result, text_length, write_full
+from miroctl.core.truncation import limit_result, text_length, write_full
 from tests.conftest import parse_json
 from tests.policy_support import memory_spec, pool, webtools_yaml
 
@@ -39,12 +39,6 @@ def test_text_resources_count_and_a_fitting_result_is_left_alone():
     assert limit_result(result, 100) is None and text_length(result) == 56
     assert limit_result(result, 20)["original_chars"] == 56
     assert result.content[1].resource.text.startswith("r" * 14)
-
-
-def test_plain_text_is_cut_the_same_way():
-    text, cut = cut_text("x" * 30, 5)
-    assert text.startswith("xxxxx\n[... truncated") and "5 of 30" in text and cut["original_chars"] == 30
-    assert cut_text("short", 5) == ("short", None)
 
 
 def test_the_whole_text_goes_to_the_file_with_secrets_masked(tmp_path):

@@ -6,9 +6,10 @@ import json
 import os
 import re
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, TypeVar, cast
 
 MASK = "****"
+J = TypeVar("J")
 MIN_SECRET_LENGTH = 3
 _SECRET_KEY = re.compile(
     r"(token|secret|passw|pwd|(^|[_-])key($|[_-])|apikey|private[_-]?key|auth|credential|cookie|session[_-]?id)",
@@ -45,14 +46,17 @@ class Masker:
             return text
         return self._pattern.sub(MASK, text)
 
-    def data(self, value: Any) -> Any:
-        """Mask secrets inside any JSON-like value; values of secret-looking keys are masked whole."""
+    def data(self, value: J) -> J:
+        """Mask secrets inside any JSON-like value (same shape back); values of secret-looking keys whole."""
+        return cast(J, self._data(value))
+
+    def _data(self, value: Any) -> Any:
         if isinstance(value, str):
             return self.text(value)
         if isinstance(value, Mapping):
-            return {k: (MASK if _is_secret_item(k, v) else self.data(v)) for k, v in value.items()}
+            return {k: (MASK if _is_secret_item(k, v) else self._data(v)) for k, v in value.items()}
         if isinstance(value, (list, tuple)):
-            return [self.data(v) for v in value]
+            return [self._data(v) for v in value]
         return value
 
 

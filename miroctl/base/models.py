@@ -5,16 +5,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from miroctl.base.errors import ExitCode, exit_code_for_kind
 
 DEFAULT_CALL_TIMEOUT = 900.0
 DEFAULT_STARTUP_TIMEOUT = 30.0
 
-ProgressFn = Callable[[float, float | None, str | None], Awaitable[None]]
+
+class ProgressFn(Protocol):
+    """Hears a call's progress notifications (the SDK's progress callback shape)."""
+
+    async def __call__(self, progress: float, total: float | None, message: str | None) -> None: ...
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""Small helpers for the words of messages, shared by every layer: counts and "did you mean" hints."""
+"""Small helpers for the words of messages, shared by every layer: counts, sizes, "did you mean" hints."""
 
 from __future__ import annotations
 
@@ -17,3 +17,13 @@ def suggest(word: str, choices: Iterable[str]) -> str | None:
     if not close:
         return None
     return "did you mean " + " or ".join(repr(c) for c in close) + "?"
+
+
+def human_bytes(count: float) -> str:
+    """A byte count for people, in binary units: 1536 -> '1.5 KB', 8589934592 -> '8.0 GB'."""
+    value = float(count)
+    for unit in ("B", "KB", "MB", "GB", "TB", "PB"):
+        if abs(value) < 1024 or unit == "PB":
+            return f"{int(value)} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    raise AssertionError("unreachable")

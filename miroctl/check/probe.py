@@ -15,11 +15,14 @@ from typing import Any
 import anyio
 
 from miroctl.base.errors import ConfigError
-from miroctl.base.models import CallRequest, Failure, ServerSpec, ToolInfo
+from miroctl.base.models import CallOutcome, CallRequest, Failure, ServerSpec
 from miroctl.base.text import counted
 from miroctl.check.report import DEFAULT_CONCURRENCY, ProbeReport, SmokeCall
-from miroctl.sessions.failures import after_initialize, config_failure, leaf, stdout_noise
-from miroctl.sessions.pool import MAX_TOOL_PAGES, ServerHandle, Unavailable, closed, list_all_tools
+from miroctl.core.manager import Manager
+from miroctl.sessions.exchange import TimedOut, within
+from miroctl.sessions.failures import config_failure, leaf, stdout_noise
+from miroctl.sessions.pool import ServerHandle, Unavailable, list_all_tools
+from miroctl.sessions.transports import Connection
 
 TIMEOUT_HINT = "raise --timeout (or the server's startup_timeout) if the server is just slow"
 SMOKE_KEYS = {"tool", "arguments"}
@@ -58,7 +61,7 @@ def _timeout(phase: str, budget: Budget, tail: tuple[str, ...] = (), what: str |
 class Prober:
     """Runs the phases of a probe for one server at a time, on a Manager's sessions."""
 
-    def __init__(self, manager: Any, *, timeout: float | None = None, smoke: bool = False) -> None:
+    def __init__(self, manager: Manager, *, timeout: float | None = None, smoke: bool = False) -> None:
         self.manager = manager
         self.timeout = timeout
         self.smoke = smoke
@@ -73,8 +76,8 @@ class Prober:
         try:
             await self._phases(spec, report, budget)
         except Exception as exc:  # noqa: BLE001 - a bug in one probe must not cost the other servers their rows
-            exc = leaf(exc)
-            report.failure = Failure("crashed", f"probe failed: {type(exc).__name__}: {exc}")
+            error = leaf(exc)
+            report.failure = Failure("crashed", f"probe failed: {type(error).__name__}: {error}")
         report.duration_ms = budget.elapsed_ms()
         return report
 
@@ -131,7 +134,7 @@ class Prober:
         """When the process was running (stdio) or the first HTTP answer came; the start phase ends there."""
         wire = handle.wire
         mark = (wire.spawned_at or wire.first_response_at) if wire is not None else None
-        if mark is not None:
+        if wire is not None and mark is not None:
             report.passed(report.start_phase, _ms(began, mark), f"pid {wire.pid}" if wire.pid else None)
         return mark
 
@@ -146,53 +149,33 @@ class Prober:
 
     # ------------------------------------------------------------------------------------- tools/list
 
-    async def _list(self, handle: ServerHandle, connection: Any, report: ProbeReport, budget: Budget) -> bool:
+    async def _list(self, handle: ServerHandle, connection: Connection, report: ProbeReport, budget: Budget) -> bool:
         """Every page of tools/list; a server that cannot list its tools is not healthy."""
         began = time.perf_counter()
-        listing: tuple[list[ToolInfo], int, Any] | None = None
-        error: Exception | None = None
-        with anyio.move_on_after(budget.remaining()):
-            try:
-                listing = await list_all_tools(handle.spec.name, connection.client)
-            except Exception as exc:  # noqa: BLE001 - the session's failures, classified below
-                error = exc
-        failure = await self._list_failure(handle, connection, listing, error, budget)
-        if failure is not None:
-            report.fail("tools", failure, _ms(began))
+        answer = await within(
+            connection.wire, budget.remaining(), lambda: list_all_tools(handle.spec.name, connection.client)
+        )
+        if not isinstance(answer, tuple):
+            report.fail("tools", await self._failure(handle, connection, answer, budget, "tools/list"), _ms(began))
             return False
-        found, pages, _ = listing  # type: ignore[misc]
+        found, pages = answer
         visible = [tool for tool in found if self.manager.policy.visible(handle.spec, tool)]
         report.tools = tuple(visible)
         hidden = f", {len(found) - len(visible)} hidden by policy" if len(visible) < len(found) else ""
         report.passed("tools", _ms(began), f"{counted(len(visible), 'tool')}{hidden}, {counted(pages, 'page')}")
         return True
 
-    async def _list_failure(
-        self, handle: ServerHandle, connection: Any, listing: Any, error: Exception | None, budget: Budget
-    ) -> Failure | None:
-        if error is not None:
-            return await self._request_failed(handle, error, "tools/list")
-        if listing is None:
-            connection.wire.hurry = True
-            return _timeout("tools/list", budget, connection.wire.stderr_tail())
-        if listing[2]:
-            return Failure(
-                "protocol",
-                f"tools/list still had more pages after {MAX_TOOL_PAGES}",
-                phase="tools/list",
-                hint="the server keeps returning a nextCursor",
-            )
-        return None
-
-    async def _request_failed(self, handle: ServerHandle, exc: BaseException, phase: str) -> Failure:
-        """Classify a failed request; a broken session is closed first, so the exit status is known."""
-        exc = leaf(exc)
-        wire = await handle.lost() if closed(exc) else handle.wire
-        return after_initialize(exc, wire, phase)  # type: ignore[arg-type]
+    async def _failure(
+        self, handle: ServerHandle, connection: Connection, answer: BaseException | TimedOut, budget: Budget, phase: str
+    ) -> Failure:
+        """Why a request of the probe's failed: no answer within the budget, or the failure of its class."""
+        if isinstance(answer, TimedOut):
+            return _timeout(phase, budget, connection.wire.stderr_tail())
+        return await handle.failure_of(answer, phase)
 
     # ------------------------------------------------------------------------------------- ping
 
-    async def _ping(self, handle: ServerHandle, connection: Any, report: ProbeReport, budget: Budget) -> bool:
+    async def _ping(self, handle: ServerHandle, connection: Connection, report: ProbeReport, budget: Budget) -> bool:
         """Ping where the negotiated protocol still has it (it was removed in 2026-07-28)."""
         from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
@@ -201,21 +184,12 @@ class Prober:
             report.skipped("ping", f"not supported: removed in protocol {version}")
             return True
         began = time.perf_counter()
-        answered, error = False, None
-        with anyio.move_on_after(budget.remaining()):
-            try:
-                await connection.client.session.send_ping()
-                answered = True
-            except Exception as exc:  # noqa: BLE001 - the session's failures, classified below
-                error = exc
-        if error is not None:
-            report.fail("ping", await self._request_failed(handle, error, "ping"), _ms(began))
-        elif not answered:
-            connection.wire.hurry = True
-            report.fail("ping", _timeout("ping", budget, connection.wire.stderr_tail()), _ms(began))
-        else:
-            report.passed("ping", _ms(began))
-        return answered
+        answer = await within(connection.wire, budget.remaining(), connection.client.session.send_ping)
+        if isinstance(answer, (BaseException, TimedOut)):
+            report.fail("ping", await self._failure(handle, connection, answer, budget, "ping"), _ms(began))
+            return False
+        report.passed("ping", _ms(began))
+        return True
 
     # ------------------------------------------------------------------------------------- smoke
 
@@ -255,7 +229,7 @@ class Prober:
         return None if outcome.ok else smoke_failure(call, outcome, budget)
 
 
-def smoke_failure(call: SmokeCall, outcome: Any, budget: Budget) -> Failure:
+def smoke_failure(call: SmokeCall, outcome: CallOutcome, budget: Budget) -> Failure:
     """Why a smoke call did not pass, as a failure of its class."""
     if outcome.failure is not None:
         return replace(outcome.failure, phase="smoke")
@@ -269,7 +243,7 @@ def smoke_failure(call: SmokeCall, outcome: Any, budget: Budget) -> Failure:
             phase="smoke",
         )
     what = {"tool_error": "returned an error", "denied": "was denied", "not_found": "could not be made"}
-    reason = what.get(outcome.error_kind, "failed")
+    reason = what.get(outcome.error_kind or "", "failed")
     return Failure("smoke", f"smoke call {call.tool} {reason}: {outcome.error}", hint=outcome.hint, phase="smoke")
 
 

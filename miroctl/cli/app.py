@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import typer
+from typer import _click as click
 from typer.core import TyperGroup
 
 from miroctl import __version__
@@ -15,7 +16,7 @@ from miroctl.cli import boundary, check, commands, fetch, serve
 class _Guarded(TyperGroup):
     """Every command runs inside the boundary: its errors become a message and an exit code."""
 
-    def invoke(self, ctx: typer.Context) -> Any:
+    def invoke(self, ctx: click.Context) -> Any:
         boundary.begin()
         try:
             return super().invoke(ctx)

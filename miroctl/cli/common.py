@@ -110,7 +110,7 @@ def _confirm_on_terminal(out: Output) -> ConfirmFn | None:
 
 def check_log(loaded: Config, path: str | None) -> None:
     """Open the call log (--log, else the profile's) once before anything starts: exit 2 if it cannot be."""
-    path = path or loaded.profile.sections.get("log")
+    path = path or loaded.profile.sections.log
     if path:
         CallLog(path).close()
 

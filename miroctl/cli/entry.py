@@ -15,6 +15,7 @@ from typing import Any
 
 from miroctl.base.errors import ExitCode, UsageError
 from miroctl.cli import boundary, remote
+from miroctl.remote import URL_ENV
 
 _FLAGS = {
     "call": {"--json": "json_mode", "--no-autocorrect": "no_autocorrect"},
@@ -78,7 +79,8 @@ def parse(argv: Sequence[str], env: Mapping[str, str]) -> tuple[str, dict[str, A
     """(command, options, words) for a `call`/`list` through a gateway, or None to leave it to the CLI."""
     if not argv or argv[0] not in _FLAGS:
         return None
-    command, options, words = argv[0], {}, []
+    command, words = argv[0], []
+    options: dict[str, Any] = {}
     items = iter(argv[1:])
     for word in items:
         name, equals, inline = word.partition("=") if word.startswith("--") else (word, "", "")
@@ -93,7 +95,7 @@ def parse(argv: Sequence[str], env: Mapping[str, str]) -> tuple[str, dict[str, A
             return None  # an option this parser does not know: the CLI decides
         else:
             words.append(word)
-    options["via"] = options.get("via") or env.get(remote.URL_ENV)
+    options["via"] = options.get("via") or env.get(URL_ENV)
     if not options["via"] or not _timeout_ok(options):
         return None
     return command, options, words
@@ -103,7 +105,7 @@ def _timeout_ok(options: dict[str, Any]) -> bool:
     if "timeout" not in options:
         return True
     try:
-        options["timeout"] = float(options["timeout"])
+        timeout = options["timeout"] = float(options["timeout"])
     except ValueError:
         return False
-    return options["timeout"] >= 0.001
+    return timeout >= 0.001

@@ -54,7 +54,7 @@ def call(
 
 def list_servers(via: str, servers: list[str], *, out: Output, schema: bool = False) -> int:
     """`miroctl list ... --via URL`: the gateway's list document, as `list` prints it; the exit code."""
-    document = GatewayClient(via).list(servers)
+    document = GatewayClient(via).list_tools(servers)
     entries = [server_tools_from_dict(entry) for entry in document.get("servers", [])]
     if out.json_mode:
         out.json(document)

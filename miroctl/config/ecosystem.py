@@ -43,7 +43,9 @@ def _ecosystem_server(name: str, entry: Any, where: str) -> ServerSpec:
         if not isinstance(entry, Mapping):
             raise ConfigError(f"{where}: expected an object")
         expanded, secrets = _expand_json_env(dict(entry), where)
-        settings = {k: expanded[k] for k in ("command", "args", "env", "cwd", "url", "headers") if k in expanded}
+        settings: dict[str, Any] = {
+            k: expanded[k] for k in ("command", "args", "env", "cwd", "url", "headers") if k in expanded
+        }
         kind = expanded.get("type") or expanded.get("transport")
         if kind and kind != "stdio":
             settings["transport"] = kind

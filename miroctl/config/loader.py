@@ -12,7 +12,6 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from types import MappingProxyType
 from typing import Any
 
 from miroctl.base.errors import ConfigError
@@ -20,7 +19,7 @@ from miroctl.base.masking import could_be_secret
 from miroctl.base.models import DEFAULT_CALL_TIMEOUT, DEFAULT_STARTUP_TIMEOUT, ServerSpec
 from miroctl.base.text import suggest
 from miroctl.config import ecosystem
-from miroctl.config import sections as policy_config
+from miroctl.config.sections import Sections
 from miroctl.config.servers import adhoc_servers, positive, reject_unknown, server_from_mapping
 
 __all__ = ["Config", "Profile", "find_config", "load", "server_from_file"]
@@ -51,7 +50,7 @@ class Profile:
     timeout: float = DEFAULT_CALL_TIMEOUT
     startup_timeout: float = DEFAULT_STARTUP_TIMEOUT
     concurrency: int = 4
-    sections: Mapping[str, Any] = field(default_factory=dict)  # policy, fallbacks, url_rules, ...
+    sections: Sections = field(default_factory=Sections)  # policy, fallbacks, url_rules, log, max_result_chars
 
 
 @dataclass(frozen=True)
@@ -282,14 +281,13 @@ def _profile_from(data: Mapping[str, Any], path: Path) -> Profile:
         if not (isinstance(pair, list) and len(pair) == 2 and all(isinstance(p, str) for p in pair)):
             raise ConfigError(f"{path}: tool_blacklist entries must be [server, tool] pairs, got {pair!r}")
         blacklist.add((pair[0], pair[1]))
-    sections = policy_config.sections(data, path)
     return Profile(
         tool_config=tuple(names) if names is not None else None,
         blacklist=frozenset(blacklist),
         timeout=positive(data.get("timeout", DEFAULT_CALL_TIMEOUT), "timeout", path),
         startup_timeout=positive(data.get("startup_timeout", DEFAULT_STARTUP_TIMEOUT), "startup_timeout", path),
         concurrency=int(positive(data.get("concurrency", 4), "concurrency", path)),
-        sections=MappingProxyType(sections),
+        sections=Sections.parse(data, path),
     )
 
 

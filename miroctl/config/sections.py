@@ -1,12 +1,14 @@
-"""Validating the profile's policy sections and the servers' per-tool metadata (called by config.py).
+"""The profile's policy sections as typed values, and the servers' per-tool metadata, validated.
 
-Each check raises ConfigError with a one-line reason naming the file and key; the results are plain
-mappings with every value normalised, which `Policy.from_profile` and the fallbacks read.
+Each check raises ConfigError with a one-line reason naming the file and key. `Sections` is what
+`Policy.from_profile`, the fallbacks and the call log read; per-tool metadata stays a plain mapping of
+normalised values (it is merged with the tools' own annotations at call time).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -34,53 +36,88 @@ TOOL_BOOLS = {"read_only", "destructive", "idempotent", "open_world", "concurren
 TOOL_KEYS = TOOL_BOOLS | {"risk", "max_result_chars"}
 
 
-def sections(data: Mapping[str, Any], path: Path) -> dict[str, Any]:
-    """The profile's policy sections, validated and normalised (absent ones stay absent)."""
-    where = str(path)
-    checks = {
-        "policy": _policy,
-        "fallbacks": _fallbacks,
-        "url_rules": _url_rules,
-        "log": lambda v, w: _log(v, w, path.parent),
-        "max_result_chars": _limit,
-    }
-    return {key: checks[key](data[key], f"{where}: {key}") for key in SECTIONS if key in data}
+@dataclass(frozen=True)
+class PolicySection:
+    """`policy:` who may call what: the permission mode, allowlists, and whether ask mode assumes yes."""
+
+    mode: Mode = Mode.normal
+    allowlist: tuple[str, ...] = ()
+    allow_high: tuple[str, ...] = ()
+    assume_yes: bool = False
 
 
-def _policy(value: Any, where: str) -> dict[str, Any]:
+@dataclass(frozen=True)
+class MarkItDownSection:
+    """`fallbacks.markitdown:` the local conversion of a page when a scrape-type tool fails."""
+
+    enabled: bool = True
+    tools: tuple[str, ...] | None = None  # None: the built-in scrape tool names
+    docintel_endpoint: str | None = None
+    timeout: float | None = None
+    max_bytes: float | None = None
+
+
+@dataclass(frozen=True)
+class Sections:
+    """The profile's policy sections; absent ones have their defaults."""
+
+    policy: PolicySection = field(default_factory=PolicySection)
+    markitdown: MarkItDownSection = field(default_factory=MarkItDownSection)
+    url_block: tuple[str, ...] | None = None  # None: the built-in URL rules
+    log: str | None = None
+    max_result_chars: int | None = None
+
+    @classmethod
+    def parse(cls, data: Mapping[str, Any], path: Path | None = None) -> Sections:
+        """The sections of a profile's data (other keys ignored), validated; paths relative to its file."""
+        where = str(path) if path is not None else "profile"
+        base = path.parent if path is not None else Path.cwd()
+        checked = {key: f"{where}: {key}" for key in SECTIONS if key in data}
+        return cls(
+            policy=_policy(data["policy"], checked["policy"]) if "policy" in checked else PolicySection(),
+            markitdown=_fallbacks(data["fallbacks"], checked["fallbacks"])
+            if "fallbacks" in checked
+            else MarkItDownSection(),
+            url_block=_url_rules(data["url_rules"], checked["url_rules"]) if "url_rules" in checked else None,
+            log=_log(data["log"], checked["log"], base) if "log" in checked else None,
+            max_result_chars=_limit(data["max_result_chars"], checked["max_result_chars"])
+            if "max_result_chars" in checked
+            else None,
+        )
+
+
+def _policy(value: Any, where: str) -> PolicySection:
     value = _mapping(value, where, POLICY_KEYS)
     mode = value.get("mode", "normal")
     if mode not in MODES:
         raise ConfigError(f"{where}: mode must be one of {', '.join(MODES)}, got {mode!r}")
-    return {
-        "mode": mode,
-        "allowlist": _patterns(value.get("allowlist"), f"{where}.allowlist"),
-        "allow_high": _patterns(value.get("allow_high"), f"{where}.allow_high"),
-        "assume_yes": _bool(value.get("assume_yes", False), f"{where}.assume_yes"),
-    }
+    return PolicySection(
+        mode=Mode(mode),
+        allowlist=_patterns(value.get("allowlist"), f"{where}.allowlist"),
+        allow_high=_patterns(value.get("allow_high"), f"{where}.allow_high"),
+        assume_yes=_bool(value.get("assume_yes", False), f"{where}.assume_yes"),
+    )
 
 
-def _fallbacks(value: Any, where: str) -> dict[str, Any]:
+def _fallbacks(value: Any, where: str) -> MarkItDownSection:
     value = _mapping(value, where, {"markitdown"})
     markitdown = value.get("markitdown", True)
     if isinstance(markitdown, bool):
-        return {"markitdown": {"enabled": markitdown}}
+        return MarkItDownSection(enabled=markitdown)
     inner = f"{where}.markitdown"
     markitdown = _mapping(markitdown, inner, MARKITDOWN_KEYS)
-    result: dict[str, Any] = {"enabled": _bool(markitdown.get("enabled", True), f"{inner}.enabled")}
-    if "tools" in markitdown:
-        result["tools"] = _patterns(markitdown["tools"], f"{inner}.tools")
-    if markitdown.get("docintel_endpoint"):
-        result["docintel_endpoint"] = str(markitdown["docintel_endpoint"])
-    for key in ("timeout", "max_bytes"):
-        if markitdown.get(key) is not None:
-            result[key] = _positive_number(markitdown[key], f"{inner}.{key}")
-    return {"markitdown": result}
+    return MarkItDownSection(
+        enabled=_bool(markitdown.get("enabled", True), f"{inner}.enabled"),
+        tools=_patterns(markitdown["tools"], f"{inner}.tools") if "tools" in markitdown else None,
+        docintel_endpoint=str(markitdown["docintel_endpoint"]) if markitdown.get("docintel_endpoint") else None,
+        timeout=_optional_number(markitdown, "timeout", inner),
+        max_bytes=_optional_number(markitdown, "max_bytes", inner),
+    )
 
 
-def _url_rules(value: Any, where: str) -> dict[str, Any]:
+def _url_rules(value: Any, where: str) -> tuple[str, ...] | None:
     value = _mapping(value, where, {"block"})
-    return {"block": _patterns(value["block"], f"{where}.block")} if "block" in value else {}
+    return _patterns(value["block"], f"{where}.block") if "block" in value else None
 
 
 def _log(value: Any, where: str, base: Path) -> str | None:
@@ -154,6 +191,11 @@ def _bool(value: Any, where: str) -> bool:
     if not isinstance(value, bool):
         raise ConfigError(f"{where}: expected true or false, got {value!r}")
     return value
+
+
+def _optional_number(settings: Mapping[str, Any], key: str, where: str) -> float | None:
+    value = settings.get(key)
+    return None if value is None else _positive_number(value, f"{where}.{key}")
 
 
 def _positive_number(value: Any, where: str) -> float:

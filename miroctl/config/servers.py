@@ -113,10 +113,10 @@ def _transport(value: Any, url: Any, where: str) -> str:
     if value is None:
         path = urlsplit(str(url)).path.rstrip("/")
         return "sse" if path.endswith("/sse") else "streamable_http"
-    value = _TRANSPORT_ALIASES.get(str(value), str(value))
-    if value not in TRANSPORTS - {"stdio"}:
-        raise ConfigError(f"{where}: unknown transport {value!r} (use sse or streamable_http)")
-    return value
+    name = _TRANSPORT_ALIASES.get(str(value), str(value))
+    if name not in TRANSPORTS - {"stdio"}:
+        raise ConfigError(f"{where}: unknown transport {name!r} (use sse or streamable_http)")
+    return name
 
 
 def _string_map(value: Any, key: str, where: str) -> dict[str, str]:

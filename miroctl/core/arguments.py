@@ -94,8 +94,8 @@ def coerce(key: str, text: str, prop: Mapping[str, Any]) -> Any:
             pass
     looks_json = text.lstrip().startswith(("[", "{"))
     if "array" in types and not looks_json and "string" not in types:
-        items = prop.get("items") if isinstance(prop.get("items"), Mapping) else {}
-        return [coerce(key, text, items)]  # one item; repeat the key for more: tag=a tag=b
+        items = prop.get("items")  # one item; repeat the key for more: tag=a tag=b
+        return [coerce(key, text, items if isinstance(items, Mapping) else {})]
     if types & {"array", "object"}:
         if "string" in types and not looks_json:
             return text

@@ -17,6 +17,7 @@ import anyio
 
 from miroctl.base.errors import UsageError
 from miroctl.base.models import CallOutcome, CallRequest
+from miroctl.core.bodies import Body, loads
 
 DEFAULT_JOBS = 8
 LINE_KEYS = {"server", "tool", "arguments", "timeout", "autocorrect"}
@@ -61,42 +62,27 @@ def parse_lines(text: str) -> list[Line]:
 
 def parse_line(number: int, raw: str) -> Line:
     try:
-        return Line(number, request=line_request(json.loads(raw)))
-    except json.JSONDecodeError as exc:
-        return _bad(number, None, None, f"not JSON ({exc.msg} at column {exc.colno})")
+        data = loads(raw)
+    except ValueError as exc:
+        detail = f"{exc.msg} at column {exc.colno}" if isinstance(exc, json.JSONDecodeError) else str(exc)
+        return _bad(number, None, None, f"not JSON ({detail})")
+    try:
+        return Line(number, request=line_request(data))
     except UsageError as exc:
-        data = _loose(raw)
-        return _bad(number, data.get("server"), data.get("tool"), exc.message)
+        named = {k: data[k] for k in ("server", "tool") if isinstance(data, Mapping) and isinstance(data.get(k), str)}
+        return _bad(number, named.get("server"), named.get("tool"), exc.message)
 
 
 def line_request(data: Any) -> CallRequest:
     """A CallRequest from one decoded line; UsageError says what is wrong with it."""
-    if not isinstance(data, Mapping):
-        raise UsageError("a line must be a JSON object")
-    unknown = sorted(set(data) - LINE_KEYS)
-    if unknown:
-        raise UsageError(f"unknown keys {', '.join(unknown)} (known: {', '.join(sorted(LINE_KEYS))})")
-    server, tool, arguments = data.get("server"), data.get("tool"), data.get("arguments") or {}
-    if not isinstance(tool, str) or not tool:
-        raise UsageError("a line needs a tool (a string)")
-    if server is not None and not isinstance(server, str):
-        raise UsageError("server must be a string")
-    if not isinstance(arguments, Mapping):
-        raise UsageError("arguments must be a JSON object")
-    timeout = data.get("timeout")
-    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0):
-        raise UsageError("timeout must be a positive number of seconds")
+    body = Body(data, LINE_KEYS, "a line", body="a line")
     return CallRequest(
-        server or None, tool, dict(arguments), timeout=timeout, autocorrect=data.get("autocorrect", True) is not False
+        body.string("server"),
+        body.tool(),
+        body.mapping("arguments"),
+        timeout=body.seconds("timeout"),
+        autocorrect=body.flag("autocorrect", True),
     )
-
-
-def _loose(raw: str) -> dict[str, Any]:
-    """The server and tool of a rejected line, when they can be read, so its envelope names them."""
-    data = json.loads(raw)
-    if not isinstance(data, Mapping):
-        return {}
-    return {k: data[k] for k in ("server", "tool") if isinstance(data.get(k), str)}
 
 
 def _bad(number: int, server: str | None, tool: str | None, reason: str) -> Line:

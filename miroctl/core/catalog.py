@@ -10,20 +10,28 @@ from __future__ import annotations
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
-
-import anyio
+from typing import TYPE_CHECKING, Any, Protocol
 
 from miroctl.base.models import Envelope, Failure, ServerSpec
 from miroctl.base.text import counted, suggest
-from miroctl.sessions.failures import died_during, leaf, startup_timeout
-from miroctl.sessions.pool import Unavailable, closed
+from miroctl.config.loader import Config
+from miroctl.sessions.exchange import TimedOut, every_page, within
+from miroctl.sessions.failures import died_during
+from miroctl.sessions.pool import ServerHandle, Unavailable, closed
 
 if TYPE_CHECKING:
-    from miroctl.core.manager import Manager
+    from mcp import Client
+    from pydantic import BaseModel
 
-MAX_PAGES = 100
 METHOD_NOT_FOUND, RESOURCE_NOT_FOUND, INVALID_PARAMS = -32601, -32002, -32602
+
+
+class Sessions(Protocol):
+    """What fetching needs of the manager: the config, and the one session handle per server."""
+
+    config: Config
+
+    def handle(self, spec: ServerSpec) -> ServerHandle: ...
 
 
 @dataclass
@@ -65,7 +73,7 @@ class Fetched(Envelope):
 # ---------------------------------------------------------------------------------------------- listing
 
 
-async def offered(client: Any, extras: frozenset[str]) -> dict[str, tuple[dict[str, Any], ...]]:
+async def offered(client: Client, extras: frozenset[str]) -> dict[str, tuple[dict[str, Any], ...]]:
     """The resources, resource templates and prompts a server lists (every page), as JSON-ready dicts.
 
     A server that does not declare the capability offers none; it is not asked.
@@ -83,32 +91,23 @@ async def offered(client: Any, extras: frozenset[str]) -> dict[str, tuple[dict[s
     return found
 
 
-async def offered_by(handle: Any, extras: frozenset[str]) -> dict[str, tuple[dict[str, Any], ...]]:
+async def offered_by(handle: ServerHandle, extras: frozenset[str]) -> dict[str, tuple[dict[str, Any], ...]]:
     """`offered` on a handle's session, under its startup timeout; a server failing to list is unavailable."""
     if not extras:
         return {}
     connection = await handle.connect()
     methods = " and ".join(f"{extra}/list" for extra in sorted(extras))
-    with anyio.move_on_after(handle.startup_timeout):
-        try:
-            return await offered(connection.client, extras)
-        except Exception as exc:  # noqa: BLE001 - the server's answer, sorted into a failure
-            raise Unavailable(Failure("protocol", f"{methods} failed: {leaf(exc)}", phase=methods)) from None
-    connection.wire.hurry = True
-    raise Unavailable(startup_timeout(connection.wire, handle.startup_timeout, phase=methods))
+    return await handle.ask(connection, methods, handle.startup_timeout, lambda client: offered(client, extras))
 
 
 async def _every_page(method: Callable[..., Awaitable[Any]], items: str) -> tuple[dict[str, Any], ...]:
-    found: list[dict[str, Any]] = []
-    cursor, pages = None, 0
-    while pages == 0 or (cursor and pages < MAX_PAGES):
-        page = await method(cursor=cursor)
-        found.extend(plain(item) for item in getattr(page, items))
-        cursor, pages = page.next_cursor, pages + 1
+    found, _ = await every_page(
+        lambda cursor: method(cursor=cursor), lambda page: [plain(item) for item in getattr(page, items)], items
+    )
     return tuple(found)
 
 
-def plain(model: Any) -> dict[str, Any]:
+def plain(model: BaseModel) -> dict[str, Any]:
     """An SDK model as the JSON the server sent (camelCase keys, no empty fields)."""
     return model.model_dump(mode="json", by_alias=True, exclude_none=True)
 
@@ -116,10 +115,10 @@ def plain(model: Any) -> dict[str, Any]:
 # ---------------------------------------------------------------------------------------------- fetching
 
 
-async def read_resource(manager: Manager, server: str, uri: str, timeout: float | None = None) -> Fetched:
+async def read_resource(manager: Sessions, server: str, uri: str, timeout: float | None = None) -> Fetched:
     """Read one resource of one server."""
 
-    async def fetch(client: Any) -> Fetched:
+    async def fetch(client: Client) -> Fetched:
         result = await client.read_resource(uri)
         return Fetched(server, "resource", uri, content=[plain(item) for item in result.contents])
 
@@ -127,12 +126,12 @@ async def read_resource(manager: Manager, server: str, uri: str, timeout: float 
 
 
 async def get_prompt(
-    manager: Manager, server: str, name: str, arguments: Mapping[str, str], timeout: float | None = None
+    manager: Sessions, server: str, name: str, arguments: Mapping[str, str], timeout: float | None = None
 ) -> Fetched:
     """Get one prompt of one server, filled in with `arguments`; its name and required arguments are
     checked against the server's prompts/list first, so a typo gets suggestions and nothing is sent."""
 
-    async def fetch(client: Any) -> Fetched:
+    async def fetch(client: Client) -> Fetched:
         listed = (await offered(client, frozenset({"prompts"})))["prompts"]
         prompt = next((p for p in listed if p.get("name") == name), None)
         if prompt is None:
@@ -163,7 +162,7 @@ async def get_prompt(
 
 
 async def _fetch(
-    manager: Manager, asked: Fetched, timeout: float | None, fetch: Callable[[Any], Awaitable[Fetched]]
+    manager: Sessions, asked: Fetched, timeout: float | None, fetch: Callable[[Client], Awaitable[Fetched]]
 ) -> Fetched:
     """Find the server, open its session and run `fetch` under the timeout; every failure becomes data."""
     started = time.perf_counter()
@@ -186,7 +185,7 @@ async def _fetch(
 
 
 async def _on_session(
-    manager: Manager, spec: ServerSpec, asked: Fetched, timeout: float, fetch: Callable[[Any], Awaitable[Fetched]]
+    manager: Sessions, spec: ServerSpec, asked: Fetched, timeout: float, fetch: Callable[[Client], Awaitable[Fetched]]
 ) -> Fetched:
     handle = manager.handle(spec)
     try:
@@ -195,24 +194,21 @@ async def _on_session(
         outcome = _failed(asked, "unavailable", exc.failure.message, exc.failure.hint)
         outcome.failure = exc.failure
         return outcome
-    with anyio.move_on_after(timeout) as waited:
-        try:
-            outcome = await fetch(connection.client)
-        except Exception as exc:  # noqa: BLE001 - a failed request is sorted into an envelope below
-            return await _request_failed(handle, asked, exc)
-    if waited.cancelled_caught:
-        connection.wire.hurry = True
+    answer = await within(connection.wire, timeout, lambda: fetch(connection.client))
+    if isinstance(answer, BaseException):
+        return await _request_failed(handle, asked, answer)
+    if isinstance(answer, TimedOut):
         return _failed(
             asked,
             "timeout",
             f"{asked.what} {asked.name} did not arrive within {timeout:g}s",
             "raise --timeout if the server is just slow",
         )
-    outcome.server_name = spec.name
-    return outcome
+    answer.server_name = spec.name
+    return answer
 
 
-async def _request_failed(handle: Any, asked: Fetched, exc: BaseException) -> Fetched:
+async def _request_failed(handle: ServerHandle, asked: Fetched, exc: BaseException) -> Fetched:
     code = getattr(exc, "code", None)
     message = str(getattr(exc, "message", None) or exc)
     if closed(exc):

@@ -10,9 +10,9 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, replace
-from types import MappingProxyType
+from types import MappingProxyType, TracebackType
 from typing import Any, Self
 
 import anyio
@@ -20,7 +20,7 @@ from anyio.abc import TaskGroup
 
 from miroctl.base.errors import MiroctlError
 from miroctl.base.masking import Masker
-from miroctl.base.models import CallOutcome, CallRequest, ServerSpec, ServerTools, ToolInfo
+from miroctl.base.models import CallOutcome, CallRequest, Failure, ServerSpec, ServerTools, ToolInfo
 from miroctl.config.loader import Config
 from miroctl.core import arguments as arguments_
 from miroctl.core import catalog, envelopes, truncation
@@ -29,7 +29,8 @@ from miroctl.core.fallbacks import TRIGGER_KINDS, FallbackError, MarkItDownFallb
 from miroctl.core.routing import Route, Router
 from miroctl.policy import urls as urlrules
 from miroctl.policy.decisions import Decision, Policy, ToolMeta
-from miroctl.sessions.failures import REQUEST_TIMEOUT, died_during, leaf
+from miroctl.sessions.exchange import TimedOut, within
+from miroctl.sessions.failures import REQUEST_TIMEOUT, died_during
 from miroctl.sessions.pool import ServerHandle, Unavailable, closed
 from miroctl.sessions.processes import RUN_ID, RUN_MARKER, sweep_orphans
 
@@ -76,13 +77,14 @@ class Manager:
         self._limiter = anyio.CapacityLimiter(concurrency or config.profile.concurrency)
         self._handles: dict[str, ServerHandle] = {}
         self._tg: TaskGroup | None = None
+        self._exit = AsyncExitStack()
         self._on_event = on_event
         self.router = Router(config, self.policy, self.tools_of, self.find_tool)
         self.masker = Masker(config.secrets())
-        self.fallback = MarkItDownFallback.from_sections(config.profile.sections)
+        self.fallback = MarkItDownFallback.from_section(config.profile.sections.markitdown)
         self.task_id = task_id
         self._confirm = confirm
-        self._log_path = log_path or config.profile.sections.get("log")
+        self._log_path = log_path or config.profile.sections.log
         self._log: CallLog | None = None
         self._exclusive_locks: dict[str, anyio.Lock] = {}
         self.run_id = run_id
@@ -94,25 +96,33 @@ class Manager:
         return self._log_path
 
     async def __aenter__(self) -> Self:
-        if self._log_path:
-            self._log = CallLog(self._log_path, self.masker, task_id=self.task_id or os.environ.get("TASK_ID"))
-        self._tg = anyio.create_task_group()
-        self._changed = anyio.Event()
-        await self._tg.__aenter__()
+        # Leaving runs these in reverse: tell every session to close, wait for their tasks, sweep what the
+        # servers left running (even when cancelled), close the log.
+        async with AsyncExitStack() as stack:
+            if self._log_path:
+                self._log = CallLog(self._log_path, self.masker, task_id=self.task_id or os.environ.get("TASK_ID"))
+                stack.callback(self._log.close)
+            stack.push_async_callback(self._cleanup)
+            self._tg = await stack.enter_async_context(anyio.create_task_group())
+            stack.callback(self._close_sessions)
+            self._changed = anyio.Event()
+            self._exit = stack.pop_all()
         return self
 
-    async def __aexit__(self, *exc_info: object) -> bool | None:
+    async def __aexit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self._exit.__aexit__(kind, exc, tb)
+
+    def _close_sessions(self) -> None:
         for handle in self._handles.values():
             handle.signal_close()
-        try:
-            return await self._tg.__aexit__(*exc_info)  # type: ignore[union-attr]
-        finally:
-            with anyio.CancelScope(shield=True):
-                await self._cleanup()
-            if self._log is not None:
-                self._log.close()
 
     async def _cleanup(self) -> None:
+        with anyio.CancelScope(shield=True):
+            await self._sweep()
+
+    async def _sweep(self) -> None:
         started_stdio = any(h.starts and h.spec.transport == "stdio" for h in self._handles.values())
         for handle in self._handles.values():
             handle.discard_logs()
@@ -202,7 +212,9 @@ class Manager:
             duration_ms=_ms(started),
             protocol_version=connection.protocol_version if connection else None,
             server_version=connection.server_version if connection else None,
-            **offered,
+            resources=offered.get("resources"),
+            resource_templates=offered.get("resource_templates"),
+            prompts=offered.get("prompts"),
         )
 
     async def tools_of(self, spec: ServerSpec) -> tuple[ToolInfo, ...]:
@@ -343,15 +355,14 @@ class Manager:
             await handle.lost()
             connection = await handle.connect()
         timeout = request.timeout or spec.timeout or self.config.profile.timeout
-        with anyio.move_on_after(timeout) as waited:
-            try:
-                result = await connection.client.call_tool(tool, dict(values), progress_callback=request.progress)
-            except Exception as exc:  # noqa: BLE001 - every session failure is sorted into an envelope below
-                return await self._call_failed(route, handle, leaf(exc), timeout)
-        if waited.cancelled_caught:
-            connection.wire.hurry = True
+        answer = await within(
+            connection.wire, timeout, lambda: handle.call_tool(connection, tool, dict(values), request.progress)
+        )
+        if isinstance(answer, TimedOut):
             return envelopes.timed_out(route, timeout)
-        return await self._outcome(route, result, request)
+        if isinstance(answer, BaseException):
+            return await self._call_failed(route, handle, answer, timeout)
+        return await self._outcome(route, answer, request)
 
     async def _outcome(self, route: Route, result: Any, request: CallRequest) -> CallOutcome:
         """The envelope of an SDK result: the whole text to --output first, then the max_result_chars cut."""
@@ -382,8 +393,9 @@ class Manager:
             return envelopes.timed_out(route, timeout)
         if closed(exc):
             wire = await handle.lost()
-            failure = died_during(wire, f"the call to {route.tool.name}") if wire else None
-            outcome = envelopes.unavailable(route.spec.name, route.tool.name, Unavailable(failure))  # type: ignore[arg-type]
+            phase = f"the call to {route.tool.name}"
+            failure = died_during(wire, phase) if wire else Failure("crashed", f"the session closed during {phase}")
+            outcome = envelopes.unavailable(route.spec.name, route.tool.name, Unavailable(failure))
         elif code is not None:
             outcome = CallOutcome(
                 route.spec.name,
@@ -391,8 +403,13 @@ class Manager:
                 error_kind="failed",
                 error=f"server answered with error {code}: {getattr(exc, 'message', exc)}",
             )
-        else:
-            raise exc
+        else:  # an answer the SDK could not take (an invalid result): the server's fault, reported as such
+            outcome = CallOutcome(
+                route.spec.name,
+                route.tool.name,
+                error_kind="failed",
+                error=f"the answer to {route.tool.name} was not a valid result: {type(exc).__name__}: {exc}",
+            )
         outcome.corrected_from = route.corrected_from
         return outcome
 

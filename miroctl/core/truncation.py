@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from miroctl.base.masking import Masker
+
+if TYPE_CHECKING:
+    from mcp.types import CallToolResult, EmbeddedResource, TextContent
 
 CHUNK = 1 << 20  # characters written at a time, so a huge text is never encoded whole
 ERROR_MIN_CHARS = 2000  # error texts are cut too, but never shorter than this
@@ -22,24 +25,17 @@ def marker(original: int, kept: int) -> str:
     return f"\n[... truncated by miroctl: {kept} of {original} characters shown]"
 
 
-def cut_text(text: str, limit: int | None) -> tuple[str, dict[str, Any] | None]:
-    """A plain text cut to `limit` with the marker, and the `truncated` record (None when it fits)."""
-    if limit is None or len(text) <= limit:
-        return text, None
-    return text[:limit] + marker(len(text), limit), record(len(text), limit)
-
-
 def record(original: int, limit: int, **extra: Any) -> dict[str, Any]:
     return {"original_chars": original, "kept_chars": limit, "limit": limit, **extra}
 
 
-def text_length(result: Any) -> int:
+def text_length(result: CallToolResult) -> int:
     """Characters of the result's joined text, counted without joining it."""
     lengths = [len(text) for _, text in _texts(result)]
     return sum(lengths) + max(0, len(lengths) - 1)
 
 
-def limit_result(result: Any, limit: int | None) -> dict[str, Any] | None:
+def limit_result(result: CallToolResult, limit: int | None) -> dict[str, Any] | None:
     """Cut the result's text to `limit` characters in place; the `truncated` record, or None if it fits."""
     if limit is None:
         return None
@@ -59,14 +55,14 @@ def limit_result(result: Any, limit: int | None) -> dict[str, Any] | None:
     kept = next(reversed(list(_texts(result))), None)
     if kept is not None:
         _set_text(kept[0], kept[1] + marker(original, limit))
-    extra = {}
+    extra: dict[str, Any] = {}
     if result.structured_content is not None:  # a copy of the same data: too big to keep as well
         result.structured_content = None
         extra["structured_content_dropped"] = True
     return record(original, limit, **extra)
 
 
-def write_full(path: str, result: Any, masker: Masker) -> dict[str, Any]:
+def write_full(path: str, result: CallToolResult, masker: Masker) -> dict[str, Any]:
     """Write the result's whole text to `path` (secrets masked); returns {"path", "chars"}."""
     chars = 0
     with open(path, "w", encoding="utf-8", newline="") as handle:
@@ -82,20 +78,19 @@ def write_full(path: str, result: Any, masker: Masker) -> dict[str, Any]:
     return {"path": path, "chars": chars}
 
 
-def _texts(result: Any) -> Iterator[tuple[Any, str]]:
+def _texts(result: CallToolResult) -> Iterator[tuple[TextContent | EmbeddedResource, str]]:
     """(block, text) for every text-bearing block, in the envelope's order."""
     blocks = result.content or []
     for block in blocks:
-        if getattr(block, "type", None) == "text" and isinstance(getattr(block, "text", None), str):
+        if block.type == "text":
             yield block, block.text
     for block in blocks:
-        resource = getattr(block, "resource", None)
-        if getattr(block, "type", None) == "resource" and isinstance(getattr(resource, "text", None), str):
-            yield block, resource.text
+        if block.type == "resource" and isinstance(text := getattr(block.resource, "text", None), str):
+            yield block, text
 
 
-def _set_text(block: Any, text: str) -> None:
-    if getattr(block, "type", None) == "text":
+def _set_text(block: TextContent | EmbeddedResource, text: str) -> None:
+    if block.type == "text":
         block.text = text
     else:
-        block.resource.text = text
+        block.resource = block.resource.model_copy(update={"text": text})

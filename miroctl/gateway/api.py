@@ -7,66 +7,34 @@ UsageError (HTTP 400, exit 2), like a bad command line.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
-from miroctl.base.errors import ConfigError, MiroctlError, UsageError
-from miroctl.base.models import CallRequest
+from miroctl.base.errors import ConfigError, MiroctlError
+from miroctl.base.models import CallRequest, ServerSpec
 from miroctl.base.text import suggest
 from miroctl.core import arguments as args_
 from miroctl.core.arguments import split_target
+from miroctl.core.bodies import Body
 from miroctl.gateway.server import Gateway
 
 CALL_KEYS = {"server", "tool", "target", "arguments", "pairs", "timeout", "autocorrect"}
 
 
-def call_request(body: Any, gateway: Gateway) -> CallRequest:
+def call_request(data: Any, gateway: Gateway) -> CallRequest:
     """A CallRequest from {server, tool | target, arguments, pairs, timeout, autocorrect}."""
-    if not isinstance(body, Mapping):
-        raise UsageError("the request body must be a JSON object")
-    unknown = sorted(set(body) - CALL_KEYS)
-    if unknown:
-        raise UsageError(
-            f"unknown keys in the call: {', '.join(unknown)}", hint=f"known: {', '.join(sorted(CALL_KEYS))}"
-        )
-    server, tool, pairs = _target(body, gateway)
-    arguments = body.get("arguments") or {}
-    if not isinstance(arguments, Mapping):
-        raise UsageError("arguments must be a JSON object")
+    body = Body(data, CALL_KEYS, "the call")
+    if "target" in body:
+        server, tool, pairs = split_target(body.strings("target"), gateway.manager.config)
+    else:
+        server, tool, pairs = body.string("server"), body.tool(), []
     return CallRequest(
         server,
         tool,
-        dict(arguments),
-        [*pairs, *_strings(body, "pairs")],
-        timeout=_timeout(body.get("timeout")),
-        autocorrect=body.get("autocorrect", True) is not False,
+        body.mapping("arguments"),
+        [*pairs, *body.strings("pairs")],
+        timeout=body.seconds("timeout"),
+        autocorrect=body.flag("autocorrect", True),
     )
-
-
-def _target(body: Mapping[str, Any], gateway: Gateway) -> tuple[str | None, str, list[str]]:
-    if "target" in body:
-        return split_target(_strings(body, "target"), gateway.manager.config)
-    tool, server = body.get("tool"), body.get("server")
-    if not isinstance(tool, str) or not tool:
-        raise UsageError("the call needs a tool (a string)")
-    if server is not None and not isinstance(server, str):
-        raise UsageError("server must be a string")
-    return server or None, tool, []
-
-
-def _strings(body: Mapping[str, Any], key: str) -> list[str]:
-    value = body.get(key) or []
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise UsageError(f"{key} must be a list of strings")
-    return value
-
-
-def _timeout(value: Any) -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
-        raise UsageError("timeout must be a positive number of seconds")
-    return float(value)
 
 
 async def call_document(body: Any, gateway: Gateway) -> dict[str, Any]:
@@ -80,10 +48,8 @@ async def call_document(body: Any, gateway: Gateway) -> dict[str, Any]:
 
 async def list_document(body: Any, gateway: Gateway) -> dict[str, Any]:
     """POST /v1/list: the document of `list --json` for the named servers (default: all served)."""
-    names = _strings(body, "servers") if isinstance(body, Mapping) else []
-    if body is not None and not isinstance(body, Mapping):
-        raise UsageError("the request body must be a JSON object")
-    specs = [_served(name, gateway) for name in names] or gateway.specs
+    names = Body({} if body is None else body, {"servers"}, "the list").strings("servers")
+    specs = [served(name, gateway) for name in names] or gateway.specs
     entries = await gateway.manager.list_tools(specs)
     document = {
         "schema": "miroctl.list/1",
@@ -93,7 +59,7 @@ async def list_document(body: Any, gateway: Gateway) -> dict[str, Any]:
     return gateway.masker.data(document)
 
 
-def _served(name: str, gateway: Gateway) -> Any:
+def served(name: str, gateway: Gateway) -> ServerSpec:
     """A served server by name; the same error as `list` gives for an unknown one."""
     spec = gateway.spec(name)
     if spec is None:

@@ -8,7 +8,6 @@ escaped orphans, and neither may touch the sessions the gateway keeps warm for i
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,8 +17,9 @@ from miroctl.base.text import suggest
 from miroctl.check import lockfile
 from miroctl.check.probe import probe_all, warm_up
 from miroctl.check.report import CheckRun
+from miroctl.core.bodies import Body
 from miroctl.core.manager import Manager
-from miroctl.gateway.api import _served, _strings, _timeout
+from miroctl.gateway.api import served
 from miroctl.gateway.server import Gateway
 from miroctl.sessions.processes import sub_run_id
 
@@ -38,17 +38,10 @@ class CheckRequest:
     surface: bool = False  # also answer each healthy server's tool surface, for the caller's lock file
 
 
-def check_request(body: Any, gateway: Gateway) -> CheckRequest:
+def check_request(data: Any, gateway: Gateway) -> CheckRequest:
     """A CheckRequest from {servers, timeout, concurrency, smoke, allow_fail, surface}; UsageError if it is wrong."""
-    body = {} if body is None else body
-    if not isinstance(body, Mapping):
-        raise UsageError("the request body must be a JSON object")
-    unknown = sorted(set(body) - CHECK_KEYS)
-    if unknown:
-        raise UsageError(
-            f"unknown keys in the check: {', '.join(unknown)}", hint=f"known: {', '.join(sorted(CHECK_KEYS))}"
-        )
-    named = [_served(name, gateway) for name in _strings(body, "servers")] or gateway.specs
+    body = Body({} if data is None else data, CHECK_KEYS, "the check")
+    named = [served(name, gateway) for name in body.strings("servers")] or gateway.specs
     specs = list({spec.name: spec for spec in named}.values())
     if not specs:
         raise UsageError(
@@ -56,27 +49,12 @@ def check_request(body: Any, gateway: Gateway) -> CheckRequest:
         )
     return CheckRequest(
         specs,
-        _timeout(body.get("timeout")),
-        _concurrency(body.get("concurrency"), gateway),
-        smoke=_flag(body, "smoke"),
-        allow_fail=_allowed(_strings(body, "allow_fail"), specs, gateway),
-        surface=_flag(body, "surface"),
+        body.seconds("timeout"),
+        body.whole("concurrency", 1) or gateway.manager.config.profile.concurrency,
+        smoke=body.flag("smoke", False),
+        allow_fail=_allowed(body.strings("allow_fail"), specs, gateway),
+        surface=body.flag("surface", False),
     )
-
-
-def _concurrency(value: Any, gateway: Gateway) -> int:
-    if value is None:
-        return gateway.manager.config.profile.concurrency
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise UsageError("concurrency must be a whole number of at least 1")
-    return value
-
-
-def _flag(body: Mapping[str, Any], key: str) -> bool:
-    value = body.get(key, False)
-    if not isinstance(value, bool):
-        raise UsageError(f"{key} must be true or false")
-    return value
 
 
 def _allowed(names: list[str], specs: list[ServerSpec], gateway: Gateway) -> tuple[str, ...]:

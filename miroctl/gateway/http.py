@@ -21,6 +21,7 @@ import anyio
 
 from miroctl.base.errors import MiroctlError, UsageError
 from miroctl.core import batch
+from miroctl.core.bodies import loads
 from miroctl.gateway.api import call_document, error_document, list_document
 from miroctl.gateway.check import check_document
 from miroctl.gateway.server import Gateway, build_server
@@ -28,7 +29,7 @@ from miroctl.gateway.server import Gateway, build_server
 DEFAULT_PORT = 8765
 DEFAULT_MAX_BODY = 4 * 1024 * 1024
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
-SHUTDOWN_GRACE = 2.0
+SHUTDOWN_GRACE = 2  # seconds
 
 
 @dataclass(frozen=True)
@@ -90,12 +91,8 @@ class Guard:
         self.app = RequestBodyLimitMiddleware(app, settings.max_body)
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] != "http":
-            return await self.app(scope, receive, send)
-        refusal = self.refusal(scope)
-        if refusal is not None:
-            return await refusal(scope, receive, send)
-        await self.app(scope, receive, send)
+        refusal = self.refusal(scope) if scope["type"] == "http" else None
+        await (refusal or self.app)(scope, receive, send)
 
     def refusal(self, scope: Any) -> Any:
         from starlette.datastructures import Headers
@@ -196,13 +193,15 @@ async def _json_body(request: Any) -> Any:
     if not raw.strip():
         return None
     try:
-        return json.loads(raw)
+        return loads(raw)
     except (ValueError, UnicodeDecodeError) as exc:
         raise UsageError(f"the request body is not JSON: {exc}") from None
 
 
 async def _until_disconnect(request: Any, work: Awaitable[dict[str, Any]]) -> dict[str, Any]:
-    finished: dict[str, Any] = {}
+    """`work`'s document, unless the client goes away first (then the work is cancelled)."""
+    documents: list[dict[str, Any]] = []
+    errors: list[MiroctlError] = []
     async with anyio.create_task_group() as tg:
 
         async def watch() -> None:
@@ -212,15 +211,15 @@ async def _until_disconnect(request: Any, work: Awaitable[dict[str, Any]]) -> di
 
         tg.start_soon(watch)
         try:  # caught here: leaving the task group would wrap it in an ExceptionGroup
-            finished["document"] = await work
+            documents.append(await work)
         except MiroctlError as exc:
-            finished["error"] = exc
+            errors.append(exc)
         tg.cancel_scope.cancel()
-    if "error" in finished:
-        raise finished["error"]
-    if "document" not in finished:
+    if errors:
+        raise errors[0]
+    if not documents:
         raise UsageError("the client went away")
-    return finished["document"]
+    return documents[0]
 
 
 def _batch(gateway: Gateway) -> Callable[[Any], Any]:

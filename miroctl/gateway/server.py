@@ -12,7 +12,7 @@ import math
 import weakref
 from collections.abc import Mapping, Sequence
 from contextlib import suppress
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from miroctl import __version__
 from miroctl.base.masking import Masker
@@ -20,7 +20,12 @@ from miroctl.base.models import CallOutcome, CallRequest, ProgressFn, ServerSpec
 from miroctl.base.text import suggest
 from miroctl.core.manager import Manager
 from miroctl.gateway import toolmap
+from miroctl.gateway.sdk_private import request_connection
 from miroctl.gateway.stdio import StdoutWriter, claimed_stdout, stdin_lines
+
+if TYPE_CHECKING:  # the SDK costs ~1 s to import: `serve` loads it when it starts
+    from mcp.server.context import ServerRequestContext
+    from mcp_types import CallToolRequestParams, CallToolResult, ListToolsResult, PaginatedRequestParams
 
 META_KEY = "miroctl/outcome"  # where each result's envelope metadata rides in `_meta`
 
@@ -101,13 +106,14 @@ class Gateway:
 
     # ------------------------------------------------------------------------------------------ MCP
 
-    async def on_list_tools(self, ctx: Any, params: Any) -> Any:
+    async def on_list_tools(
+        self, ctx: ServerRequestContext[Any, Any], params: PaginatedRequestParams | None
+    ) -> ListToolsResult:
         import mcp_types as types
         from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-        # A request's session lives as long as the request: changes go out on the connection behind it, which
-        # the SDK (2.3) keeps private. Without one, a host on an older protocol is simply not told.
-        connection = getattr(ctx.session, "_connection", None)
+        # Changes go out on the connection behind the request's session (see sdk_private).
+        connection = request_connection(ctx.session)
         if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS and connection is not None:
             with suppress(TypeError):
                 self._listers.add(connection)
@@ -116,7 +122,7 @@ class Gateway:
             await self.refresh()
         return types.ListToolsResult.model_validate({"tools": self.exposed()})
 
-    async def on_call_tool(self, ctx: Any, params: Any) -> Any:
+    async def on_call_tool(self, ctx: ServerRequestContext[Any, Any], params: CallToolRequestParams) -> CallToolResult:
         arguments = dict(params.arguments or {})
         relay = ctx.session.report_progress
         if self.lazy:
@@ -135,7 +141,7 @@ class Gateway:
             hint=suggest(name, self.map.tools) or "list the tools again",
         )
 
-    def result(self, outcome: CallOutcome) -> Any:
+    def result(self, outcome: CallOutcome) -> CallToolResult:
         """An envelope as an MCP CallToolResult, masked; the envelope's metadata rides in `_meta`."""
         import mcp_types as types
 
@@ -171,7 +177,7 @@ class Gateway:
             hint=suggest(server, names) or f"its servers: {', '.join(names)}",
         )
 
-    async def _meta_list(self, server: Any) -> CallOutcome:
+    async def _meta_list(self, server: object) -> CallOutcome:
         if server is None:
             await self.refresh()
             document = {"servers": [summary(entry) for entry in self.entries]}

@@ -117,7 +117,7 @@ def merge_meta(config: Mapping[str, Any], annotations: Mapping[str, Any] | None)
     )
 
 
-def _less_trusted(key: str, configured: Any, hinted: Any) -> bool | None:
+def _less_trusted(key: str, configured: bool | None, hinted: Any) -> bool | None:
     if not isinstance(hinted, bool):
         return configured
     if configured is None:
@@ -156,7 +156,6 @@ class Policy:
     """The pool's rules, built from the profile (and the command line's --mode / --yes)."""
 
     blacklist: frozenset[tuple[str, str]] = frozenset()
-    sections: Mapping[str, Any] = field(default_factory=dict)
     mode: str = "normal"
     allowlist: tuple[str, ...] = ()
     allow_high: tuple[str, ...] = ()
@@ -170,21 +169,17 @@ class Policy:
     def from_profile(cls, profile: Profile, environ: Mapping[str, str] | None = None) -> Policy:
         """The profile's rules; `DEMO_MODE=1` in the environment cuts scrape results as in the seeds."""
         sections = profile.sections
-        rules = sections.get("policy") or {}
-        urls = sections.get("url_rules") or {}
-        fallbacks = sections.get("fallbacks") or {}
-        markitdown = fallbacks.get("markitdown") if isinstance(fallbacks.get("markitdown"), Mapping) else {}
+        rules = sections.policy
         return cls(
             blacklist=profile.blacklist,
-            sections=sections,
-            mode=str(rules.get("mode", "normal")),
-            allowlist=tuple(rules.get("allowlist") or ()),
-            allow_high=tuple(rules.get("allow_high") or ()),
-            assume_yes=bool(rules.get("assume_yes", False)),
-            url_rules=UrlRules(tuple(urls["block"])) if "block" in urls else UrlRules(),
-            max_result_chars=sections.get("max_result_chars"),
+            mode=rules.mode.value,
+            allowlist=rules.allowlist,
+            allow_high=rules.allow_high,
+            assume_yes=rules.assume_yes,
+            url_rules=UrlRules(sections.url_block) if sections.url_block is not None else UrlRules(),
+            max_result_chars=sections.max_result_chars,
             demo_mode=(environ if environ is not None else os.environ).get("DEMO_MODE") == "1",
-            scrape_tools=tuple(markitdown.get("tools") or SCRAPE_TOOLS),
+            scrape_tools=sections.markitdown.tools or SCRAPE_TOOLS,
         )
 
     def with_overrides(self, mode: str | None = None, assume_yes: bool | None = None) -> Policy:

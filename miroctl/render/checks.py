@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from rich import box
 from rich.table import Table
 from rich.text import Text
 
+from miroctl.check.lockfile import LockCheck
+from miroctl.check.report import CheckRun, Phase, ProbeReport
 from miroctl.render.output import Output
 
 _PHASE_COLUMNS = (("start", "start"), ("initialize", "init"), ("tools", "list"), ("ping", "ping"))
@@ -16,7 +17,7 @@ CHECK_LOG_WIDTH = 140  # a CI log has no width of its own; rows this wide stay o
 CHECK_WIDE = 120  # narrower terminals get the reasons under the table instead of in a column
 
 
-def check_table(out: Output, run: Any) -> None:
+def check_table(out: Output, run: CheckRun) -> None:
     """The check as one table (a row per server), failure details under it, then lock changes and a summary."""
     if not out.out.is_terminal and out.out.width < CHECK_LOG_WIDTH:
         out.out.width = CHECK_LOG_WIDTH
@@ -30,14 +31,11 @@ def check_table(out: Output, run: Any) -> None:
     out.out.print(Text(_check_summary(run), style="bold green" if run.exit_code == 0 else "bold red"))
 
 
-def _check_rows(out: Output, run: Any, wide: bool, reasons: bool) -> Table:
+def _check_rows(out: Output, run: CheckRun, wide: bool, reasons: bool) -> Table:
     columns = [*_PHASE_COLUMNS, *((("smoke", "smoke"),) if run.smoke else ())]
-    table = Table(
-        caption=_check_caption(run),
-        caption_justify="left",
-        expand=False,
-        **({} if wide else {"box": box.SIMPLE_HEAD, "padding": (0, 1), "collapse_padding": True, "pad_edge": False}),
-    )
+    table = Table(caption=_check_caption(run), caption_justify="left", expand=False)
+    if not wide:  # narrow terminals: a lighter frame that gives the cells their room
+        table.box, table.padding, table.collapse_padding, table.pad_edge = box.SIMPLE_HEAD, (0, 1), True, False
     table.add_column("server", no_wrap=True, min_width=6, style="bold")
     if wide:
         table.add_column("status", no_wrap=True)
@@ -53,22 +51,24 @@ def _check_rows(out: Output, run: Any, wide: bool, reasons: bool) -> Table:
     return table
 
 
-def _start_header(run: Any) -> str:
+def _start_header(run: CheckRun) -> str:
     kinds = {r.start_phase for r in run.reports}
     return kinds.pop() if len(kinds) == 1 else "start"
 
 
-def _check_caption(run: Any) -> Text:
+def _check_caption(run: CheckRun) -> Text:
     text = "phase times in ms; ✗ failed there, – not run"
     if _start_header(run) == "start":
         text += "; start: spawn (stdio) or connect (HTTP)"
-    modern = sorted({r.protocol_version for r in run.reports if _ping_removed(r)})
+    modern = sorted({r.protocol_version for r in run.reports if _ping_removed(r) and r.protocol_version})
     if modern:
         text += f"; ping n/a: protocol {', '.join(modern)} has no ping"
     return Text(text, style="dim")
 
 
-def _check_cells(out: Output, report: Any, columns: Sequence[tuple[str, str]], wide: bool, reasons: bool) -> list[Text]:
+def _check_cells(
+    out: Output, report: ProbeReport, columns: Sequence[tuple[str, str]], wide: bool, reasons: bool
+) -> list[Text]:
     tools = str(len(report.tools)) if report.phases["tools"].status == "ok" else "–"
     cells = [Text(out.safe(report.protocol_version or "–")), Text(out.safe(report.server_version or "–")), Text(tools)]
     cells += [_phase_cell(report.phases[report.start_phase if key == "start" else key]) for key, _ in columns]
@@ -84,18 +84,20 @@ def _check_cells(out: Output, report: Any, columns: Sequence[tuple[str, str]], w
     ]
 
 
-def _status(report: Any) -> tuple[str, str]:
+def _status(report: ProbeReport) -> tuple[str, str]:
     if report.ok:
         return "✓ healthy", "green"
     return ("✗ allowed", "yellow") if report.allowed_failure else ("✗ unhealthy", "red")
 
 
-def _ping_removed(report: Any) -> bool:
+def _ping_removed(report: ProbeReport) -> bool:
     ping = report.phases["ping"]
     return ping.status == "skipped" and "not supported" in (ping.detail or "")
 
 
-def _phase_cell(phase: Any) -> Text:
+def _phase_cell(phase: Phase | None) -> Text:
+    if phase is None:
+        return Text("")
     if phase.status == "ok":
         return Text(f"{phase.ms:.0f}" if phase.ms is not None else "ok")
     if phase.status == "failed":
@@ -105,7 +107,7 @@ def _phase_cell(phase: Any) -> Text:
     return Text("")
 
 
-def _reason_cell(out: Output, report: Any) -> Text:
+def _reason_cell(out: Output, report: ProbeReport) -> Text:
     if report.failure is None:
         return Text("")
     text = Text(f"{report.failure.kind}: ", style="yellow" if report.allowed_failure else "red")
@@ -113,9 +115,11 @@ def _reason_cell(out: Output, report: Any) -> Text:
     return text
 
 
-def _check_details(out: Output, report: Any, with_reason: bool) -> None:
+def _check_details(out: Output, report: ProbeReport, with_reason: bool) -> None:
     """Under the table: the reason (if the table had no room for it), the hint, the last stderr lines."""
     failure = report.failure
+    if failure is None:
+        return
     tail = failure.stderr_tail[-5:]
     line = Text("✗ ", style="yellow" if report.allowed_failure else "red")
     line.append(out.safe(report.server), style="bold")
@@ -132,7 +136,7 @@ def _check_details(out: Output, report: Any, with_reason: bool) -> None:
         out.out.print(Text(f"  | {out.safe(text)}", style="dim"))
 
 
-def lock_changes(out: Output, lock: Any) -> None:
+def lock_changes(out: Output, lock: LockCheck) -> None:
     """The tool-surface comparison: what was written, then each change with its severity."""
     if lock.written:
         out.out.print(Text(f"wrote the tool surface of the healthy servers to {out.safe(lock.written)}", style="dim"))
@@ -155,7 +159,7 @@ def lock_changes(out: Output, lock: Any) -> None:
         )
 
 
-def _check_summary(run: Any) -> str:
+def _check_summary(run: CheckRun) -> str:
     counts = run.summary()
     parts = [f"{counts['healthy']} of {counts['servers']} servers healthy"]
     if counts["allowed_failures"]:

@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from rich.table import Table
 from rich.text import Text
 
+from miroctl.base.models import ServerTools, ToolInfo
 from miroctl.base.text import counted
 from miroctl.core.arguments import type_label
 from miroctl.render.output import Output
 
 
-def list_tables(out: Output, entries: Iterable[Any], *, schema: bool = False) -> None:
+def list_tables(out: Output, entries: Iterable[ServerTools], *, schema: bool = False) -> None:
     """One table per healthy server; failing servers in place with their reason."""
     for entry in entries:
         if not entry.ok:
@@ -35,7 +36,7 @@ def list_tables(out: Output, entries: Iterable[Any], *, schema: bool = False) ->
         _offered(out, entry)
 
 
-def _offered(out: Output, entry: Any) -> None:
+def _offered(out: Output, entry: ServerTools) -> None:
     """The resources, templates and prompts of `list --resources --prompts`, when asked for and offered."""
     sections = (
         ("resources", "resource", ("uri", "name", "mimeType")),
@@ -66,14 +67,14 @@ def _offer_cell(item: Mapping[str, Any], column: str) -> str:
     return str(item.get(column) or "")
 
 
-def _summary(tool: Any, full: bool) -> str:
+def _summary(tool: ToolInfo, full: bool) -> str:
     if full:
         schema = json.dumps(tool.input_schema, indent=2, ensure_ascii=False)
         return f"{tool.description.strip()}\n\ninput schema:\n{schema}"
     return tool.summary
 
 
-def _parameters(out: Output, tool: Any, type_label: Any) -> Text:
+def _parameters(out: Output, tool: ToolInfo, type_label: Callable[[Any], str]) -> Text:
     properties = tool.input_schema.get("properties") or {}
     required = set(tool.input_schema.get("required") or [])
     text = Text()
@@ -85,8 +86,10 @@ def _parameters(out: Output, tool: Any, type_label: Any) -> Text:
     return text
 
 
-def _failed_server(out: Output, entry: Any) -> None:
+def _failed_server(out: Output, entry: ServerTools) -> None:
     failure = entry.failure
+    if failure is None:
+        return
     line = Text("✗ ", style="bold red")
     line.append(out.safe(entry.server), style="bold")
     line.append(f"  {failure.kind}: ", style="red")

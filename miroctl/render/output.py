@@ -7,7 +7,7 @@ import re
 import sys
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
@@ -15,6 +15,9 @@ from rich.prompt import Confirm
 from rich.text import Text
 
 from miroctl.base.masking import Masker
+
+if TYPE_CHECKING:  # the type only: a call through a gateway must not load the core
+    from miroctl.core.manager import Confirmation
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 _C1_AND_SEPARATORS = re.compile(r"[\x7f-\x9f\u2028\u2029]")
@@ -104,7 +107,7 @@ class Output:
         finally:
             self._bar = None
 
-    def confirm(self, question: Any) -> bool:
+    def confirm(self, question: Confirmation) -> bool:
         """Ask mode ask's question on the terminal (stderr); anything but yes is no."""
         prompt = Text("miroctl: ", style="bold yellow")
         prompt.append(self.safe(f"{question.decision.message}. Run {question.server}.{question.tool}"))

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
+from miroctl.base.models import CallOutcome
 from miroctl.render.output import Output
 
+if TYPE_CHECKING:  # the type only: a call through a gateway must not load the session machinery
+    from miroctl.core.catalog import Fetched
 
-def call_result(out: Output, outcome: Any, saved: Sequence[str] = ()) -> None:
+
+def call_result(out: Output, outcome: CallOutcome, saved: Sequence[str] = ()) -> None:
     """A call's outcome for humans: the result on stdout, notes and errors on stderr."""
     if outcome.corrected_from is not None:
         given = f"Server '{outcome.corrected_from}' not found or without that tool"
@@ -30,7 +34,7 @@ def call_result(out: Output, outcome: Any, saved: Sequence[str] = ()) -> None:
         out.note(f"saved: {path}", style="green")
 
 
-def fetched_result(out: Output, fetched: Any, saved: Sequence[str] = ()) -> None:
+def fetched_result(out: Output, fetched: Fetched, saved: Sequence[str] = ()) -> None:
     """A resource's text contents, or a prompt's messages role by role; errors on stderr."""
     if not fetched.ok:
         tail = fetched.failure.stderr_tail if fetched.failure else ()
@@ -49,7 +53,7 @@ def fetched_result(out: Output, fetched: Any, saved: Sequence[str] = ()) -> None
         out.note(f"saved: {path}", style="green")
 
 
-def policy_notes(out: Output, outcome: Any) -> None:
+def policy_notes(out: Output, outcome: CallOutcome) -> None:
     """What the policy layer did to a call: fallback, cut, whole result written to a file."""
     fallback = outcome.fallback
     if fallback and fallback.get("ok"):
@@ -69,7 +73,7 @@ def policy_notes(out: Output, outcome: Any) -> None:
         )
 
 
-def _pretty(outcome: Any) -> str:
+def _pretty(outcome: CallOutcome) -> str:
     text = outcome.result or ""
     if outcome.structured_content is not None and not text.strip():
         return json.dumps(outcome.structured_content, indent=2, ensure_ascii=False)

@@ -21,10 +21,11 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, ToolAnnotations
 
+from miroctl import __version__
 from miroctl.servers.helpers import fetching, models
 from miroctl.servers.helpers.common import number_setting, result, setting
 
-mcp = MCPServer("audio", version="0.2.0", log_level="WARNING")
+mcp = MCPServer("audio", version=__version__, log_level="WARNING")
 
 TRANSCRIPTION_MODEL = "gpt-4o-transcribe"
 QA_MODEL = "gpt-4o-audio-preview"

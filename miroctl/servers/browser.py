@@ -19,6 +19,7 @@ from typing import Any
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import CallToolResult, ToolAnnotations
 
+from miroctl import __version__
 from miroctl.servers.helpers.browser_session import BrowserSession, find_browser, missing_browser_message
 from miroctl.servers.helpers.common import result
 from miroctl.servers.helpers.fetching import check_url
@@ -34,7 +35,7 @@ async def _lifespan(server: MCPServer[Any]) -> AsyncIterator[BrowserSession]:
         await browser.close()
 
 
-mcp = MCPServer("browser", version="0.2.0", log_level="WARNING", lifespan=_lifespan)
+mcp = MCPServer("browser", version=__version__, log_level="WARNING", lifespan=_lifespan)
 
 NAVIGATES = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=True)
 ACTS = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=True)

@@ -16,6 +16,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
+from miroctl import __version__
 from miroctl.servers.helpers.common import human_bytes, of_total, result
 from miroctl.servers.helpers.docker_engine import (
     cpu_percent,
@@ -25,7 +26,7 @@ from miroctl.servers.helpers.docker_engine import (
     summary_line,
 )
 
-mcp = MCPServer("docker", version="0.2.0", log_level="WARNING")
+mcp = MCPServer("docker", version=__version__, log_level="WARNING")
 
 READS = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 MAX_LOG_CHARS = 100_000

@@ -20,6 +20,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
+from miroctl import __version__
 from miroctl.servers.helpers.common import human_bytes, result, setting
 from miroctl.servers.helpers.net_probes import (
     Deadline,
@@ -32,7 +33,7 @@ from miroctl.servers.helpers.net_probes import (
     reverse,
 )
 
-mcp = MCPServer("network", version="0.2.0", log_level="WARNING")
+mcp = MCPServer("network", version=__version__, log_level="WARNING")
 
 PROBE = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=True)
 Seconds = Annotated[float, Field(ge=0.1, le=60.0)]
@@ -200,7 +201,7 @@ def _tls_line(tls: dict[str, Any]) -> str:
     )
 
 
-def _request(url: str, method: str, deadline: Deadline, follow: bool, verify: bool) -> tuple[list[str], dict]:
+def _request(url: str, method: str, deadline: Deadline, follow: bool, verify: bool) -> tuple[list[str], dict[str, Any]]:
     import httpx2
 
     started = time.monotonic()
@@ -232,7 +233,9 @@ def _body_size(response: Any) -> int | None:
     return size
 
 
-def _answer_lines(url: str, response: Any, headers_ms: float, total_ms: float, size: int | None) -> tuple[list, dict]:
+def _answer_lines(
+    url: str, response: Any, headers_ms: float, total_ms: float, size: int | None
+) -> tuple[list[str], dict[str, Any]]:
     kind = response.headers.get("content-type", "no content type").split(";")[0]
     shown = "not read" if size is None else (f"{human_bytes(size)}+" if size >= BODY_LIMIT else human_bytes(size))
     first = (

@@ -24,9 +24,10 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, ToolAnnotations
 
+from miroctl import __version__
 from miroctl.servers.helpers.common import result, setting, state_dir
 
-mcp = MCPServer("planner", version="0.2.0", log_level="WARNING")
+mcp = MCPServer("planner", version=__version__, log_level="WARNING")
 
 SHORT_ID = 8
 MIN_PREFIX = 4

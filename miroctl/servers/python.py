@@ -20,13 +20,14 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
+from miroctl import __version__
 from miroctl.servers.helpers.common import human_bytes, number_setting, result, scratch_dir, setting
 from miroctl.servers.helpers.fetching import fetch_url
 from miroctl.servers.helpers.sandbox_e2b import E2BSandboxes
 from miroctl.servers.helpers.sandbox_local import E2B_HOME, LocalSandboxes, limits_from_env
 from miroctl.servers.helpers.sandbox_run import Run, stop_all
 
-mcp = MCPServer("python", version="0.2.0", log_level="WARNING")
+mcp = MCPServer("python", version=__version__, log_level="WARNING")
 
 # Ids that models make up instead of calling create_sandbox (as the seeds list them).
 MADE_UP_IDS = frozenset(

@@ -7,10 +7,11 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 
+from miroctl import __version__
 from miroctl.servers.helpers.common import human_bytes, number_setting, setting
-from miroctl.servers.helpers.markdown_convert import DEFAULT_MAX_BYTES, convert, read_url
+from miroctl.servers.helpers.markdown_convert import DEFAULT_MAX_BYTES, read_document, read_url
 
-mcp = MCPServer("reading", version="0.2.0", log_level="WARNING")
+mcp = MCPServer("reading", version=__version__, log_level="WARNING")
 
 # Settings (environment): READING_ROOT confines local reads to one directory tree (symlinks and `..`
 # resolved first); READING_MAX_BYTES caps a file's size (default 50 MB); READING_HTTP_TIMEOUT is the
@@ -43,7 +44,7 @@ def read_file(uri: str) -> str:
     if scheme not in ("", "file"):
         raise ToolError(f"unsupported URI scheme {scheme!r}: use a local path, a file:// URI or an http(s) URL")
     path = local_path(uri)
-    return convert(uri, lambda md: md.convert_local(str(path)))
+    return read_document(path, uri)
 
 
 # ---------------------------------------------------------------------------------------------- local files

@@ -16,10 +16,11 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, ToolAnnotations
 
+from miroctl import __version__
 from miroctl.servers.helpers import models
 from miroctl.servers.helpers.common import number_setting, result, setting
 
-mcp = MCPServer("reasoning", version="0.2.0", log_level="WARNING")
+mcp = MCPServer("reasoning", version=__version__, log_level="WARNING")
 
 ANTHROPIC_MODEL = "claude-sonnet-4-6"
 OPENAI_MODEL = "o3"
@@ -73,13 +74,13 @@ async def _ask_anthropic(endpoint: models.Endpoint, question: str) -> tuple[str,
     if budget and not 1024 <= budget < max_tokens:
         raise ToolError("REASONING_THINKING_BUDGET must be 0 (adaptive) or from 1024 to below REASONING_MAX_TOKENS")
     # Newer models decide how much to think themselves ("adaptive"); a budget asks for manual extended thinking.
-    thinking = {"type": "enabled", "budget_tokens": budget} if budget else {"type": "adaptive"}
+    settings: dict[str, Any] = {"type": "enabled", "budget_tokens": budget} if budget else {"type": "adaptive"}
     try:
         async with models.anthropic_client(endpoint) as client:
             response = await client.messages.create(
                 model=model,
                 max_tokens=max_tokens,
-                thinking=thinking,
+                thinking=settings,
                 messages=[{"role": "user", "content": [{"type": "text", "text": question}]}],
             )
     except Exception as exc:  # noqa: BLE001 - the SDK's errors, each explained by models.failure

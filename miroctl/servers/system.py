@@ -16,9 +16,10 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
+from miroctl import __version__
 from miroctl.servers.helpers.common import human_bytes, of_total, percent, result
 
-mcp = MCPServer("system", version="0.2.0", log_level="WARNING")
+mcp = MCPServer("system", version=__version__, log_level="WARNING")
 
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 NEARLY_FULL = 90.0

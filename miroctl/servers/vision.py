@@ -19,10 +19,11 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, ToolAnnotations
 
+from miroctl import __version__
 from miroctl.servers.helpers import fetching, models
 from miroctl.servers.helpers.common import number_setting, result, setting
 
-mcp = MCPServer("vision", version="0.2.0", log_level="WARNING")
+mcp = MCPServer("vision", version=__version__, log_level="WARNING")
 
 DEFAULT_MODELS = {"Anthropic": "claude-sonnet-4-6", "OpenAI-compatible": "gpt-4o", "Gemini": "gemini-2.5-pro"}
 MODEL_SETTINGS = {"Anthropic": "VISION_ANTHROPIC_MODEL", "OpenAI-compatible": "VISION_OPENAI_MODEL"}

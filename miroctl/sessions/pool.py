@@ -6,19 +6,31 @@ task of the pool's task group; callers share the session object and signal the o
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 from anyio.abc import TaskGroup
 
-from miroctl.base.models import Failure, ServerSpec, ToolInfo
-from miroctl.sessions.failures import CONNECTION_CLOSED, died_during, leaf, startup_failure, startup_timeout
+from miroctl.base.models import Failure, ProgressFn, ServerSpec, ToolInfo
+from miroctl.sessions.backoff import Backoff
+from miroctl.sessions.exchange import PagingError, TimedOut, every_page, within
+from miroctl.sessions.failures import (
+    CONNECTION_CLOSED,
+    after_initialize,
+    died_during,
+    leaf,
+    startup_failure,
+    startup_timeout,
+)
 from miroctl.sessions.transports import Connection, Wire, open_connection
 
-MAX_TOOL_PAGES = 100
+if TYPE_CHECKING:
+    from mcp import Client
+    from mcp.types import CallToolResult
+
+T = TypeVar("T")
 RETRY_AFTER = 5.0  # a server that failed to start is not tried again sooner (doubling up to RETRY_MAX)
 RETRY_MAX = 60.0
 START_RETRY_DELAY = 0.5  # as in the seeds: a failed start or connect is tried once more after this
@@ -47,7 +59,8 @@ class _Generation:
     ready: anyio.Event = field(default_factory=anyio.Event)
     stop: anyio.Event = field(default_factory=anyio.Event)
     done: anyio.Event = field(default_factory=anyio.Event)
-    connection: Connection | None = None
+    connection: Connection | None = None  # while the session is open
+    opened: Connection | None = None  # the session it had, kept after it closed
     error: BaseException | None = None
     dead: bool = False  # a call found its connection closed
 
@@ -74,15 +87,11 @@ class ServerHandle:
         self._gens: list[_Generation] = []
         self._tools: tuple[ToolInfo, ...] | None = None
         self.starts = 0
-        self.last_used = time.monotonic()
-        self.startup_ms = 0.0
         self.restarted = False  # this session replaces a lost one (a persistent server's state is gone)
         self.failure: Failure | None = None
-        self._failed_at = 0.0
-        self._retry_after = RETRY_AFTER
+        self._start_backoff = Backoff(RETRY_AFTER, RETRY_MAX)  # after failed starts
+        self._crash_backoff = Backoff(CRASH_BACKOFF, RETRY_MAX, free=1)  # after sessions lost without an answer
         self.call_slots = anyio.CapacityLimiter(CALLS_PER_SERVER)
-        self.crashes = 0  # sessions lost in a row without a successful call in between
-        self._lost_at = 0.0
         self.last_failure: Failure | None = None  # why the latest session ended or failed to start
 
     @property
@@ -99,9 +108,8 @@ class ServerHandle:
 
     async def connect(self) -> Connection:
         """The open session, starting the server if needed; Unavailable if it cannot be had."""
-        self.last_used = time.monotonic()
-        if self.connected:
-            return self._current.connection  # type: ignore[union-attr]
+        if self.connected and self.connection is not None:
+            return self.connection
         async with self._lock:
             if not self.connected:
                 self._raise_recent_failure()
@@ -111,27 +119,27 @@ class ServerHandle:
                 except Unavailable as exc:
                     self._remember(exc.failure)
                     raise
-                self.failure, self._retry_after = None, RETRY_AFTER
-            return self._current.connection  # type: ignore[union-attr]
+                self.failure = None
+                self._start_backoff.succeeded()
+            if self.connection is None:  # it closed again at once
+                raise Unavailable(died_during(self.wire or Wire(self.spec), "initialize"))
+            return self.connection
+
+    @property
+    def crashes(self) -> int:
+        """Sessions lost in a row without an answered call in between."""
+        return self._crash_backoff.failures
 
     def _raise_recent_failure(self) -> None:
-        if self.failure is not None and time.monotonic() - self._failed_at < self._retry_after:
+        if self.failure is not None and self._start_backoff.remaining() > 0:
             raise Unavailable(self.failure)
 
     def _remember(self, failure: Failure) -> None:
-        if self.failure is not None:
-            self._retry_after = min(self._retry_after * 2, RETRY_MAX)
-        self.failure, self._failed_at = failure, time.monotonic()
-        self.last_failure = failure
-
-    def crash_backoff(self) -> float:
-        """Seconds to wait after the latest loss: none after the first crash, then doubling."""
-        if self.crashes < 2:
-            return 0.0
-        return min(CRASH_BACKOFF * 2 ** (self.crashes - 2), RETRY_MAX)
+        self._start_backoff.failed()
+        self.failure = self.last_failure = failure
 
     def _raise_crash_loop(self) -> None:
-        wait = self.crash_backoff() - (time.monotonic() - self._lost_at)
+        wait = self._crash_backoff.remaining()
         if wait > 0:
             raise Unavailable(
                 Failure(
@@ -142,9 +150,21 @@ class ServerHandle:
                 )
             )
 
-    def call_succeeded(self) -> None:
-        """A call got an answer: the session works, so a later crash restarts at once again."""
-        self.crashes = 0
+    async def call_tool(
+        self, connection: Connection, name: str, arguments: dict[str, Any], progress: ProgressFn | None = None
+    ) -> CallToolResult:
+        """One tools/call on the session: at most CALLS_PER_SERVER at once; a closed connection marks its
+        session dead (so `lost()` knows which one broke), an answer resets the crash count."""
+        async with self.call_slots:
+            try:
+                result = await connection.client.call_tool(name, arguments, progress_callback=progress)
+            except Exception as exc:
+                gen = next((g for g in self._gens if g.opened is connection), None)
+                if gen is not None and closed(exc):
+                    gen.dead = True
+                raise
+        self._crash_backoff.succeeded()  # the session works: a later crash restarts at once again
+        return result
 
     async def _start_with_retry(self) -> None:
         try:
@@ -167,11 +187,9 @@ class ServerHandle:
         self._current, self._tools = gen, None
         self._gens.append(gen)
         self.starts += 1
-        started = time.perf_counter()
         self._tg.start_soon(self._own, gen)
         with anyio.move_on_after(self.startup_timeout) as waited:
             await gen.ready.wait()
-        self.startup_ms = (time.perf_counter() - started) * 1000
         if waited.cancelled_caught:
             failure = startup_timeout(gen.wire, self.startup_timeout)
             gen.wire.hurry = True
@@ -188,7 +206,7 @@ class ServerHandle:
                     open_connection(self.spec, gen.wire, on_tools_changed=following) as connection,
                     anyio.create_task_group() as changes,
                 ):
-                    gen.connection = Connection(BoundedClient(connection.client, self, gen), connection.wire)
+                    gen.connection = gen.opened = connection
                     gen.ready.set()
                     if following is not None and _announces_tool_changes(connection.client):
                         changes.start_soon(_listen_for_tool_changes, connection.client, following)
@@ -209,16 +227,32 @@ class ServerHandle:
 
     async def tools(self) -> tuple[ToolInfo, ...]:
         """Every tool the server lists, all pages; cached until the session ends or the server announces a
-        change (when followed)."""
+        change (when followed). Unavailable when it cannot list them."""
         connection = await self.connect()
         if self._tools is not None:
             return self._tools
-        with anyio.move_on_after(self.startup_timeout) as waited:
-            found, _, _ = await list_all_tools(self.spec.name, connection.client)
-        if waited.cancelled_caught:
-            raise Unavailable(startup_timeout(connection.wire, self.startup_timeout, phase="tools/list"))
-        self._tools = tuple(found)
+        name = self.spec.name
+        listed = await self.ask(connection, "tools/list", self.startup_timeout, lambda c: list_all_tools(name, c))
+        self._tools = tuple(listed[0])
         return self._tools
+
+    async def ask(
+        self, connection: Connection, phase: str, timeout: float, send: Callable[[Client], Awaitable[T]]
+    ) -> T:
+        """`send(client)` on the session under `timeout`; every failure as Unavailable of its class."""
+        answer = await within(connection.wire, timeout, lambda: send(connection.client))
+        if isinstance(answer, TimedOut):
+            raise Unavailable(startup_timeout(connection.wire, timeout, phase=phase))
+        if isinstance(answer, BaseException):
+            raise Unavailable(await self.failure_of(answer, phase))
+        return answer
+
+    async def failure_of(self, exc: BaseException, phase: str) -> Failure:
+        """Why a request failed; a broken session is closed first, so the server's exit status is known."""
+        if isinstance(exc, PagingError):
+            return Failure("protocol", str(exc), phase=phase, hint="the server's nextCursor never ends")
+        wire = await self.lost() if closed(exc) else self.wire
+        return after_initialize(exc, wire or Wire(self.spec), phase)
 
     async def lost(self) -> Wire | None:
         """The session broke: close what is left of it so that the next call starts afresh."""
@@ -226,8 +260,7 @@ class ServerHandle:
         if gen is None:
             return None
         if not gen.stop.is_set():  # several calls may notice one loss: count it once
-            self.crashes += 1
-            self._lost_at = time.monotonic()
+            self._crash_backoff.failed()
         gen.stop.set()
         await gen.done.wait()
         self.last_failure = died_during(gen.wire, "a call")
@@ -247,7 +280,7 @@ class ServerHandle:
             return "connected"
         if self.failure is not None:
             return "failed"
-        if self.crash_backoff() > time.monotonic() - self._lost_at:
+        if self._crash_backoff.remaining() > 0:
             return "backoff"
         if self._current is None:
             return "idle"
@@ -258,9 +291,8 @@ class ServerHandle:
         """Down, and its backoff (after a failed start, or after crashes) has passed: a start may be tried now."""
         if self.connected:
             return False
-        if self.failure is not None:
-            return time.monotonic() - self._failed_at >= self._retry_after
-        return self.crash_backoff() <= time.monotonic() - self._lost_at
+        backoff = self._start_backoff if self.failure is not None else self._crash_backoff
+        return backoff.remaining() <= 0
 
     async def close(self) -> None:
         gen = self._current
@@ -277,15 +309,13 @@ class ServerHandle:
             gen.wire.discard()
 
 
-async def list_all_tools(server: str, client: Any) -> tuple[list[ToolInfo], int, str | None]:
-    """Every page of tools/list (at most MAX_TOOL_PAGES): the tools, the pages read, a cursor still left."""
-    found: list[ToolInfo] = []
-    cursor, pages = None, 0
-    while pages == 0 or (cursor and pages < MAX_TOOL_PAGES):
-        page = await client.list_tools(cursor=cursor)
-        found.extend(tool_info(server, tool) for tool in page.tools)
-        cursor, pages = page.next_cursor, pages + 1
-    return found, pages, cursor
+async def list_all_tools(server: str, client: Client) -> tuple[list[ToolInfo], int]:
+    """Every page of tools/list: the tools and the number of pages (PagingError for an endless listing)."""
+    return await every_page(
+        lambda cursor: client.list_tools(cursor=cursor),
+        lambda page: [tool_info(server, t) for t in page.tools],
+        "tools/list",
+    )
 
 
 def tool_info(server: str, tool: Any) -> ToolInfo:
@@ -300,30 +330,6 @@ def tool_info(server: str, tool: Any) -> ToolInfo:
         output_schema=tool.output_schema,
         annotations=annotations,
     )
-
-
-class BoundedClient:
-    """A session's client as callers see it: at most CALLS_PER_SERVER calls at once, outcomes noted.
-
-    A call that finds the connection closed marks its generation dead, so `lost()` knows which
-    session broke; an answered call resets the crash count, so the next crash restarts at once.
-    """
-
-    def __init__(self, client: Any, handle: ServerHandle, gen: _Generation) -> None:
-        self._client, self._handle, self._gen = client, handle, gen
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._client, name)
-
-    async def call_tool(self, *args: Any, **kwargs: Any) -> Any:
-        async with self._handle.call_slots:
-            try:
-                result = await self._client.call_tool(*args, **kwargs)
-            except Exception as exc:
-                self._gen.dead = self._gen.dead or closed(exc)
-                raise
-        self._handle.call_succeeded()
-        return result
 
 
 def closed(exc: BaseException) -> bool:

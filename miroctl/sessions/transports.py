@@ -12,17 +12,23 @@ import logging
 import os
 import signal
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager, suppress
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
 from miroctl import __version__
 from miroctl.base.masking import Masker
 from miroctl.base.models import ServerSpec
+from miroctl.sessions.anyio_private import close_transport
 from miroctl.sessions.processes import signal_group, spawn
+
+if TYPE_CHECKING:  # the SDK and its HTTP client cost ~1 s to import: only the code paths that talk load them
+    import httpx2
+    from mcp import Client
+    from mcp.client.session import IncomingMessage, MessageHandlerFnT
 
 EOF_GRACE = 2.0
 TERM_GRACE = 1.0
@@ -77,7 +83,7 @@ class Wire:
 class Connection:
     """An open, initialized session to one server."""
 
-    client: Any  # mcp.Client
+    client: Client
     wire: Wire
 
     @property
@@ -117,10 +123,10 @@ async def open_connection(
         yield Connection(client=client, wire=wire)
 
 
-def _message_handler(on_tools_changed: Callable[[], None] | None) -> Callable[[Any], Awaitable[None]]:
+def _message_handler(on_tools_changed: Callable[[], None] | None) -> MessageHandlerFnT:
     """Server notifications miroctl does not relay are dropped; a tool-list change is passed on if asked."""
 
-    async def handle(message: Any) -> None:
+    async def handle(message: IncomingMessage) -> None:
         if on_tools_changed is not None and getattr(message, "method", None) == "notifications/tools/list_changed":
             on_tools_changed()
         await anyio.lowlevel.checkpoint()
@@ -129,22 +135,27 @@ def _message_handler(on_tools_changed: Callable[[], None] | None) -> Callable[[A
 
 
 async def _transport(spec: ServerSpec, wire: Wire, stack: AsyncExitStack) -> Any:
+    """What mcp.Client connects to: an in-process server, or a transport's context manager."""
     if spec.transport == "memory":
         return spec.target
     if spec.transport == "stdio":
         return stdio_transport(spec, wire)
+    url = spec.url or ""
     if spec.transport == "sse":
         from mcp.client.sse import sse_client
 
+        def factory(headers: Any = None, timeout: Any = None, auth: Any = None) -> httpx2.AsyncClient:
+            return _http_client(wire)  # the spec's headers and miroctl's timeouts, whatever sse_client asks
+
         # sse_client enters (and closes) the client it gets from the factory itself.
-        return sse_client(spec.url, headers=dict(spec.headers), httpx_client_factory=lambda **_: _http_client(wire))
+        return sse_client(url, headers=dict(spec.headers), httpx_client_factory=factory)
     from mcp.client.streamable_http import streamable_http_client
 
     http_client = await stack.enter_async_context(_http_client(wire))
-    return streamable_http_client(spec.url, http_client=http_client)
+    return streamable_http_client(url, http_client=http_client)
 
 
-def _http_client(wire: Wire) -> Any:
+def _http_client(wire: Wire) -> httpx2.AsyncClient:
     """An HTTP client with the server's headers that records the last error status it saw."""
     import httpx2
 
@@ -176,6 +187,8 @@ async def stdio_transport(spec: ServerSpec, wire: Wire) -> AsyncIterator[tuple[A
     from mcp.shared.message import SessionMessage
 
     process, wire.stderr_path = await spawn(spec)
+    stdin, stdout = process.stdin, process.stdout
+    assert stdin is not None and stdout is not None, "spawn opens both pipes"
     wire.pid = process.pid
     wire.spawned_at = time.perf_counter()
     read_in, read_out = anyio.create_memory_object_stream[Any](0)
@@ -193,7 +206,7 @@ async def stdio_transport(spec: ServerSpec, wire: Wire) -> AsyncIterator[tuple[A
             async with write_out:
                 async for item in write_out:
                     data = item.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
-                    await process.stdin.send(data.encode())
+                    await stdin.send(data.encode())
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
             await read_in.aclose()
 
@@ -265,10 +278,7 @@ async def stop_process(process: Any, wire: Wire) -> None:
     wire.returncode = process.returncode
     with suppress(Exception):
         await process.stdout.aclose()
-    transport = getattr(getattr(process, "_process", None), "_transport", None)
-    if transport is not None:
-        with suppress(Exception):
-            transport.close()
+    close_transport(process)
 
 
 async def _exited(process: Any, timeout: float) -> bool:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
+import subprocess
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -80,3 +83,25 @@ def test_miroctl_list_shows_the_five_bundled_servers_healthy():
     servers = {s["name"]: s for s in parse_json(result.stdout)["servers"]}
     assert set(servers) == set(BUNDLED)
     assert all(s["ok"] for s in servers.values())
+
+
+def test_bundled_servers_start_beside_a_users_own_servers_package_and_without_python_on_path(tmp_path):
+    # A project with its own `servers` package (common in MCP projects), and a PATH with no python on it (pipx).
+    (tmp_path / "servers").mkdir()
+    (tmp_path / "servers" / "__init__.py").write_text("")
+    (tmp_path / "servers" / "reading.py").write_text("raise SystemExit('the user s own servers.reading ran')\n")
+    (tmp_path / "notes.txt").write_text("hello from the notes\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("MIROCTL_CONFIG", "MIROCTL_URL")}
+    env["PATH"] = str(tmp_path / "no-such-bin")
+    done = subprocess.run(
+        [sys.executable, "-m", "miroctl", "call", "reading", "read_file", "uri=notes.txt", "--json"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    envelope = json.loads(done.stdout)
+    assert "hello from the notes" in envelope["result"]

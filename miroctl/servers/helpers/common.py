@@ -11,7 +11,19 @@ from typing import Any
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent
 
-_UNITS = ("B", "KB", "MB", "GB", "TB", "PB")
+from miroctl.base.text import human_bytes
+
+__all__ = [
+    "cut_middle",
+    "human_bytes",
+    "number_setting",
+    "of_total",
+    "percent",
+    "result",
+    "scratch_dir",
+    "setting",
+    "state_dir",
+]
 
 
 def result(text: str, data: Mapping[str, Any] | None = None, *, error: bool = False) -> CallToolResult:
@@ -21,16 +33,6 @@ def result(text: str, data: Mapping[str, Any] | None = None, *, error: bool = Fa
         structured_content=dict(data) if data is not None else None,
         is_error=error,
     )
-
-
-def human_bytes(count: float) -> str:
-    """A byte count for people, in binary units: 1536 -> '1.5 KB', 8589934592 -> '8.0 GB'."""
-    value = float(count)
-    for unit in _UNITS:
-        if abs(value) < 1024 or unit == _UNITS[-1]:
-            return f"{int(value)} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    raise AssertionError("unreachable")
 
 
 def percent(part: float, whole: float) -> str:

@@ -14,13 +14,14 @@ from urllib.parse import unquote, urljoin, urlsplit
 
 from mcp.server.mcpserver.exceptions import ToolError
 
+from miroctl import __version__
 from miroctl.policy import urls
 from miroctl.servers.helpers.common import human_bytes
 
 SANDBOX_HOME = "/home/user"
 MAX_REDIRECTS = 5
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
-USER_AGENT = "miroctl/0.2 (+https://pypi.org/project/miroctl/)"
+USER_AGENT = f"miroctl/{__version__} (+https://pypi.org/project/miroctl/)"
 
 
 @dataclass(frozen=True)

@@ -110,18 +110,18 @@ class E2BSandboxes:
 
     def run_python(self, sandbox: Any | None, code: str, limits: Limits) -> Run:
         one_shot = sandbox is None
-        sandbox = self._new() if one_shot else sandbox
+        box = self._new() if sandbox is None else sandbox
         started = time.monotonic()
         try:
             execution = self._retried(
-                self.run_attempts, "E2B failed to run it", sandbox.run_code, code, timeout=limits.timeout
+                self.run_attempts, "E2B failed to run it", box.run_code, code, timeout=limits.timeout
             )
         except SDKFailure as failure:
             return _run(None, "", "", started, limits, killed=str(failure))
         finally:
             if one_shot:  # best effort: a cloud sandbox left behind expires on its own
                 with suppress(SDKFailure):
-                    sdk_call("", sandbox.kill)
+                    sdk_call("", box.kill)
         return _execution(execution, started, limits)
 
     def upload(self, sandbox: Any, local: Path, destination: str) -> str:
