@@ -98,7 +98,9 @@ async def browser_type(ref: str, text: str, ctx: Context, submit: bool = False) 
 
 @mcp.tool(annotations=NAVIGATES)
 async def browser_navigate_back(ctx: Context) -> CallToolResult:
-    """Go back to the previous page in the browser's history and return its snapshot."""
+    """Go back to the previous page in the browser's history and return its title, URL and snapshot.
+
+    Fails when there is no previous page (the first page opened in this session)."""
     page = await _session(ctx).page()
     await _session(ctx).back(page)
     return await _page_report(ctx, "went back")
