@@ -29,8 +29,8 @@ def test_a_local_recording_is_posted_to_the_transcriptions_endpoint(model_env, w
     with OpenAIFake().running() as fake:
         model_env(OPENAI_API_KEY=fake.key, OPENAI_BASE_URL=fake.base_url)
         got = session(memory_spec("audio"), transcribe(str(wav)))
-        form = fake.seen(TRANSCRIPTIONS)[0].form()
     assert got[0].exit_code == 0, got[0].error
+    form = fake.seen(TRANSCRIPTIONS)[0].form()
     assert got[0].result == "Hello from the recording."
     assert form["model"] == "gpt-4o-transcribe" and form["file"] == ("tone.wav", wav.read_bytes())
     assert got[0].structured_content["duration_seconds"] == pytest.approx(0.5)
@@ -41,8 +41,8 @@ def test_a_local_whisper_server_needs_only_its_base_url_and_gets_downloaded_audi
         model_env(AUDIO_OPENAI_BASE_URL=whisper.base_url, AUDIO_TRANSCRIPTION_MODEL="Systran/faster-whisper-small")
         url = site.put("talk.mp3", b"ID3\x03\x00" + b"\x00" * 2048, "audio/mpeg")
         got = session(memory_spec("audio"), transcribe(url))
-        form = whisper.seen(TRANSCRIPTIONS)[0].form()
     assert got[0].exit_code == 0, got[0].error
+    form = whisper.seen(TRANSCRIPTIONS)[0].form()
     assert form["model"] == "Systran/faster-whisper-small" and form["file"][0] == "talk.mp3"
 
 
@@ -52,8 +52,8 @@ def test_questions_send_the_recording_as_input_audio_and_report_its_duration(mod
         got = session(
             memory_spec("audio"), ("audio_question_answering", {"audio_path_or_url": str(wav), "question": "Pitch?"})
         )
-        sent = fake.seen(CHAT)[0].json()
     assert got[0].exit_code == 0, got[0].error
+    sent = fake.seen(CHAT)[0].json()
     assert got[0].result == "The answer is 42.\n\nAudio duration: 0.5 seconds"
     text, audio = sent["messages"][0]["content"]
     assert sent["model"] == "gpt-4o-audio-preview" and text["text"].endswith("Pitch?")

@@ -47,7 +47,12 @@ def engine(monkeypatch):
 
 
 def test_list_containers_shows_state_status_image_and_ports(engine):
-    got = session(memory_spec("docker"), ("list_containers", {}), ("list_containers", {"all": False}))
+    got = session(
+        memory_spec("docker"),
+        ("list_containers", {}),
+        ("list_containers", {"all": False}),
+        ("list_containers", {"name": "zzz"}),
+    )
     rows = got[0].structured_content["containers"]
     assert got[0].exit_code == 0, got[0].error
     assert got[0].result.splitlines()[0] == "3 containers (2 running):"
@@ -55,6 +60,8 @@ def test_list_containers_shows_state_status_image_and_ports(engine):
     assert [r["name"] for r in rows] == ["web", "nightly-job", "shell"] and rows[1]["state"] == "exited"
     assert [r["name"] for r in got[1].structured_content["containers"]] == ["web", "shell"]
     assert engine.seen(LIST)[0].query["all"] == ["1"]
+    assert got[2].exit_code == 0 and got[2].result == "No containers named like 'zzz'."
+    assert got[2].structured_content == {"containers": []}
 
 
 def test_container_logs_honours_tail_and_since_and_reads_both_stream_framings(engine):

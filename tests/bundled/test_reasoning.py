@@ -21,8 +21,8 @@ def test_reasoning_asks_anthropic_with_extended_thinking_and_returns_the_answer(
     with AnthropicFake().running() as fake:
         model_env(**anthropic_env(fake))
         got = session(memory_spec("reasoning"), ("reasoning", QUESTION))
-        body = fake.last_body()
     assert got[0].exit_code == 0, got[0].error
+    body = fake.last_body()
     assert got[0].result == "The answer is 42."
     assert body["thinking"] == {"type": "enabled", "budget_tokens": 19000} and body["max_tokens"] == 21000
     assert body["model"] == "claude-sonnet-4-6"
@@ -36,8 +36,8 @@ def test_reasoning_returns_the_thinking_when_the_answer_is_empty_and_fails_when_
         fake.queue(MESSAGES, Reply(200, anthropic_api.message("", thinking="Forty-two, by counting.")))
         fake.queue(MESSAGES, Reply(200, anthropic_api.message(None, thinking="")))
         got = session(memory_spec("reasoning"), ("reasoning", QUESTION), ("reasoning", QUESTION))
-        assert fake.last_body()["model"] == "claude-opus-test"
     assert got[0].exit_code == 0 and got[0].structured_content["thinking_only"] is True
+    assert fake.last_body()["model"] == "claude-opus-test"
     assert got[0].result.startswith("(the model gave no final answer; this is its thinking)")
     assert got[0].result.endswith("Forty-two, by counting.")
     assert got[1].exit_code == 1 and got[1].error_kind == "tool_error"
@@ -51,8 +51,8 @@ def test_reasoning_uses_an_openai_compatible_endpoint_when_no_anthropic_key_is_s
         got = session(memory_spec("reasoning"), ("reasoning", QUESTION))
         fake.content = None
         thinking = session(memory_spec("reasoning"), ("reasoning", QUESTION))
-        sent = fake.seen(CHAT)[0].json()
     assert got[0].exit_code == 0 and got[0].result == "The answer is 42."
+    sent = fake.seen(CHAT)[0].json()
     assert sent["model"] == "o3" and sent["messages"] == [{"role": "user", "content": QUESTION["question"]}]
     assert got[0].structured_content["api"] == "OpenAI-compatible"
     assert thinking[0].exit_code == 0 and thinking[0].result.endswith("vLLM's thinking")
@@ -62,8 +62,8 @@ def test_a_local_openai_compatible_server_needs_only_a_base_url(model_env):
     with OpenAIFake(key="no-key-needed").running() as fake:
         model_env(REASONING_OPENAI_BASE_URL=fake.base_url, REASONING_OPENAI_MODEL="qwen3-32b")
         got = session(memory_spec("reasoning"), ("reasoning", QUESTION))
-        sent = fake.seen(CHAT)[0].json()
     assert got[0].exit_code == 0, got[0].error
+    sent = fake.seen(CHAT)[0].json()
     assert sent["model"] == "qwen3-32b"
 
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from tests.bundled.conftest import bundled_config, bundled_spec, listed_tools
+from tests.bundled.conftest import bundled_config, bundled_spec, listed_tools, session
+from tests.bundled.files import hide_module
 from tests.bundled.test_bundled_config import HINTS
 from tests.conftest import ROOT
 
@@ -47,3 +48,25 @@ def test_research_servers_take_their_keys_from_the_environment_only():
         for key, value in raw.get("env", {}).items():
             if key.endswith("_API_KEY"):
                 assert value == f"${{oc.env:{key},''}}", f"{name}: {key} must come from the environment"
+
+
+def test_a_missing_client_library_is_a_tool_error_with_the_install_line(tmp_path):
+    hidden = hide_module(tmp_path / "shadow", "anthropic")
+    spec = bundled_spec("reasoning", {"ANTHROPIC_API_KEY": "sk-ant-not-used", "PYTHONPATH": hidden})
+    got = session(spec, ("reasoning", {"question": "Why?"}))
+    assert got[0].exit_code == 1 and got[0].error_kind == "tool_error"
+    assert "the anthropic client library is not installed: pip install 'miroctl[research]'" in got[0].error
+
+
+def test_the_docker_server_without_its_library_says_what_to_install(tmp_path):
+    hidden = hide_module(tmp_path / "shadow", "docker")
+    got = session(bundled_spec("docker", {"PYTHONPATH": hidden}), ("list_containers", {}))
+    assert got[0].exit_code == 1
+    assert "the docker client library is not installed: pip install 'miroctl[research]'" in got[0].error
+
+
+def test_the_browser_server_without_playwright_refuses_to_start_and_says_why(tmp_path):
+    hidden = hide_module(tmp_path / "shadow", "playwright")
+    entry = listed_tools([bundled_spec("browser", {"PYTHONPATH": hidden})])[0]
+    assert not entry.ok and entry.failure.kind == "exited"
+    assert "the playwright package is not installed: pip install 'miroctl[research]'" in entry.failure.hint

@@ -34,8 +34,8 @@ def test_a_local_image_goes_to_an_openai_compatible_model_as_a_base64_data_url(m
     with OpenAIFake().running() as fake:
         model_env(OPENAI_API_KEY=fake.key, OPENAI_BASE_URL=fake.base_url)
         got = session(memory_spec("vision"), ask(str(png)))
-        sent = fake.seen(CHAT)[0].json()
     assert got[0].exit_code == 0, got[0].error
+    sent = fake.seen(CHAT)[0].json()
     assert got[0].result == "The answer is 42." and got[0].structured_content["model"] == "gpt-4o"
     text, image = sent["messages"][0]["content"]
     assert "Question: What colour is the square?" in text["text"]
@@ -59,8 +59,8 @@ def test_gemini_gets_the_downloaded_image_inline(model_env, png: Path):
         model_env(GEMINI_API_KEY=fake.key, GEMINI_BASE_URL=fake.base_url)
         url = site.put("photo", png.read_bytes())  # no extension, octet-stream: the bytes say PNG
         got = session(memory_spec("vision"), ask(url))
-        parts = fake.last_parts()
     assert got[0].exit_code == 0, got[0].error
+    parts = fake.last_parts()
     assert got[0].result == "A cat sits on a red mat." and got[0].structured_content["api"] == "Gemini"
     inline = parts[0]["inlineData"]  # field names as the SDK writes them (proto JSON takes both spellings)
     assert sorted(inline.values()) == sorted([base64.b64encode(png.read_bytes()).decode(), "image/png"])

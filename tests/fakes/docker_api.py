@@ -8,6 +8,7 @@ stream framing for containers without a TTY, the raw stream with one; tail, sinc
 
 from __future__ import annotations
 
+import json
 import re
 import struct
 import time
@@ -107,7 +108,11 @@ class DockerFake(FakeService):
 
     def _list(self, request: Request, match: re.Match[str]) -> Reply:
         show_all = request.query.get("all", ["0"])[0] in ("1", "true", "True")
-        wanted = [c for c in self.containers if show_all or c.state == "running"]
+        filters = json.loads(request.query.get("filters", ["{}"])[0])
+        names = filters.get("name") or []  # the Engine matches a name filter anywhere in the name
+        wanted = [
+            c for c in self.containers if (show_all or c.state == "running") and all(part in c.name for part in names)
+        ]
         return Reply(200, [self._summary(c) for c in wanted])
 
     def _summary(self, c: Container) -> dict[str, Any]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import re
 import shutil
@@ -51,7 +50,9 @@ def find_browser() -> str | None:
 
 def missing_browser_message() -> str | None:
     """What is missing for the server to work, in words, or None."""
-    if importlib.util.find_spec("playwright") is None:
+    try:
+        import playwright.async_api  # noqa: F401 - only whether it imports
+    except ImportError:
         return f"the playwright package is not installed: {INSTALL_HINT}"
     if find_browser() is None:
         given = setting("BROWSER_EXECUTABLE")

@@ -19,19 +19,24 @@ _DURATIONS = re.compile(r"(?:\d+(?:\.\d+)?[smhdw])+", re.IGNORECASE)
 _SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 
 
-def engine() -> Any:
-    """A low-level client (docker.APIClient) for DOCKER_HOST, or the local socket."""
+def _sdk() -> Any:
     try:
         import docker
+        import docker.errors
     except ImportError:
         raise ToolError(f"the docker client library is not installed: {INSTALL_HINT}") from None
+    return docker
+
+
+def engine() -> Any:
+    """A low-level client (docker.APIClient) for DOCKER_HOST, or the local socket."""
     timeout = number_setting("DOCKER_TIMEOUT", 30.0, minimum=1.0)
-    return docker.from_env(timeout=int(timeout)).api
+    return _sdk().from_env(timeout=int(timeout)).api
 
 
 def engine_call(action: Callable[[Any], Any], container: str | None = None) -> Any:
     """Run `action(api)` on a fresh client; the SDK's failures become tool errors that say what to check."""
-    import docker.errors
+    docker = _sdk()
     import requests
 
     where = setting("DOCKER_HOST") or "the local socket (unix:///var/run/docker.sock)"
