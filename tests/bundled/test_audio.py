@@ -86,9 +86,9 @@ def test_bad_inputs_are_tool_errors_and_nothing_is_sent(model_env, tmp_path: Pat
     assert "is not an audio file (it looks like image/png)" in got[0].error
     assert "use visual_audio_youtube_analyzing" in got[1].error
     assert "is a path inside a sandbox" in got[2].error
-    assert "over the 2.0 KB limit" in got[3].error
+    assert "larger than the 2.0 KB limit" in got[3].error
     assert "answered with an empty body" in got[4].error and "answered HTTP 404" in got[5].error
-    assert "blocked by miroctl's URL rules" in got[6].error
+    assert "blocked by the url rule" in got[6].error
     assert "audio questions take WAV or MP3" in got[7].error
     assert sent == 0
 

@@ -65,8 +65,8 @@ def test_downloads_keep_to_the_url_rules_the_size_cap_and_the_sandbox(local, mon
             download(sandbox, "ftp://127.0.0.1/file"),
         )
     assert [o.exit_code for o in got.outcomes] == [5, 1, 1, 1, 1, 1, 1], [o.error for o in got.outcomes]
-    assert f"{BLOCKED} is blocked by miroctl's URL rules" in got[1].error
-    assert "answered HTTP 404" in got[2].error and "over the 1.0 MB limit" in got[3].error
+    assert f"{BLOCKED} is blocked by the url rule" in got[1].error
+    assert "answered HTTP 404" in got[2].error and "larger than the 1.0 MB limit" in got[3].error
     assert "is outside the sandbox" in got[4].error and "'default' is not a sandbox id" in got[5].error
     assert "not an http(s) URL" in got[6].error
 

@@ -75,7 +75,7 @@ def test_blocked_urls_are_refused_before_any_model_is_asked_even_behind_a_redire
         asked = len(fake.seen(GENERATE)) + len(openai.seen(CHAT))
     assert direct[0].exit_code == 5 and direct[0].error_kind == "denied", direct[0].error
     assert behind_redirect[0].exit_code == 1
-    assert f"{BLOCKED} is blocked by miroctl's URL rules" in behind_redirect[0].error
+    assert f"{BLOCKED} is blocked by the url rule" in behind_redirect[0].error
     assert asked == 0
 
 

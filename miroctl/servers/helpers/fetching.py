@@ -1,26 +1,29 @@
 """Files for the bundled servers from a local path or an http(s) URL: URL rules, size caps, timeouts, retries.
 
-Every hop of a redirect is checked against miroctl's URL rules (MIROCTL_URL_BLOCK, or the defaults),
-so a permitted URL cannot redirect to a blocked one. Bodies are read up to a cap and no further.
+Downloads go through base/webpages: every hop of a redirect is checked against miroctl's URL rules
+(MIROCTL_URL_BLOCK, or the defaults), so a permitted URL cannot redirect to a blocked one, and bodies
+are read up to a cap and no further.
 """
 
 from __future__ import annotations
 
 import mimetypes
+import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import unquote, urljoin, urlsplit
+from urllib.parse import unquote, urlsplit
 
 from mcp.server.mcpserver.exceptions import ToolError
 
 from miroctl import __version__
+from miroctl.base import webpages
 from miroctl.policy import urls
 from miroctl.servers.helpers.common import human_bytes
 
 SANDBOX_HOME = "/home/user"
-MAX_REDIRECTS = 5
-RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
+# Worth another try: a refused or dropped connection, no answer in time, a busy or failing server.
+_TRANSIENT = re.compile(r"cannot reach|did not answer|reading .* failed|answered HTTP (429|5\d\d)")
 USER_AGENT = f"miroctl/{__version__} (+https://pypi.org/project/miroctl/)"
 
 
@@ -46,7 +49,7 @@ def check_url(url: str) -> str:
         raise ToolError(f"not an http(s) URL with a host: {url!r}")
     blocked = urls.from_env().blocked_by(url)
     if blocked is not None:
-        raise ToolError(f"{url} is blocked by miroctl's URL rules (pattern {blocked!r})")
+        raise ToolError(f"{url} is blocked by the url rule {blocked!r}")
     return url
 
 
@@ -67,7 +70,7 @@ def read_local(given: str, max_bytes: int, what: str = "file") -> Fetched:
         raise ToolError(f"{given} is not a file")
     size = path.stat().st_size
     if size > max_bytes:
-        raise ToolError(f"{given} is {human_bytes(size)}, over the {human_bytes(max_bytes)} limit")
+        raise ToolError(f"{given} is {human_bytes(size)}, larger than the {human_bytes(max_bytes)} limit")
     if size == 0:
         raise ToolError(f"{given} is empty")
     data = path.read_bytes()
@@ -75,72 +78,25 @@ def read_local(given: str, max_bytes: int, what: str = "file") -> Fetched:
 
 
 def fetch_url(url: str, max_bytes: int, timeout: float, attempts: int = 3) -> Fetched:
-    """An http(s) URL's body: redirects checked against the URL rules, capped, retried on transient failures."""
-    import httpx2
-
+    """An http(s) URL's body (base/webpages: every redirect checked, capped), tried again on transient failures."""
     url = check_url(url)
     for attempt in range(attempts):
         try:
-            return _fetch_once(httpx2, url, max_bytes, timeout)
-        except _Transient as transient:
-            if attempt == attempts - 1:
-                raise ToolError(f"{url} could not be fetched after {attempts} attempts: {transient}") from None
+            page = webpages.fetch(
+                url, max_bytes=max_bytes, timeout=timeout, user_agent=USER_AGENT, blocked_by=urls.from_env().blocked_by
+            )
+        except webpages.PageError as exc:
+            if attempt == attempts - 1 or not _TRANSIENT.search(str(exc)):
+                raise ToolError(str(exc)) from None
             time.sleep(min(0.5 * 2**attempt, 4.0))
+            continue
+        if not page.body:
+            raise ToolError(f"{url} answered with an empty body")
+        name = Path(unquote(urlsplit(page.url).path)).name or "download"
+        declared = page.content_type.split(";")[0].strip().lower()
+        mime = declared if declared and declared != "application/octet-stream" else guess_type(name, page.body)
+        return Fetched(page.body, mime, name, page.url)
     raise AssertionError("unreachable")
-
-
-class _Transient(Exception):
-    """A failure worth another try: a refused connection, a timeout, a 5xx or 429 answer."""
-
-
-def _fetch_once(httpx2: object, url: str, max_bytes: int, timeout: float) -> Fetched:
-    client_class = httpx2.Client  # type: ignore[attr-defined]
-    headers = {"User-Agent": USER_AGENT}
-    with client_class(timeout=timeout, follow_redirects=False, headers=headers) as client:
-        current = url
-        for _ in range(MAX_REDIRECTS + 1):
-            try:
-                with client.stream("GET", current) as response:
-                    if response.is_redirect:
-                        current = check_url(urljoin(current, response.headers.get("location", "")))
-                        continue
-                    return _body(response, url, current, max_bytes)
-            except httpx2.TimeoutException:  # type: ignore[attr-defined]
-                raise _Transient(f"no answer within {timeout:g} s") from None
-            except httpx2.TransportError as exc:  # type: ignore[attr-defined]
-                raise _Transient(_reason(exc)) from None
-        raise ToolError(f"{url} redirected more than {MAX_REDIRECTS} times")
-
-
-def _body(response: object, url: str, final: str, max_bytes: int) -> Fetched:
-    status = response.status_code  # type: ignore[attr-defined]
-    if status in RETRY_STATUSES:
-        raise _Transient(f"HTTP {status}")
-    if status >= 400:
-        raise ToolError(f"{url} answered HTTP {status} {response.reason_phrase}".rstrip())  # type: ignore[attr-defined]
-    length = response.headers.get("content-length", "")  # type: ignore[attr-defined]
-    if length.isdigit() and int(length) > max_bytes:
-        raise ToolError(f"{url} is {human_bytes(int(length))}, over the {human_bytes(max_bytes)} limit")
-    data = bytearray()
-    for chunk in response.iter_bytes():  # type: ignore[attr-defined]
-        data += chunk
-        if len(data) > max_bytes:
-            raise ToolError(f"{url} is over the {human_bytes(max_bytes)} limit")
-    if not data:
-        raise ToolError(f"{url} answered with an empty body")
-    name = Path(unquote(urlsplit(final).path)).name or "download"
-    declared = response.headers.get("content-type", "").split(";")[0].strip().lower()  # type: ignore[attr-defined]
-    mime = declared if declared and declared != "application/octet-stream" else guess_type(name, bytes(data))
-    return Fetched(bytes(data), mime, name, final)
-
-
-def _reason(exc: BaseException) -> str:
-    text = str(exc) or type(exc).__name__
-    if "Connection refused" in text:
-        return "connection refused"
-    if "Name or service not known" in text or "nodename nor servname" in text:
-        return "the host name does not resolve"
-    return text.splitlines()[0][:200]
 
 
 _MAGIC = (
