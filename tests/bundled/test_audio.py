@@ -11,8 +11,8 @@ import pytest
 from tests.bundled.conftest import cli_call, memory_spec, session
 from tests.bundled.files import tiny_png, tone_wav
 from tests.fakes import openai_api
-from tests.fakes.base import Reply
 from tests.fakes.openai_api import CHAT, TRANSCRIPTIONS, OpenAIFake
+from tests.fakes.scripted import Reply
 from tests.fakes.web_files import FileSite
 
 

@@ -10,8 +10,8 @@ import pytest
 from miroctl.policy.decisions import Policy
 from tests.bundled.conftest import bundled_spec, cli_call, listed_tools, memory_spec, session
 from tests.conftest import free_port
-from tests.fakes.base import Reply
 from tests.fakes.docker_api import LIST, LOGS, Container, DockerFake
+from tests.fakes.scripted import Reply
 
 NOW = time.time()
 WEB = Container(

@@ -7,8 +7,8 @@ from tests.bundled.conftest import bundled_spec, cli_call, memory_spec, session
 from tests.conftest import free_port
 from tests.fakes import anthropic_api, openai_api
 from tests.fakes.anthropic_api import MESSAGES, AnthropicFake
-from tests.fakes.base import Reply
 from tests.fakes.openai_api import CHAT, OpenAIFake
+from tests.fakes.scripted import Reply
 
 QUESTION = {"question": "What is six times seven?"}
 

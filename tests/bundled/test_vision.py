@@ -12,9 +12,9 @@ from tests.bundled.conftest import cli_call, memory_spec, session
 from tests.bundled.files import tiny_png
 from tests.fakes import gemini_api, openai_api
 from tests.fakes.anthropic_api import AnthropicFake
-from tests.fakes.base import Reply
 from tests.fakes.gemini_api import GENERATE, GeminiFake
 from tests.fakes.openai_api import CHAT, OpenAIFake
+from tests.fakes.scripted import Reply
 from tests.fakes.web_files import FileSite
 
 VIDEO = "https://www.youtube.com/watch?v=dQw4w9WgXcQ"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from tests.fakes.base import FakeService, Reply, Request
+from tests.fakes.scripted import FakeService, Reply, Request
 
 MESSAGES = r"/v1/messages"
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from tests.fakes.base import FakeService, Reply, Request
+from tests.fakes.scripted import FakeService, Reply, Request
 
 API = r"(?:/v1\.\d+)?"
 LOGS = API + r"/containers/([^/]+)/logs"

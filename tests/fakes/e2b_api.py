@@ -16,7 +16,7 @@ import secrets
 import time
 from typing import Any
 
-from tests.fakes.base import FakeService, Reply, Request
+from tests.fakes.scripted import FakeService, Reply, Request
 
 CREATE = r"/v2/sandboxes"
 CONNECT = r"/v2/sandboxes/([^/]+)/connect"

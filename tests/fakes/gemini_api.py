@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from tests.fakes.base import FakeService, Reply, Request
+from tests.fakes.scripted import FakeService, Reply, Request
 
 GENERATE = r"/v1(?:beta)?/models/([^/:]+):generateContent"  # google-genai 3 speaks v1, older ones v1beta
 

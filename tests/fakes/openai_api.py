@@ -10,7 +10,7 @@ import re
 import time
 from typing import Any
 
-from tests.fakes.base import FakeService, Reply, Request
+from tests.fakes.scripted import FakeService, Reply, Request
 
 CHAT = r"/v1/chat/completions"
 TRANSCRIPTIONS = r"/v1/audio/transcriptions"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from tests.fakes.base import FakeService, Reply, Request
+from tests.fakes.scripted import FakeService, Reply, Request
 
 
 class FileSite(FakeService):
