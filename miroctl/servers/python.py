@@ -3,22 +3,26 @@
 Backends: local (default; a private directory per sandbox, limited subprocesses; isolation, not a
 security boundary) and E2B (cloud VMs, when E2B_API_KEY is set or SANDBOX_BACKEND=e2b). Settings
 (environment): SANDBOX_DIR, SANDBOX_TIMEOUT, SANDBOX_MAX_TIMEOUT, SANDBOX_MEMORY_MB, SANDBOX_FILE_MB,
-SANDBOX_MAX_OUTPUT, SANDBOX_PYTHON, SANDBOX_TTL_HOURS, SANDBOX_DOWNLOAD_DIR, SANDBOX_BACKEND.
+SANDBOX_MAX_OUTPUT, SANDBOX_PYTHON, SANDBOX_TTL_HOURS, SANDBOX_DOWNLOAD_DIR, SANDBOX_BACKEND,
+SANDBOX_DOWNLOAD_MB, SANDBOX_DOWNLOAD_TIMEOUT; for E2B also SANDBOX_LIFETIME, SANDBOX_RETRIES, SANDBOX_RETRY_DELAY.
 """
 
 from __future__ import annotations
 
 import os
+import posixpath
 import signal
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, ToolAnnotations
+from pydantic import Field
 
 from miroctl import __version__
-from miroctl.servers.helpers.common import result, scratch_dir, setting
+from miroctl.servers.helpers.common import human_bytes, number_setting, result, scratch_dir, setting
+from miroctl.servers.helpers.fetching import fetch_url
 from miroctl.servers.helpers.sandbox_e2b import E2BSandboxes
 from miroctl.servers.helpers.sandbox_local import E2B_HOME, LocalSandboxes, limits_from_env
 from miroctl.servers.helpers.sandbox_run import Run, stop_all
@@ -72,20 +76,23 @@ _RUNS = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_
         read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False
     )
 )
-def create_sandbox() -> CallToolResult:
+def create_sandbox(timeout: Annotated[int, Field(ge=30, le=86_400)] | None = None) -> CallToolResult:
     """Create a new, empty sandbox and return its sandbox_id.
 
     Create one sandbox per task and reuse its sandbox_id for every run_command, run_python_code
     and file transfer: files written in a sandbox stay there between calls (variables do not: each
-    run is a fresh process). Returns text starting with "sandbox_id: sbx-...".
+    run is a fresh process). `timeout` is how many seconds the sandbox may sit unused before it is
+    removed (default: SANDBOX_TTL_HOURS locally, SANDBOX_LIFETIME on E2B); each use starts the count
+    again. Returns text starting with "sandbox_id: sbx-...".
     """
     backend = sandbox_backend()
-    sandbox_id = backend.create()
+    sandbox_id = backend.create(timeout)
+    lasts = f" It is removed after {timeout} s unused." if timeout else ""
     text = (
         f"sandbox_id: {sandbox_id}\nA new {backend.name} sandbox is ready. Pass this sandbox_id to "
-        "run_command, run_python_code and the file tools; files stay between calls."
+        f"run_command, run_python_code and the file tools; files stay between calls.{lasts}"
     )
-    return result(text, {"sandbox_id": sandbox_id, "backend": backend.name})
+    return result(text, {"sandbox_id": sandbox_id, "backend": backend.name, "timeout": timeout})
 
 
 @mcp.tool(annotations=_RUNS)
@@ -179,7 +186,46 @@ def download_file_from_sandbox_to_local(
     )
 
 
+@mcp.tool(
+    annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=True)
+)
+def download_file_from_internet_to_sandbox(
+    sandbox_id: str, url: str, sandbox_file_path: str = E2B_HOME
+) -> CallToolResult:
+    """Download a file from an http(s) URL into a sandbox, so code there can use it; returns its path there.
+
+    `sandbox_file_path` is a directory in the sandbox (default: the working directory, also written
+    /home/user; the file keeps the URL's name) or a file path ending in a file name with an
+    extension. The download follows redirects, is checked against miroctl's URL rules at every hop,
+    and is capped at SANDBOX_DOWNLOAD_MB (default 100 MB); a file of the same name is replaced.
+    """
+    backend = sandbox_backend()
+    handle = _existing(backend, sandbox_id)
+    limit = int(number_setting("SANDBOX_DOWNLOAD_MB", 100, minimum=1) * 2**20)
+    fetched = fetch_url(url, limit, timeout=number_setting("SANDBOX_DOWNLOAD_TIMEOUT", 60.0, minimum=1.0))
+    target = _download_target(sandbox_file_path, fetched.name)
+    placed = backend.write(handle, target, fetched.data)
+    return result(
+        f"downloaded {url} ({human_bytes(len(fetched.data))}, {fetched.mime}) to {placed} in sandbox {sandbox_id}",
+        {
+            "sandbox_id": sandbox_id,
+            "sandbox_path": str(placed),
+            "bytes": len(fetched.data),
+            "content_type": fetched.mime,
+        },
+    )
+
+
 # ---------------------------------------------------------------------------------------------- helpers
+
+
+def _download_target(given: str, name: str) -> str:
+    """The file path in the sandbox: `given` itself when it names a file, else `given`/name."""
+    text = given.strip() or E2B_HOME
+    last = posixpath.basename(text.rstrip("/"))
+    if text.endswith("/") or "." not in last or text in (".", E2B_HOME):
+        return posixpath.join(text, name)
+    return text
 
 
 def sandbox_backend() -> Any:

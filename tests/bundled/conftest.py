@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -103,3 +103,36 @@ def state_dirs(tmp_path: Path) -> Iterator[dict[str, str]]:
         "SANDBOX_DIR": str(dirs["sandboxes"]),
         "SANDBOX_DOWNLOAD_DIR": str(dirs["downloads"]),
     }
+
+
+MODEL_VARIABLES = (
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_BASE_URL",
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "GEMINI_API_KEY",
+    "GEMINI_BASE_URL",
+    "REASONING_OPENAI_API_KEY",
+    "REASONING_OPENAI_BASE_URL",
+    "VISION_OPENAI_API_KEY",
+    "VISION_OPENAI_BASE_URL",
+    "AUDIO_OPENAI_API_KEY",
+    "AUDIO_OPENAI_BASE_URL",
+    "REASONING_BACKEND",
+    "VISION_BACKEND",
+    "MIROCTL_URL_BLOCK",
+)
+
+
+@pytest.fixture
+def model_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., None]]:
+    """No model API settings from the machine; call it with NAME=value to set some for an in-process server."""
+    for name in MODEL_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("MODEL_MAX_RETRIES", "0")
+
+    def setenv(**values: str) -> None:
+        for name, value in values.items():
+            monkeypatch.setenv(name, value)
+
+    yield setenv

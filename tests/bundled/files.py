@@ -35,3 +35,35 @@ def hide_module(directory: Path, module: str) -> str:
     package.mkdir(parents=True)
     (package / "__init__.py").write_text(f"raise ImportError('{module} is hidden by the test')\n")
     return str(directory)
+
+
+def tiny_png(path: Path, width: int = 2, height: int = 2) -> Path:
+    """A valid RGB PNG of a red square."""
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    rows = b"".join(b"\x00" + b"\xff\x00\x00" * width for _ in range(height))
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    png = b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b"")
+    path.write_bytes(png)
+    return path
+
+
+def tone_wav(path: Path, seconds: float = 0.5, rate: int = 8000) -> Path:
+    """A valid mono 16-bit WAV file of a 440 Hz tone."""
+    import math
+    import struct
+    import wave
+
+    frames = b"".join(
+        struct.pack("<h", int(8000 * math.sin(2 * math.pi * 440 * i / rate))) for i in range(int(seconds * rate))
+    )
+    with wave.open(str(path), "wb") as out:
+        out.setnchannels(1)
+        out.setsampwidth(2)
+        out.setframerate(rate)
+        out.writeframes(frames)
+    return path

@@ -1,4 +1,4 @@
-"""The shipped config: five bundled servers on by default, truthful metadata, third-party servers ready but off."""
+"""The shipped config: five bundled servers on by default, truthful metadata, the others ready but off."""
 
 from __future__ import annotations
 
@@ -58,7 +58,7 @@ def test_third_party_servers_are_configured_but_disabled():
     assert markitdown.error is None and browser.error is None
     assert not markitdown.enabled and not browser.enabled
     assert markitdown.command == "markitdown-mcp"
-    assert browser.command == "npx" and browser.persistent
+    assert browser.command == sys.executable and browser.persistent
     assert {"tool-markitdown", "tool-browser"}.isdisjoint(config.default_names)
 
 

@@ -15,6 +15,7 @@ from miroctl.config import loader as config_
 from miroctl.core.manager import Manager
 from miroctl.servers.helpers.sandbox_run import Limits, run_limited
 from tests.bundled.conftest import bundled_spec, cli_call, memory_spec, session, text_of
+from tests.bundled.files import hide_module
 from tests.conftest import tagged_processes, wait_for_no_tagged
 
 
@@ -187,12 +188,13 @@ def test_a_run_abandoned_by_the_caller_is_killed_when_the_server_stops(state_dir
     assert anyio.run(abandon) == "timeout"  # leak_tag then checks that no sleep survived
 
 
-def test_an_e2b_key_without_the_e2b_client_is_a_clear_error(state_dirs, monkeypatch):
-    spec = in_process(monkeypatch, state_dirs, E2B_API_KEY="e2b_test_key_not_real")
+def test_an_e2b_key_without_the_e2b_client_is_a_clear_error(state_dirs, tmp_path: Path):
+    hidden = hide_module(tmp_path / "shadow", "e2b_code_interpreter")
+    spec = sandbox_spec(state_dirs, E2B_API_KEY="e2b_test_key_not_real", PYTHONPATH=hidden)
     got = session(spec, ("create_sandbox", {}), ("run_python_code", {"code_block": "print(1)"}))
     for outcome in got.outcomes:
         assert outcome.error_kind == "tool_error"
-        assert "E2B" in outcome.error
+        assert "the E2B client is not installed: pip install 'miroctl[e2b]'" in outcome.error
     assert "e2b_test_key_not_real" not in got[0].error
 
 

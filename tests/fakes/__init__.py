@@ -1,1 +1,2 @@
-"""Fake web services on 127.0.0.1 that answer as the real APIs document (Serper, MediaWiki, Wayback, Jina)."""
+"""Fake services on 127.0.0.1 that answer as the real APIs document (Serper, MediaWiki, Wayback, Jina,
+OpenAI, Anthropic, Gemini, the Docker Engine, E2B)."""

@@ -1,7 +1,11 @@
 """The E2B backend: sandboxes are E2B cloud VMs (used when E2B_API_KEY is set; `pip install 'miroctl[e2b]'`).
 
 The `e2b_code_interpreter` package is imported only here, when the backend is used. Each call
-reconnects to the sandbox by id and extends its lifetime, as the seeds' server does.
+reconnects to the sandbox by id and extends its lifetime, as the seeds' server does. As there,
+creating a sandbox is tried up to 5 times and a run up to 3 times, waiting SANDBOX_RETRY_DELAY
+times the attempt number squared between tries (SANDBOX_RETRIES changes the counts' base: 5 and 3).
+A run that timed out is not tried again. E2B_DOMAIN, E2B_API_URL and E2B_SANDBOX_URL are read by
+the SDK itself.
 """
 
 from __future__ import annotations
@@ -25,16 +29,45 @@ class E2BSandboxes:
 
     name = "e2b"
 
-    def __init__(self, api_key: str, lifetime: float) -> None:
+    def __init__(self, api_key: str, lifetime: float, retries: int = 5, delay: float = 1.0) -> None:
         self.api_key = api_key
         self.lifetime = lifetime
+        self.create_attempts = max(1, retries)
+        self.run_attempts = max(1, retries - 2)
+        self.delay = delay
 
     @classmethod
     def from_env(cls) -> E2BSandboxes:
         key = setting("E2B_API_KEY")
         if key is None:
             raise ToolError("SANDBOX_BACKEND is e2b but E2B_API_KEY is not set")
-        return cls(key, number_setting("SANDBOX_LIFETIME", 600.0, minimum=30))
+        return cls(
+            key,
+            number_setting("SANDBOX_LIFETIME", 600.0, minimum=30),
+            int(number_setting("SANDBOX_RETRIES", 5, minimum=1)),
+            number_setting("SANDBOX_RETRY_DELAY", 1.0, minimum=0.0),
+        )
+
+    def _retried(self, attempts: int, what: str, function: Any, *args: Any, **kwargs: Any) -> Any:
+        """sdk_call, tried `attempts` times with growing waits (as the seeds do).
+
+        Not tried again: a run that timed out, and a command that ran and exited non-zero.
+        """
+        for attempt in range(1, attempts + 1):
+            try:
+                return sdk_call(what, function, *args, **kwargs)
+            except SDKFailure as failure:
+                final = (
+                    "Timeout" in type(failure.cause).__name__ or getattr(failure.cause, "exit_code", None) is not None
+                )
+                if final:
+                    raise
+                if attempt == attempts:
+                    if attempts > 1:
+                        raise SDKFailure(f"{failure} (after {attempt} attempts)", failure.cause) from None
+                    raise
+                time.sleep(self.delay * attempt**2)
+        raise AssertionError("unreachable")
 
     def _sandbox_class(self) -> Any:
         try:
@@ -46,14 +79,14 @@ class E2BSandboxes:
             ) from None
         return Sandbox
 
-    def _new(self) -> Any:
+    def _new(self, timeout: int | None = None) -> Any:
         sandbox_class = self._sandbox_class()
-        return sdk_call(
-            "E2B could not create a sandbox", sandbox_class.create, timeout=int(self.lifetime), api_key=self.api_key
-        )
+        lifetime = int(timeout or self.lifetime)
+        what = "E2B could not create a sandbox"
+        return self._retried(self.create_attempts, what, sandbox_class.create, timeout=lifetime, api_key=self.api_key)
 
-    def create(self) -> str:
-        return str(self._new().sandbox_id)
+    def create(self, timeout: int | None = None) -> str:
+        return str(self._new(timeout).sandbox_id)
 
     def find(self, sandbox_id: str) -> Any | None:
         """The connected sandbox, or None when E2B does not know the id (or it has expired)."""
@@ -68,7 +101,9 @@ class E2BSandboxes:
     def run_command(self, sandbox: Any, command: str, limits: Limits) -> Run:
         started = time.monotonic()
         try:
-            done = sdk_call("E2B failed to run it", sandbox.commands.run, command, timeout=limits.timeout)
+            done = self._retried(
+                self.run_attempts, "E2B failed to run it", sandbox.commands.run, command, timeout=limits.timeout
+            )
         except SDKFailure as failure:  # a non-zero exit raises CommandExitException, carrying the output
             return _failed_command(failure, started, limits)
         return _run(done.exit_code, done.stdout, done.stderr, started, limits)
@@ -78,7 +113,9 @@ class E2BSandboxes:
         box = self._new() if sandbox is None else sandbox
         started = time.monotonic()
         try:
-            execution = sdk_call("E2B failed to run it", box.run_code, code, timeout=limits.timeout)
+            execution = self._retried(
+                self.run_attempts, "E2B failed to run it", box.run_code, code, timeout=limits.timeout
+            )
         except SDKFailure as failure:
             return _run(None, "", "", started, limits, killed=str(failure))
         finally:
@@ -92,6 +129,12 @@ class E2BSandboxes:
         with open(local, "rb") as handle:
             sdk_call(f"E2B could not write {path}", sandbox.files.write, path, handle)
         return path
+
+    def write(self, sandbox: Any, path: str, data: bytes) -> str:
+        """Write bytes to a file in the sandbox (a relative path is under /home/user)."""
+        full = posixpath.normpath(posixpath.join(E2B_HOME, path.strip()))
+        sdk_call(f"E2B could not write {full}", sandbox.files.write, full, data)
+        return full
 
     def download(self, sandbox: Any, path: str, destination: Path) -> Path:
         data = sdk_call(f"cannot read {path} in the sandbox", sandbox.files.read, path, format="bytes")

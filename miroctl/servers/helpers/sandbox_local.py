@@ -55,24 +55,53 @@ class LocalSandboxes:
     def from_env(cls) -> LocalSandboxes:
         return cls(scratch_dir("SANDBOX_DIR", "sandboxes"), setting("SANDBOX_PYTHON"))
 
-    def create(self) -> str:
+    def create(self, timeout: int | None = None) -> str:
+        """A new sandbox; with `timeout`, it is removed once unused for that many seconds."""
         self._prune()
         sandbox_id = f"sbx-{secrets.token_hex(8)}"
         try:
             (self.root / sandbox_id).mkdir(parents=True, mode=0o700)
+            if timeout:
+                self._timeout_file(sandbox_id).write_text(str(int(timeout)))
         except OSError as exc:
             raise ToolError(f"cannot create a sandbox directory: {exc.strerror or exc}") from None
         return sandbox_id
 
     def find(self, sandbox_id: str) -> Path | None:
-        """The sandbox's directory, or None when no sandbox has this id."""
+        """The sandbox's directory, or None when no sandbox has this id (or it timed out, and is removed now)."""
         if not SANDBOX_ID.fullmatch(sandbox_id):
             return None
         path = self.root / sandbox_id
         if not path.is_dir():
             return None
-        os.utime(path)  # in use: keep it from being pruned
+        if self._expired(sandbox_id, path):
+            self._remove(sandbox_id)
+            return None
+        os.utime(path)  # in use: keep it from being pruned, and start its timeout again
         return path
+
+    def write(self, directory: Path, path: str, data: bytes) -> Path:
+        """Write bytes to a file in the sandbox (parent directories made); its resolved path."""
+        target = inside(directory, path)
+        if target.is_dir():
+            raise ToolError(f"{path} is a directory in the sandbox; give a file path or a directory ending in /")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+        return target
+
+    def _timeout_file(self, sandbox_id: str) -> Path:
+        return self.root / f"{sandbox_id}.timeout"
+
+    def _expired(self, sandbox_id: str, path: Path) -> bool:
+        try:
+            seconds = float(self._timeout_file(sandbox_id).read_text())
+            return path.stat().st_mtime + seconds < time.time()
+        except (OSError, ValueError):
+            return False
+
+    def _remove(self, sandbox_id: str) -> None:
+        shutil.rmtree(self.root / sandbox_id, ignore_errors=True)
+        self._timeout_file(sandbox_id).unlink(missing_ok=True)
 
     def run_command(self, directory: Path, command: str, limits: Limits) -> Run:
         shell = shutil.which("bash") or "/bin/sh"
@@ -103,18 +132,19 @@ class LocalSandboxes:
         return destination
 
     def _prune(self) -> None:
-        """Remove sandboxes unused for longer than SANDBOX_TTL_HOURS (default 24)."""
+        """Remove sandboxes unused for longer than SANDBOX_TTL_HOURS (default 24) or their own timeout."""
         ttl = number_setting("SANDBOX_TTL_HOURS", 24.0, minimum=0.0) * 3600
-        if not ttl or not self.root.is_dir():
+        if not self.root.is_dir():
             return
-        cutoff = time.time() - ttl
+        cutoff = time.time() - ttl if ttl else float("-inf")
         for entry in self.root.iterdir():
             try:
-                stale = SANDBOX_ID.fullmatch(entry.name) and entry.stat().st_mtime < cutoff
+                ours = SANDBOX_ID.fullmatch(entry.name)
+                stale = ours and (entry.stat().st_mtime < cutoff or self._expired(entry.name, entry))
             except OSError:
                 continue
             if stale:
-                shutil.rmtree(entry, ignore_errors=True)
+                self._remove(entry.name)
 
 
 def inside(directory: Path, given: str) -> Path:
