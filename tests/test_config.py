@@ -38,6 +38,28 @@ def test_missing_env_var_is_named_in_that_servers_error_only(write_config, monke
     assert "missing environment variables MIROCTL_NOPE_1, MIROCTL_NOPE_2" in error
 
 
+def test_requires_env_names_a_missing_variable_or_its_alternatives_and_a_bad_entry(write_config, monkeypatch):
+    for name in ("MIROCTL_NEED_A", "MIROCTL_NEED_B", "MIROCTL_NEED_C"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("MIROCTL_NEED_C", "set")
+    servers = {
+        "plain": fixture_yaml("plain", requires_env=["MIROCTL_NEED_A"]),
+        "either": fixture_yaml("either", requires_env=[["MIROCTL_NEED_A", "MIROCTL_NEED_B"]]),
+        "inenv": fixture_yaml(
+            "inenv", requires_env=[["MIROCTL_NEED_A", "MIROCTL_NEED_B"]], env={"MIROCTL_NEED_B": "x"}
+        ),
+        "outer": fixture_yaml("outer", requires_env=["MIROCTL_NEED_C"]),
+        "blanked": fixture_yaml("blanked", requires_env=["MIROCTL_NEED_C"], env={"MIROCTL_NEED_C": ""}),
+        "bad": fixture_yaml("bad", requires_env=[["MIROCTL_NEED_A", 3]]),
+    }
+    loaded = config.load(str(write_config(servers)))
+    assert loaded.get("plain").error.endswith("missing environment variable: set MIROCTL_NEED_A")
+    assert loaded.get("either").error.endswith("set one of MIROCTL_NEED_A, MIROCTL_NEED_B")
+    assert loaded.get("inenv").error is None and loaded.get("outer").error is None
+    assert loaded.get("blanked").error.endswith("set MIROCTL_NEED_C")  # the server's own env wins, and '' is unset
+    assert "requires_env entries must be variable names" in loaded.get("bad").error
+
+
 def test_env_default_applies_and_interpolated_values_count_as_secrets(write_config, monkeypatch):
     monkeypatch.setenv("MIROCTL_TOKEN_X", "s3cret-value")
     server = fixture_yaml("s", env={"TOKEN": "${oc.env:MIROCTL_TOKEN_X}", "MODE": "${oc.env:MIROCTL_UNSET_Y,fast}"})

@@ -42,7 +42,21 @@ class ServerSpec:
     source: str | None = None
     error: str | None = None
     secrets: frozenset[str] = frozenset()
+    # Variables the server cannot work without: each entry is a set of names, one of which must be non-empty.
+    requires_env: tuple[tuple[str, ...], ...] = ()
     target: Any = field(default=None, compare=False, repr=False)  # in-process server (tests)
+
+    def config_error(self, environ: Mapping[str, str]) -> str | None:
+        """Why this server cannot be started as configured, or None: a broken file, or a required variable unset
+        (or empty) in its environment, which is its `env` over `environ`, miroctl's own."""
+        if self.error:
+            return self.error
+        effective = {**environ, **self.env}
+        for names in self.requires_env:
+            if not any(effective.get(name) for name in names):
+                wanted = names[0] if len(names) == 1 else f"one of {', '.join(names)}"
+                return f"{self.source or self.name}: missing environment variable: set {wanted}"
+        return None
 
     @property
     def where(self) -> str:

@@ -7,6 +7,7 @@ else's. A probe never raises: whatever happens becomes the server's row.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -83,8 +84,8 @@ class Prober:
         return report
 
     async def _phases(self, spec: ServerSpec, report: ProbeReport, budget: Budget) -> None:
-        if spec.error:
-            report.fail("config", config_failure(spec.error), None)
+        if problem := spec.config_error(os.environ):
+            report.fail("config", config_failure(problem), None)
             return
         report.passed("config", None)
         handle = self.manager.handle(spec)

@@ -37,6 +37,7 @@ SERVER_KEYS = {
     "smoke",
     "description",
     "max_result_chars",
+    "requires_env",
 }
 TRANSPORTS = {"stdio", "streamable_http", "sse"}
 _TRANSPORT_ALIASES = {
@@ -105,7 +106,20 @@ def server_from_mapping(
         smoke=data.get("smoke"),
         source=where,
         secrets=frozenset(s for s in secret_set if s),
+        requires_env=_required_env(data.get("requires_env"), where),
     )
+
+
+def _required_env(value: Any, where: str) -> tuple[tuple[str, ...], ...]:
+    """`requires_env`: each entry a variable, or a list of variables one of which must be set (non-empty), so that
+    a server that cannot work without a key is a config failure naming what to set, before it is started."""
+    required = []
+    for entry in _list(value, "requires_env", where):
+        names = entry if isinstance(entry, list) else [entry]
+        if not names or not all(isinstance(name, str) and name for name in names):
+            raise ConfigError(f"{where}: requires_env entries must be variable names or lists of them, got {entry!r}")
+        required.append(tuple(names))
+    return tuple(required)
 
 
 def _command(command: Any, own_python: bool) -> str:

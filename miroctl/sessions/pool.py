@@ -6,6 +6,7 @@ task of the pool's task group; callers share the session object and signal the o
 
 from __future__ import annotations
 
+import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -182,8 +183,8 @@ class ServerHandle:
             await self._start()
 
     async def _start(self) -> None:
-        if self.spec.error:
-            raise Unavailable(Failure("config", self.spec.error, phase="config"))
+        if problem := self.spec.config_error(os.environ):
+            raise Unavailable(Failure("config", problem, phase="config"))
         gen = _Generation(wire=Wire(self.spec))
         self.restarted = self._current is not None
         self._current, self._tools = gen, None

@@ -159,9 +159,9 @@ def test_miroctl_call_reasoning_over_stdio_answers_and_exits_0():
     assert spec_env["REASONING_THINKING_BUDGET"] == "19000"
 
 
-def test_miroctl_call_reasoning_without_a_key_exits_1_with_the_reason():
+def test_miroctl_call_reasoning_without_a_key_exits_2_naming_what_to_set_before_starting_the_server():
     code, envelope = cli_call(
         "reasoning", "reasoning", "question=Why?", env={"ANTHROPIC_API_KEY": "", "OPENAI_API_KEY": ""}
     )
-    assert code == 1
-    assert envelope["error_kind"] == "tool_error" and "no reasoning model is configured" in envelope["error"]
+    assert code == 2
+    assert "missing environment variable: set one of ANTHROPIC_API_KEY, OPENAI_API_KEY" in envelope["error"]

@@ -4,6 +4,7 @@ key is missing reported as a config failure naming the variable while the others
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -36,12 +37,12 @@ def test_miroctl_list_with_the_research_profile_shows_every_server_with_truthful
     unhealthy = [s for s in servers.values() if not s["ok"]]
     assert result.exit_code == (1 if unhealthy else 0), result.stderr
     for entry in unhealthy:  # a server that cannot run here (no key, no browser) is reported, never fatal
-        assert entry["name"] not in RESEARCH + ALSO and entry["failure"]["message"].strip()
-        if entry["failure"]["kind"] == "config":
-            assert "missing environment variable" in entry["failure"]["message"]
+        assert entry["name"] not in RESEARCH + ALSO and entry["error"]["message"].strip()
+        if entry["error"]["kind"] == "config":
+            assert "missing environment variable" in entry["error"]["message"]
     config = config_.load("research")
     for name in RESEARCH + ALSO:
-        assert servers[name]["ok"], servers[name]["failure"]
+        assert servers[name]["ok"], servers[name]["error"]
     for name in RESEARCH:
         spec = config.get(name)
         assert {t["name"] for t in servers[name]["tools"]} == set(spec.tools), name
@@ -73,3 +74,40 @@ def test_in_the_research_profile_a_server_without_its_key_is_a_config_failure_an
     assert report["tool-keyed"]["failure"]["message"].endswith("missing environment variable MIROCTL_TEST_RESEARCH_KEY")
     assert report["tool-wiki"]["ok"] is True
     assert Path(report["tool-keyed"]["source"]) == keyed
+
+
+MODEL_SERVERS = ("tool-reasoning", "tool-vision", "tool-audio")
+MODEL_KEYS = (
+    "ANTHROPIC_API_KEY",
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "GEMINI_API_KEY",
+    *(f"{prefix}_OPENAI_{part}" for prefix in ("REASONING", "VISION", "AUDIO") for part in ("API_KEY", "BASE_URL")),
+)
+
+
+def test_a_model_server_with_no_model_configured_is_a_config_failure_naming_what_to_set(tmp_path, monkeypatch):
+    for key in MODEL_KEYS:
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(app, ["-c", "research", "check", *MODEL_SERVERS, "tool-planner", "--json"])
+    assert result.exit_code == 1, result.stderr
+    report = {s["name"]: s for s in json.loads(result.stdout)["servers"]}
+    assert report["tool-planner"]["ok"] is True
+    for name in MODEL_SERVERS:
+        failure = report[name]["failure"]
+        assert (failure["kind"], failure["phase"]) == ("config", "config"), name
+        assert "missing environment variable: set one of " in failure["message"]
+        assert "OPENAI_API_KEY" in failure["message"] and f"{name[5:].upper()}_OPENAI_BASE_URL" in failure["message"]
+
+
+def test_one_of_a_model_servers_alternatives_is_enough_and_an_empty_value_is_not(monkeypatch):
+    for key in MODEL_KEYS:
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.setenv("OPENAI_API_KEY", "")
+    config = config_.load("research")
+    assert all(config.get(name).config_error(os.environ) for name in MODEL_SERVERS)
+    monkeypatch.setenv("AUDIO_OPENAI_BASE_URL", "http://127.0.0.1:9/v1")  # a local Whisper server needs no key
+    config = config_.load("research")
+    assert config.get("tool-audio").config_error(os.environ) is None
+    assert config.get("tool-reasoning").config_error(os.environ) and config.get("tool-vision").config_error(os.environ)
