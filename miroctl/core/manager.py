@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager, nullcontext
 from dataclasses import dataclass, replace
 from types import MappingProxyType, TracebackType
 from typing import Any, Self
@@ -200,8 +200,10 @@ class Manager:
     async def server_tools(self, spec: ServerSpec, extras: frozenset[str] = frozenset()) -> ServerTools:
         started = time.perf_counter()
         handle = self.handle(spec)
+        # A server its config keeps from starting fails at once: it needs no start slot to wait for.
+        slot = self._limiter if spec.config_error(os.environ) is None else nullcontext()
         try:
-            async with self._limiter:
+            async with slot:
                 tools = await self.tools_of(spec)
                 offered = await catalog.offered_by(handle, extras)
         except Unavailable as exc:
