@@ -173,6 +173,22 @@ def test_a_server_with_a_config_error_fails_in_the_config_phase_without_starting
     assert statuses(report)["config"] == "failed" and statuses(report)["spawn"] == "not_run"
 
 
+def test_a_server_missing_a_required_variable_is_reported_before_the_servers_ahead_of_it_in_line(monkeypatch):
+    monkeypatch.delenv("MIROCTL_TEST_NEEDED_KEY", raising=False)
+    keyless = ServerSpec(
+        name="keyless", command="no-such-command-for-miroctl", requires_env=(("MIROCTL_TEST_NEEDED_KEY",),)
+    )
+    heard: list[str] = []
+
+    async def done(report):
+        heard.append(report.server)
+
+    reports = probe(legacy_spec("slow", "--delay", "0.3"), keyless, concurrency=1, on_done=done)
+    assert heard == ["keyless", "slow"]  # no slot needed: it never starts
+    assert reports[1].failure.kind == "config" and statuses(reports[1])["spawn"] == "not_run"
+    assert reports[1].failure.message.endswith("missing environment variable: set MIROCTL_TEST_NEEDED_KEY")
+
+
 def test_one_report_per_server_in_the_callers_order():
     specs = [legacy_spec("b"), ServerSpec(name="a", command="no-such-command-for-miroctl"), legacy_spec("c")]
     reports = probe(*specs)
