@@ -22,6 +22,17 @@ class ProgressFn(Protocol):
 
 
 @dataclass(frozen=True)
+class OAuthSettings:
+    """A server that needs OAuth 2.1 (`auth: oauth` in its file), and how miroctl presents itself to it."""
+
+    scopes: tuple[str, ...] = ()  # empty: what the server's challenge or metadata asks for
+    client_id: str | None = None  # a client registered by hand; otherwise dynamic registration
+    client_secret: str | None = None
+    client_metadata_url: str | None = None  # an HTTPS client ID metadata document, when the server accepts one
+    callback_port: int | None = None  # a fixed loopback port (a hand-registered redirect URI); otherwise any free one
+
+
+@dataclass(frozen=True)
 class ServerSpec:
     """One configured MCP server, resolved and ready to start (or broken, with `error` set)."""
 
@@ -43,6 +54,7 @@ class ServerSpec:
     error: str | None = None
     secrets: frozenset[str] = frozenset()
     target: Any = field(default=None, compare=False, repr=False)  # in-process server (tests)
+    oauth: OAuthSettings | None = None  # `auth: oauth`: tokens from `miroctl auth NAME`, never a browser here
 
     @property
     def where(self) -> str:
