@@ -57,6 +57,15 @@ def protected_server(*args: str) -> Iterator[Protected]:
 
 
 def miroctl_env(auth_dir: Path) -> dict[str, str]:
+    """The token directory of the test; the keyring of tests/fakes/keyring_backend.py when it has a file there."""
+    keyring_file = auth_dir.parent / "keyring.json"
+    if keyring_file.exists():
+        return {
+            **os.environ,
+            "MIROCTL_AUTH_DIR": str(auth_dir),
+            "PYTHON_KEYRING_BACKEND": "tests.fakes.keyring_backend.FileKeyring",
+            "FAKE_KEYRING_FILE": str(keyring_file),
+        }
     return {**os.environ, "MIROCTL_AUTH_DIR": str(auth_dir), "MIROCTL_AUTH_STORE": "file"}
 
 

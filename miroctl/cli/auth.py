@@ -74,8 +74,8 @@ def _server(servers: tuple[ServerSpec, ...], name: str | None) -> ServerSpec:
 
 
 async def _login(spec: ServerSpec, out: Output, *, reset: bool, browser: bool, timeout: float) -> oauth.Login:
-    import httpx2  # noqa: PLC0415 - heavy: only a login needs it
-    from mcp.client.auth import OAuthFlowError  # noqa: PLC0415
+    import httpx2
+    from mcp.client.auth import OAuthFlowError
 
     logging.getLogger("mcp").setLevel(logging.CRITICAL)  # the SDK logs tracebacks for what miroctl reports
 

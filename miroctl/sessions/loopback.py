@@ -103,7 +103,7 @@ class Loopback:
 
 @asynccontextmanager
 async def listening(*ports: int) -> AsyncIterator[Loopback]:
-    """Listen on 127.0.0.1 on the first of `ports` that is free (0: any); closed after one callback or with the block."""
+    """Listen on 127.0.0.1, on the first of `ports` that is free (0: any); closed after one callback."""
     listener = await _bind(ports or (0,))
     async with listener:
         loop = Loopback(listener.extra(SocketAttribute.local_port))

@@ -126,7 +126,7 @@ async def _login(
     forgot: bool,
     on_listening: Callable[[str], None] | None,
 ) -> Login:
-    import httpx2  # noqa: PLC0415 - heavy, and only a login needs it here
+    import httpx2
 
     port = settings.callback_port or _registered_port(tokens)
     async with _listen(port, settings) as callback:
@@ -142,7 +142,7 @@ async def _login(
             await show(url)
 
         async def answer() -> AuthorizationCodeResult:
-            from mcp.shared.auth import AuthorizationCodeResult  # noqa: PLC0415
+            from mcp.shared.auth import AuthorizationCodeResult
 
             got = await callback.wait(timeout)
             return AuthorizationCodeResult(code=got.code, state=got.state, iss=got.iss)
@@ -231,10 +231,10 @@ def _registered_for(tokens: ServerTokens, redirect_uri: str) -> bool:
 
 
 def _static_client(settings: OAuthSettings, redirect_uri: str) -> Any:
-    from mcp.shared.auth import OAuthClientInformationFull  # noqa: PLC0415
+    from mcp.shared.auth import OAuthClientInformationFull
 
     return OAuthClientInformationFull(
-        client_id=settings.client_id,
+        client_id=settings.client_id or "",
         client_secret=settings.client_secret,
         redirect_uris=[redirect_uri],  # type: ignore[list-item]
         token_endpoint_auth_method="client_secret_post" if settings.client_secret else "none",
@@ -243,7 +243,7 @@ def _static_client(settings: OAuthSettings, redirect_uri: str) -> Any:
 
 def client_metadata(spec: ServerSpec, redirect_uri: str) -> OAuthClientMetadata:
     """How miroctl registers itself: a native public client with a loopback redirect, PKCE, refresh."""
-    from mcp.shared.auth import OAuthClientMetadata  # noqa: PLC0415
+    from mcp.shared.auth import OAuthClientMetadata
 
     settings = spec.oauth or OAuthSettings()
     return OAuthClientMetadata(
@@ -287,8 +287,8 @@ def stored_provider_class() -> type[OAuthClientProvider]:
     token endpoint is, so a new process would never refresh: it would send the dead token, get a 401 and
     start a browser login. This subclass restores both from the record (tests/test_private_apis.py checks
     the one private method it extends)."""
-    from mcp.client.auth import OAuthClientProvider  # noqa: PLC0415
-    from mcp.shared.auth import OAuthMetadata, ProtectedResourceMetadata  # noqa: PLC0415
+    from mcp.client.auth import OAuthClientProvider
+    from mcp.shared.auth import OAuthMetadata, ProtectedResourceMetadata
 
     class StoredOAuth(OAuthClientProvider):
         async def _initialize(self) -> None:

@@ -56,8 +56,8 @@ def store_kind() -> str:
 
 def _keyring_usable() -> bool:
     try:
-        import keyring  # noqa: PLC0415 - an optional extra, imported only when tokens are stored or read
-        from keyring.backends import fail  # noqa: PLC0415
+        import keyring
+        from keyring.backends import fail
     except ImportError:
         return False
     backend = keyring.get_keyring()
@@ -116,7 +116,15 @@ class TokenStore:
             ) from None
         if not isinstance(data, dict) or data.get("url") != url:
             return None
-        record = Record(**{key: data.get(key) for key in Record.__dataclass_fields__ if key in data})
+        record = Record(
+            url=url,
+            store=str(data.get("store") or "file"),
+            tokens=data.get("tokens"),
+            expires_at=data.get("expires_at"),
+            client_info=data.get("client_info"),
+            oauth_metadata=data.get("oauth_metadata"),
+            resource_metadata=data.get("resource_metadata"),
+        )
         if record.store == "keyring":
             secret = _keyring_get(url)
             for key in SECRET_FIELDS:
@@ -160,7 +168,7 @@ def _write_private(path: Path, text: str) -> None:
 
 
 def _keyring_get(url: str) -> dict[str, Any]:
-    import keyring  # noqa: PLC0415 - the optional extra
+    import keyring
 
     raw = keyring.get_password(KEYRING_SERVICE, url)
     try:
@@ -171,14 +179,14 @@ def _keyring_get(url: str) -> dict[str, Any]:
 
 
 def _keyring_set(url: str, secret: dict[str, Any]) -> None:
-    import keyring  # noqa: PLC0415 - the optional extra
+    import keyring
 
     keyring.set_password(KEYRING_SERVICE, url, json.dumps(secret))
 
 
 def _keyring_delete(url: str) -> None:
-    import keyring  # noqa: PLC0415 - the optional extra
-    from keyring.errors import PasswordDeleteError  # noqa: PLC0415
+    import keyring
+    from keyring.errors import PasswordDeleteError
 
     with contextlib.suppress(PasswordDeleteError):
         keyring.delete_password(KEYRING_SERVICE, url)
@@ -201,7 +209,7 @@ class ServerTokens:
         self.record.client_info = None
 
     async def get_tokens(self) -> OAuthToken | None:
-        from mcp.shared.auth import OAuthToken  # noqa: PLC0415 - the SDK's models, loaded on first use
+        from mcp.shared.auth import OAuthToken
 
         return OAuthToken.model_validate(self.record.tokens) if self.record.tokens else None
 
@@ -211,7 +219,7 @@ class ServerTokens:
         self.store.save(self.record)
 
     async def get_client_info(self) -> OAuthClientInformationFull | None:
-        from mcp.shared.auth import OAuthClientInformationFull  # noqa: PLC0415
+        from mcp.shared.auth import OAuthClientInformationFull
 
         return OAuthClientInformationFull.model_validate(self.record.client_info) if self.record.client_info else None
 

@@ -144,18 +144,18 @@ async def _transport(spec: ServerSpec, wire: Wire, stack: AsyncExitStack) -> Any
     if spec.transport == "stdio":
         return stdio_transport(spec, wire)
     url = spec.url or ""
-    auth = background_auth(spec)  # stored OAuth tokens, or AuthRequired before anything is sent
+    oauth = background_auth(spec)  # stored OAuth tokens, or AuthRequired before anything is sent
     if spec.transport == "sse":
         from mcp.client.sse import sse_client
 
-        def factory(**_: Any) -> httpx2.AsyncClient:
-            return _http_client(wire, auth)  # the spec's headers and miroctl's timeouts, whatever sse_client asks
+        def factory(headers: Any = None, timeout: Any = None, auth: Any = None) -> httpx2.AsyncClient:
+            return _http_client(wire, oauth)  # the spec's headers and miroctl's timeouts, whatever sse_client asks
 
         # sse_client enters (and closes) the client it gets from the factory itself.
         return sse_client(url, headers=dict(spec.headers), httpx_client_factory=factory)
     from mcp.client.streamable_http import streamable_http_client
 
-    http_client = await stack.enter_async_context(_http_client(wire, auth))
+    http_client = await stack.enter_async_context(_http_client(wire, oauth))
     return streamable_http_client(url, http_client=http_client)
 
 

@@ -110,9 +110,7 @@ class MemoryProvider:
             token=access, client_id=client_id, scopes=scopes, expires_at=expires, resource=resource
         )
         self.refresh[refresh] = RefreshToken(token=refresh, client_id=client_id, scopes=scopes, resource=resource)
-        return OAuthToken(
-            access_token=access, expires_in=ACCESS_TTL, refresh_token=refresh, scope=" ".join(scopes)
-        )
+        return OAuthToken(access_token=access, expires_in=ACCESS_TTL, refresh_token=refresh, scope=" ".join(scopes))
 
 
 def build(port: int, sse: bool = False) -> MCPServer[Any]:
