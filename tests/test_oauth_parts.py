@@ -130,3 +130,16 @@ def test_bad_auth_settings_are_config_errors(auth, message):
 def test_auth_oauth_on_a_stdio_server_is_a_config_error():
     with pytest.raises(ConfigError, match="needs a url"):
         server_from_mapping({"command": "srv", "auth": "oauth"}, where="x.yaml")
+
+
+def test_a_failing_oauth_flow_of_the_sdk_is_classified_as_auth_with_the_login_hint():
+    from mcp.client.auth import OAuthTokenError
+
+    from miroctl.base.models import ServerSpec
+    from miroctl.sessions.failures import startup_failure
+    from miroctl.sessions.transports import Wire
+
+    spec = ServerSpec(name="docs", transport="streamable_http", url="http://127.0.0.1:9/mcp")
+    failure = startup_failure(ExceptionGroup("g", [OAuthTokenError("Token exchange failed (400)")]), Wire(spec))
+    assert failure.kind == "auth" and failure.message == "auth required: run miroctl auth docs"
+    assert failure.hint == "OAuth failed: Token exchange failed (400)"

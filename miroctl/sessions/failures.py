@@ -40,8 +40,9 @@ def startup_failure(exc: BaseException, wire: Wire, phase: str = "initialize") -
     """Why a server could not be started, connected or initialized."""
     exc = leaf(exc)
     tail = wire.stderr_tail()
-    if isinstance(exc, AuthRequired):
-        return Failure("auth", exc.message, hint=exc.hint, phase="connect")
+    auth = auth_failure(exc, wire, "connect")
+    if auth is not None:
+        return auth
     if isinstance(exc, SpawnError):
         return Failure(exc.kind, str(exc), hint=exc.hint, phase="spawn", stderr_tail=tail)
     if wire.noise_lines or wire.oversize:
@@ -143,6 +144,17 @@ def _http_failure(exc: BaseException, wire: Wire, phase: str, tail: tuple[str, .
     return None
 
 
+def auth_failure(exc: BaseException, wire: Wire, phase: str) -> Failure | None:
+    """A login is needed: no usable token, or the SDK's OAuth flow failed (discovery, registration, token)."""
+    if isinstance(exc, AuthRequired):
+        return Failure("auth", exc.message, hint=exc.hint, phase=phase)
+    if any(cls.__name__ == "OAuthFlowError" for cls in type(exc).__mro__):  # the SDK's, not imported here
+        return Failure(
+            "auth", f"auth required: {auth_hint(wire.spec)}", hint=f"OAuth failed: {_one_line(exc)[:200]}", phase=phase
+        )
+    return None
+
+
 def _oauth_challenge(wire: Wire) -> bool:
     """A Bearer challenge to a client that brought no credentials of its own: a login would help."""
     challenge = (wire.www_authenticate or "").strip().lower()
@@ -202,8 +214,9 @@ def after_initialize(exc: BaseException, wire: Wire, phase: str) -> Failure:
     exc = leaf(exc)
     tail = wire.stderr_tail()
     code = getattr(exc, "code", None)
-    if isinstance(exc, AuthRequired):
-        return Failure("auth", exc.message, hint=exc.hint, phase=phase)
+    auth = auth_failure(exc, wire, phase)
+    if auth is not None:
+        return auth
     if wire.noise_lines or wire.oversize:
         return Failure(
             "protocol",
