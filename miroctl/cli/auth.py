@@ -22,7 +22,8 @@ DEFAULT_TIMEOUT = 300.0
 
 def auth(
     server: Annotated[
-        str | None, typer.Argument(help="The server to log in to (an HTTP or SSE server of the config).")
+        str | None,
+        typer.Argument(help="The server to log in to (an HTTP or SSE server of the config).", metavar="SERVER"),
     ] = None,
     reset: Annotated[
         bool, typer.Option("--reset", help="Forget the stored tokens and client registration first.")

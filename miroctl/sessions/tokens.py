@@ -16,6 +16,7 @@ import json
 import os
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -167,10 +168,25 @@ def _write_private(path: Path, text: str) -> None:
         raise
 
 
+@contextlib.contextmanager
+def _keyring_errors() -> Iterator[None]:
+    """A locked or broken keyring is a one-line error with a way around it, not a traceback."""
+    from keyring.errors import KeyringError
+
+    try:
+        yield
+    except KeyringError as exc:
+        raise ConfigError(
+            f"the system keyring failed: {type(exc).__name__}: {str(exc)[:200]}",
+            hint="unlock it, or use MIROCTL_AUTH_STORE=file",
+        ) from None
+
+
 def _keyring_get(url: str) -> dict[str, Any]:
     import keyring
 
-    raw = keyring.get_password(KEYRING_SERVICE, url)
+    with _keyring_errors():
+        raw = keyring.get_password(KEYRING_SERVICE, url)
     try:
         data = json.loads(raw) if raw else {}
     except ValueError:
@@ -181,14 +197,15 @@ def _keyring_get(url: str) -> dict[str, Any]:
 def _keyring_set(url: str, secret: dict[str, Any]) -> None:
     import keyring
 
-    keyring.set_password(KEYRING_SERVICE, url, json.dumps(secret))
+    with _keyring_errors():
+        keyring.set_password(KEYRING_SERVICE, url, json.dumps(secret))
 
 
 def _keyring_delete(url: str) -> None:
     import keyring
     from keyring.errors import PasswordDeleteError
 
-    with contextlib.suppress(PasswordDeleteError):
+    with _keyring_errors(), contextlib.suppress(PasswordDeleteError):
         keyring.delete_password(KEYRING_SERVICE, url)
 
 
