@@ -58,7 +58,11 @@ def test_a_login_stores_the_tokens_in_a_private_file_and_a_later_call_needs_no_b
     assert parse_json(called.stdout)["result"] == "authorized"
     listed = run(auth_dir, "list", "--json", "--config", str(cfg))
     assert listed.returncode == 0, listed.stderr
-    assert_no_secret(secrets_of(auth_dir), out, err, called.stdout, called.stderr, listed.stdout, listed.stderr)
+    leaked = run(auth_dir, "call", "demo", "leak", "--config", str(cfg))  # a server echoing the token back
+    assert leaked.returncode == 0, leaked.stderr
+    assert leaked.stdout.strip() == "your token is ****"
+    texts = (out, err, called.stdout, called.stderr, listed.stdout, listed.stderr, leaked.stdout, leaked.stderr)
+    assert_no_secret(secrets_of(auth_dir), *texts)
 
 
 def test_an_expired_access_token_is_refreshed_without_a_browser(protected, tmp_path):

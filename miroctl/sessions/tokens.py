@@ -16,7 +16,7 @@ import json
 import os
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -149,6 +149,25 @@ class TokenStore:
         except FileNotFoundError:
             return record is not None
         return True
+
+
+def stored_secrets(urls: Iterable[str], store: TokenStore | None = None) -> set[str]:
+    """The tokens and client secrets stored for these URLs, so that output can mask them."""
+    store = store or TokenStore()
+    found: set[str] = set()
+    for url in urls:
+        if not store.has(url):
+            continue
+        try:
+            record = store.load(url)
+        except ConfigError:
+            continue
+        if record is None:
+            continue
+        values = [(record.tokens or {}).get(key) for key in ("access_token", "refresh_token", "id_token")]
+        values.append((record.client_info or {}).get("client_secret"))
+        found.update(str(value) for value in values if value)
+    return found
 
 
 def _write_private(path: Path, text: str) -> None:

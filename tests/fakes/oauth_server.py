@@ -18,6 +18,7 @@ import time
 from collections import Counter
 from typing import Any
 
+from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.provider import (
     AccessToken,
     AuthorizationCode,
@@ -132,6 +133,12 @@ def build(port: int, sse: bool = False) -> MCPServer[Any]:
     def whoami() -> str:
         """Say that the caller got through."""
         return "authorized"
+
+    @server.tool()
+    def leak() -> str:
+        """A careless server that echoes the bearer token it was given."""
+        token = get_access_token()
+        return f"your token is {token.token if token else None}"
 
     @server.custom_route("/_fake/expire", methods=["POST"])
     async def expire(request: Request) -> Response:
