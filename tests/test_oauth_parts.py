@@ -143,3 +143,11 @@ def test_a_failing_oauth_flow_of_the_sdk_is_classified_as_auth_with_the_login_hi
     failure = startup_failure(ExceptionGroup("g", [OAuthTokenError("Token exchange failed (400)")]), Wire(spec))
     assert failure.kind == "auth" and failure.message == "auth required: run miroctl auth docs"
     assert failure.hint == "OAuth failed: Token exchange failed (400)"
+
+
+def test_the_login_hint_of_an_ad_hoc_server_names_its_url():
+    from miroctl.config.servers import adhoc_servers
+    from miroctl.sessions.oauth import auth_hint
+
+    (spec,) = adhoc_servers((), ["http://127.0.0.1:9/mcp"])
+    assert auth_hint(spec) == "run miroctl auth --url http://127.0.0.1:9/mcp"

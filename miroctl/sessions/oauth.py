@@ -34,6 +34,8 @@ PLACEHOLDER_REDIRECT = "http://127.0.0.1/callback"  # a redirect URI is required
 
 
 def auth_hint(spec: ServerSpec) -> str:
+    if spec.source == "--url":  # an ad-hoc server has no name to log in to
+        return f"run miroctl auth --url {shlex.quote(spec.url or '')}"
     return f"run miroctl auth {shlex.quote(spec.name)}"
 
 
