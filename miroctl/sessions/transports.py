@@ -110,12 +110,14 @@ async def open_connection(
     `on_tools_changed` hears the tools/list_changed notifications that servers on protocols before
     2026-07-28 send unsolicited (later ones announce changes on a subscriptions/listen stream).
     """
+    # Stored OAuth tokens, or AuthRequired before the SDK is even loaded (a CI run without a login fails at once).
+    oauth = background_auth(spec) if spec.transport in ("streamable_http", "sse") else None
     from mcp import Client
     from mcp.types import Implementation
 
     quiet_sdk_loggers()
     async with AsyncExitStack() as stack:
-        target = await _transport(spec, wire, stack)
+        target = await _transport(spec, wire, stack, oauth)
         client = Client(
             target,
             mode="auto",
@@ -137,14 +139,13 @@ def _message_handler(on_tools_changed: Callable[[], None] | None) -> MessageHand
     return handle
 
 
-async def _transport(spec: ServerSpec, wire: Wire, stack: AsyncExitStack) -> Any:
+async def _transport(spec: ServerSpec, wire: Wire, stack: AsyncExitStack, oauth: httpx2.Auth | None) -> Any:
     """What mcp.Client connects to: an in-process server, or a transport's context manager."""
     if spec.transport == "memory":
         return spec.target
     if spec.transport == "stdio":
         return stdio_transport(spec, wire)
     url = spec.url or ""
-    oauth = background_auth(spec)  # stored OAuth tokens, or AuthRequired before anything is sent
     if spec.transport == "sse":
         from mcp.client.sse import sse_client
 
