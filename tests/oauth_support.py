@@ -45,7 +45,7 @@ def protected_server(*args: str) -> Iterator[Protected]:
         [sys.executable, FAKE, str(port), *args], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
     try:
-        wait_for_port(port)
+        wait_for_port(port, timeout=180)  # the SDK alone takes long to import on a loaded machine
         yield Protected(f"http://127.0.0.1:{port}", "/sse" if "--sse" in args else "/mcp")
     finally:
         proc.terminate()
