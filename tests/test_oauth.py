@@ -206,3 +206,20 @@ def test_with_a_system_keyring_the_tokens_go_there_and_the_file_keeps_only_publi
     called = run(auth_dir, "call", "demo", "whoami", "--json", "--config", str(cfg))
     assert called.returncode == 0, called.stderr
     assert parse_json(called.stdout)["result"] == "authorized"
+
+
+def test_a_login_to_a_server_that_asks_for_none_stores_nothing(http_fixture, tmp_path):
+    path = tmp_path / "open.yaml"
+    path.write_text(yaml.safe_dump({"name": "open", "url": http_fixture("open")}))
+    result = run(tmp_path / "auth", "auth", "open", "--no-browser", "--config", str(path))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "open: the server did not ask for a login; nothing stored"
+    assert not list((tmp_path / "auth").glob("*.json"))
+
+
+def test_a_login_to_a_stdio_server_is_a_usage_error(tmp_path):
+    path = tmp_path / "local.yaml"
+    path.write_text(yaml.safe_dump({"name": "local", "tool_command": "python", "args": ["-c", "pass"]}))
+    result = run(tmp_path / "auth", "auth", "local", "--config", str(path))
+    assert result.returncode == 2
+    assert "local is a stdio server: OAuth is for HTTP and SSE servers" in result.stderr
