@@ -93,3 +93,45 @@ def test_a_client_session_can_send_a_raw_request_and_absorb_a_listing_it_did_not
             assert (await client.call_tool("t", {})).structured_content == {}
 
     anyio.run(main)
+
+
+def test_the_sdks_oauth_provider_still_loads_its_storage_in_the_method_miroctl_extends():
+    """miroctl/sessions/oauth.py extends OAuthClientProvider._initialize to restore a stored login's expiry
+    and metadata; if the SDK renames it, a new process would stop refreshing and ask for a login instead."""
+    from mcp.client.auth import OAuthClientProvider
+    from mcp.shared.auth import OAuthToken
+
+    from miroctl.sessions.oauth import client_metadata, stored_provider_class
+    from miroctl.sessions.tokens import Record, ServerTokens, TokenStore
+
+    assert callable(getattr(OAuthClientProvider, "_initialize", None)), "mcp moved OAuthClientProvider._initialize"
+    assert OAuthClientProvider._initialize is not stored_provider_class()._initialize
+
+    class Memory(TokenStore):
+        def __init__(self) -> None:
+            super().__init__(kind="file")
+
+        def load(self, url: str) -> Record | None:
+            return Record(
+                url=url,
+                tokens={"access_token": "a", "token_type": "Bearer", "refresh_token": "r"},
+                expires_at=1000.0,
+                oauth_metadata={
+                    "issuer": "http://127.0.0.1:9",
+                    "authorization_endpoint": "http://127.0.0.1:9/authorize",
+                    "token_endpoint": "http://127.0.0.1:9/elsewhere/token",
+                },
+            )
+
+    from miroctl.base.models import ServerSpec
+
+    spec = ServerSpec(name="s", transport="streamable_http", url="http://127.0.0.1:9/mcp")
+    storage = ServerTokens(Memory(), spec.url or "")
+    provider = stored_provider_class()(spec.url or "", client_metadata(spec, "http://127.0.0.1/callback"), storage)
+
+    anyio.run(provider._initialize)
+    context = provider.context
+    assert isinstance(context.current_tokens, OAuthToken) and context.current_tokens.access_token == "a"
+    assert context.token_expiry_time is not None and context.token_expiry_time < 1000.0
+    assert str(context.oauth_metadata.token_endpoint) == "http://127.0.0.1:9/elsewhere/token"
+    assert not context.is_token_valid() and not context.can_refresh_token()  # expired; no client: no refresh

@@ -5,6 +5,7 @@
     │   ├── ConfigError          2  unreadable or invalid configuration
     │   └── ArgumentError        2  arguments that do not fit the tool's input schema
     ├── ServerUnavailable        3  could not start, connect or initialize; died
+    ├── AuthRequired             3  an OAuth server without a usable token, or a login that failed
     ├── TimedOut                 4  no answer in time (a gateway that accepts and never answers)
     ├── PolicyDenied             5  blacklist, permission mode, URL rule
     ├── NotFound                 6  no such server or tool
@@ -42,6 +43,7 @@ class ErrorKind(StrEnum):
     CONFIG = "config"
     ARGUMENTS = "arguments"
     UNAVAILABLE = "unavailable"
+    AUTH = "auth"
     TIMEOUT = "timeout"
     DENIED = "denied"
     NOT_FOUND = "not_found"
@@ -56,6 +58,7 @@ EXIT_CODES: dict[ErrorKind, ExitCode] = {
     ErrorKind.CONFIG: ExitCode.USAGE,
     ErrorKind.ARGUMENTS: ExitCode.USAGE,
     ErrorKind.UNAVAILABLE: ExitCode.UNAVAILABLE,
+    ErrorKind.AUTH: ExitCode.UNAVAILABLE,
     ErrorKind.TIMEOUT: ExitCode.TIMEOUT,
     ErrorKind.DENIED: ExitCode.DENIED,
     ErrorKind.NOT_FOUND: ExitCode.NOT_FOUND,
@@ -100,6 +103,12 @@ class ArgumentError(UsageError):
 
 class ServerUnavailable(MiroctlError):
     kind = ErrorKind.UNAVAILABLE
+
+
+class AuthRequired(MiroctlError):
+    """A server needs OAuth and miroctl holds no usable token for it, or `miroctl auth` could not get one."""
+
+    kind = ErrorKind.AUTH
 
 
 class TimedOut(MiroctlError):

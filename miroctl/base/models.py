@@ -22,6 +22,17 @@ class ProgressFn(Protocol):
 
 
 @dataclass(frozen=True)
+class OAuthSettings:
+    """A server that needs OAuth 2.1 (`auth: oauth` in its file), and how miroctl presents itself to it."""
+
+    scopes: tuple[str, ...] = ()  # empty: what the server's challenge or metadata asks for
+    client_id: str | None = None  # a client registered by hand; otherwise dynamic registration
+    client_secret: str | None = None
+    client_metadata_url: str | None = None  # an HTTPS client ID metadata document, when the server accepts one
+    callback_port: int | None = None  # a fixed loopback port (a hand-registered redirect URI); otherwise any free one
+
+
+@dataclass(frozen=True)
 class ServerSpec:
     """One configured MCP server, resolved and ready to start (or broken, with `error` set)."""
 
@@ -45,6 +56,7 @@ class ServerSpec:
     # Variables the server cannot work without: each entry is a set of names, one of which must be non-empty.
     requires_env: tuple[tuple[str, ...], ...] = ()
     target: Any = field(default=None, compare=False, repr=False)  # in-process server (tests)
+    oauth: OAuthSettings | None = None  # `auth: oauth`: tokens from `miroctl auth NAME`, never a browser here
 
     def config_error(self, environ: Mapping[str, str]) -> str | None:
         """Why this server cannot be started as configured, or None: a broken file, or a required variable unset

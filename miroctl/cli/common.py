@@ -23,6 +23,7 @@ from miroctl.core.calllog import CallLog
 from miroctl.core.manager import Confirmation, ConfirmFn, Manager
 from miroctl.policy.decisions import Policy
 from miroctl.render.output import Output
+from miroctl.sessions.tokens import stored_secrets
 
 T = TypeVar("T")
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -78,9 +79,10 @@ def load_config(
     startup_timeout: float | None = None,
     env: list[str] | None = None,
 ) -> Config:
-    """The config the command line names; its secrets are masked in `out` from now on."""
+    """The config the command line names; its secrets (and the OAuth tokens stored for it) are masked in `out`."""
     loaded = load(config, stdio=stdio or (), urls=url or (), headers=header or (), env=env or ())
-    out.masker = out.masker.with_secrets(loaded.secrets())
+    tokens = stored_secrets(spec.url for spec in loaded.servers if spec.url)
+    out.masker = out.masker.with_secrets(loaded.secrets() | tokens)
     if startup_timeout:
         loaded = replace(loaded, profile=replace(loaded.profile, startup_timeout=startup_timeout))
     return loaded

@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 
 from miroctl.base.errors import ConfigError
 from miroctl.base.masking import argument_secrets, header_secrets, secret_values, url_credentials
-from miroctl.base.models import ServerSpec
+from miroctl.base.models import OAuthSettings, ServerSpec
 from miroctl.base.text import suggest
 from miroctl.config import sections as policy_config
 
@@ -38,7 +38,9 @@ SERVER_KEYS = {
     "description",
     "max_result_chars",
     "requires_env",
+    "auth",
 }
+OAUTH_KEYS = {"type", "scopes", "client_id", "client_secret", "client_metadata_url", "callback_port"}
 TRANSPORTS = {"stdio", "streamable_http", "sse"}
 _TRANSPORT_ALIASES = {
     "http": "streamable_http",
@@ -85,6 +87,9 @@ def server_from_mapping(
     args = tuple(str(a) for a in _list(data.get("args"), "args", where))
     secret_set = set(secrets) | header_secrets(headers) | secret_values(env) | argument_secrets(args)
     secret_set |= url_credentials(str(url)) if url else set()
+    oauth = _oauth(data.get("auth"), transport, where)
+    if oauth is not None and oauth.client_secret:
+        secret_set.add(oauth.client_secret)
     return ServerSpec(
         name=name,
         transport=transport,
@@ -107,6 +112,36 @@ def server_from_mapping(
         source=where,
         secrets=frozenset(s for s in secret_set if s),
         requires_env=_required_env(data.get("requires_env"), where),
+        oauth=oauth,
+    )
+
+
+def _oauth(value: Any, transport: str, where: str) -> OAuthSettings | None:
+    """`auth: oauth`, or `auth: {type: oauth, scopes: [...], client_id: ..., ...}`; None for no auth."""
+    if value is None or value == "none":
+        return None
+    data: Mapping[str, Any] = {"type": value} if isinstance(value, str) else value
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"{where}: auth must be 'oauth' or a mapping with type: oauth")
+    reject_unknown(data, OAUTH_KEYS, f"{where}: auth")
+    if data.get("type", "oauth") != "oauth":
+        raise ConfigError(f"{where}: unknown auth type {data.get('type')!r} (use oauth)")
+    if transport == "stdio":
+        raise ConfigError(f"{where}: auth: oauth needs a url (stdio servers take credentials from env)")
+    raw_scopes = data.get("scopes")
+    scopes = raw_scopes.split() if isinstance(raw_scopes, str) else _list(raw_scopes, "auth.scopes", where)
+    port = data.get("callback_port")
+    if port is not None and (not str(port).isdigit() or not 0 < int(port) < 65536):
+        raise ConfigError(f"{where}: auth.callback_port must be a port number, got {port!r}")
+    metadata_url = data.get("client_metadata_url")
+    if metadata_url and not str(metadata_url).startswith("https://"):
+        raise ConfigError(f"{where}: auth.client_metadata_url must be an https URL")
+    return OAuthSettings(
+        scopes=tuple(str(scope) for scope in scopes),
+        client_id=str(data["client_id"]) if data.get("client_id") else None,
+        client_secret=str(data["client_secret"]) if data.get("client_secret") else None,
+        client_metadata_url=str(metadata_url) if metadata_url else None,
+        callback_port=int(port) if port is not None else None,
     )
 
 

@@ -202,7 +202,8 @@ async def _on_session(
     try:
         connection = await handle.connect()
     except Unavailable as exc:
-        outcome = _failed(asked, "unavailable", exc.failure.message, exc.failure.hint)
+        kind = "auth" if exc.failure.kind == "auth" else "unavailable"
+        outcome = _failed(asked, kind, exc.failure.message, exc.failure.hint)
         outcome.failure = exc.failure
         return outcome
     answer = await within(connection.wire, timeout, lambda: fetch(connection.client))

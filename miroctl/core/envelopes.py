@@ -95,6 +95,5 @@ def timed_out(route: Route, timeout: float) -> CallOutcome:
 
 def unavailable(server: str | None, tool: str, exc: Unavailable) -> CallOutcome:
     failure = exc.failure
-    return CallOutcome(
-        server, tool, error=failure.message, error_kind="unavailable", hint=failure.hint, failure=failure
-    )
+    kind = "auth" if failure.kind == "auth" else "unavailable"
+    return CallOutcome(server, tool, error=failure.message, error_kind=kind, hint=failure.hint, failure=failure)

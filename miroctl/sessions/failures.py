@@ -5,9 +5,11 @@ from __future__ import annotations
 import signal
 from typing import Any
 
+from miroctl.base.errors import AuthRequired
 from miroctl.base.models import Failure
 from miroctl.base.text import counted
 from miroctl.sessions.frames import unparsable
+from miroctl.sessions.oauth import auth_hint
 from miroctl.sessions.processes import SpawnError
 from miroctl.sessions.transports import MAX_MESSAGE_BYTES, Wire
 
@@ -38,6 +40,9 @@ def startup_failure(exc: BaseException, wire: Wire, phase: str = "initialize") -
     """Why a server could not be started, connected or initialized."""
     exc = leaf(exc)
     tail = wire.stderr_tail()
+    auth = auth_failure(exc, wire, "connect")
+    if auth is not None:
+        return auth
     if isinstance(exc, SpawnError):
         return Failure(exc.kind, str(exc), hint=exc.hint, phase="spawn", stderr_tail=tail)
     if wire.noise_lines or wire.oversize:
@@ -108,6 +113,13 @@ def died_during(wire: Wire, phase: str) -> Failure:
 
 def _http_failure(exc: BaseException, wire: Wire, phase: str, tail: tuple[str, ...]) -> Failure | None:
     status = wire.http_status
+    if status == 401 and _oauth_challenge(wire):
+        return Failure(
+            "auth",
+            f"auth required: {auth_hint(wire.spec)}",
+            hint=f"the server asks for an OAuth login (HTTP 401 from {wire.spec.url})",
+            phase=phase,
+        )
     if status in (401, 403):
         return Failure(
             "auth",
@@ -130,6 +142,24 @@ def _http_failure(exc: BaseException, wire: Wire, phase: str, tail: tuple[str, .
     if name in ("RemoteProtocolError", "ReadError", "WriteError", "NetworkError"):
         return Failure("http", f"HTTP connection to {wire.spec.url} failed: {_one_line(exc)}", phase=phase)
     return None
+
+
+def auth_failure(exc: BaseException, wire: Wire, phase: str) -> Failure | None:
+    """A login is needed: no usable token, or the SDK's OAuth flow failed (discovery, registration, token)."""
+    if isinstance(exc, AuthRequired):
+        return Failure("auth", exc.message, hint=exc.hint, phase=phase)
+    if any(cls.__name__ == "OAuthFlowError" for cls in type(exc).__mro__):  # the SDK's, not imported here
+        return Failure(
+            "auth", f"auth required: {auth_hint(wire.spec)}", hint=f"OAuth failed: {_one_line(exc)[:200]}", phase=phase
+        )
+    return None
+
+
+def _oauth_challenge(wire: Wire) -> bool:
+    """A Bearer challenge to a client that brought no credentials of its own: a login would help."""
+    challenge = (wire.www_authenticate or "").strip().lower()
+    own = any(name.lower() == "authorization" for name in wire.spec.headers)
+    return challenge.startswith("bearer") and not own
 
 
 def _noise_reason(wire: Wire) -> str:
@@ -184,6 +214,9 @@ def after_initialize(exc: BaseException, wire: Wire, phase: str) -> Failure:
     exc = leaf(exc)
     tail = wire.stderr_tail()
     code = getattr(exc, "code", None)
+    auth = auth_failure(exc, wire, phase)
+    if auth is not None:
+        return auth
     if wire.noise_lines or wire.oversize:
         return Failure(
             "protocol",

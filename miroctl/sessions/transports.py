@@ -24,6 +24,7 @@ from miroctl.base.masking import Masker
 from miroctl.base.models import ServerSpec
 from miroctl.sessions.anyio_private import close_transport
 from miroctl.sessions.frames import parse_line
+from miroctl.sessions.oauth import background_auth
 from miroctl.sessions.processes import signal_group, spawn
 
 if TYPE_CHECKING:  # the SDK and its HTTP client cost ~1 s to import: only the code paths that talk load them
@@ -50,6 +51,7 @@ class Wire:
     noise_samples: list[str] = field(default_factory=list)
     oversize: bool = False
     http_status: int | None = None
+    www_authenticate: str | None = None  # the challenge of the last 401/403, when the server sent one
     stderr_path: str | None = None
     stdout_eof: bool = False
     exited_on_its_own: bool = False
@@ -108,12 +110,14 @@ async def open_connection(
     `on_tools_changed` hears the tools/list_changed notifications that servers on protocols before
     2026-07-28 send unsolicited (later ones announce changes on a subscriptions/listen stream).
     """
+    # Stored OAuth tokens, or AuthRequired before the SDK is even loaded (a CI run without a login fails at once).
+    oauth = background_auth(spec) if spec.transport in ("streamable_http", "sse") else None
     from mcp import Client
     from mcp.types import Implementation
 
     quiet_sdk_loggers()
     async with AsyncExitStack() as stack:
-        target = await _transport(spec, wire, stack)
+        target = await _transport(spec, wire, stack, oauth)
         client = Client(
             target,
             mode="auto",
@@ -135,7 +139,7 @@ def _message_handler(on_tools_changed: Callable[[], None] | None) -> MessageHand
     return handle
 
 
-async def _transport(spec: ServerSpec, wire: Wire, stack: AsyncExitStack) -> Any:
+async def _transport(spec: ServerSpec, wire: Wire, stack: AsyncExitStack, oauth: httpx2.Auth | None) -> Any:
     """What mcp.Client connects to: an in-process server, or a transport's context manager."""
     if spec.transport == "memory":
         return spec.target
@@ -146,18 +150,18 @@ async def _transport(spec: ServerSpec, wire: Wire, stack: AsyncExitStack) -> Any
         from mcp.client.sse import sse_client
 
         def factory(headers: Any = None, timeout: Any = None, auth: Any = None) -> httpx2.AsyncClient:
-            return _http_client(wire)  # the spec's headers and miroctl's timeouts, whatever sse_client asks
+            return _http_client(wire, oauth)  # the spec's headers and miroctl's timeouts, whatever sse_client asks
 
         # sse_client enters (and closes) the client it gets from the factory itself.
         return sse_client(url, headers=dict(spec.headers), httpx_client_factory=factory)
     from mcp.client.streamable_http import streamable_http_client
 
-    http_client = await stack.enter_async_context(_http_client(wire))
+    http_client = await stack.enter_async_context(_http_client(wire, oauth))
     return streamable_http_client(url, http_client=http_client)
 
 
-def _http_client(wire: Wire) -> httpx2.AsyncClient:
-    """An HTTP client with the server's headers that records the last error status it saw."""
+def _http_client(wire: Wire, auth: httpx2.Auth | None = None) -> httpx2.AsyncClient:
+    """An HTTP client with the server's headers (and OAuth) that records the last error status it saw."""
     import httpx2
 
     async def record(response: Any) -> None:
@@ -165,10 +169,13 @@ def _http_client(wire: Wire) -> httpx2.AsyncClient:
             wire.first_response_at = time.perf_counter()
         if response.status_code >= 400:
             wire.http_status = response.status_code
+            if response.status_code in (401, 403):
+                wire.www_authenticate = response.headers.get("www-authenticate")
 
     return httpx2.AsyncClient(
         headers=dict(wire.spec.headers),
         timeout=httpx2.Timeout(30.0, read=300.0),
+        auth=auth,
         event_hooks={"response": [record]},
     )
 
