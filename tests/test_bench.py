@@ -139,7 +139,9 @@ def test_bench_through_a_serve_gateway_counts_every_call(load):
     config, stats = load
     with running("--config", str(config), "--transport", "http", "--port", "0") as gateway:
         url = gateway.url()
-        result = CliRunner().invoke(app, ["bench", "load", "work", "ms=5", "-n", "12", "-j", "3", "--via", url, "--json"])
+        result = CliRunner().invoke(
+            app, ["bench", "load", "work", "ms=5", "-n", "12", "-j", "3", "--via", url, "--json"]
+        )
         assert result.exit_code == 0, result.stderr
         document = parse_json(result.stdout)
         assert document["via"] == url and document["completed"] == 12 and document["failed"] == 0

@@ -76,9 +76,7 @@ def parse_providers(text: str) -> tuple[str, ...]:
     for name in names:
         if name not in PROVIDERS:
             hint = suggest(name, PROVIDERS) or f"choose from: all, {', '.join(PROVIDERS)}"
-            raise UsageError(
-                f"--strict={text}: {name!r} is not a provider (put server names before --strict)", hint=hint
-            )
+            raise UsageError(f"--strict={text}: {name!r} is not a provider ", hint=hint)
     return tuple(p for p in PROVIDERS if p in names)
 
 

@@ -51,6 +51,7 @@ GEMINI_FIELDS = frozenset(
 COMPOSITIONS = ("$ref", "anyOf", "oneOf", "allOf", "not")
 TYPED_BY = ("$ref", "anyOf", "oneOf", "allOf", "enum", "const")  # a schema with these needs no `type`
 MAX_NODES = 5000  # a hostile schema is walked this far, no further
+MAX_DEPTH = 64
 
 
 @dataclass(frozen=True)
@@ -142,7 +143,7 @@ def _node(
     node: Mapping[str, Any], path: str, depth: int, providers: frozenset[str], budget: list[int]
 ) -> Iterator[Problem]:
     budget[0] -= 1
-    if budget[0] < 0:
+    if budget[0] < 0 or depth > MAX_DEPTH:
         return
     if depth > 1 and not any(k in node for k in ("type", *TYPED_BY)) and providers & {"openai", "gemini"}:
         yield Problem(

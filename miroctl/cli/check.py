@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import time
-import warnings
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from typer import _click as click
+from typer.core import TyperCommand
 
 from miroctl.base.errors import UsageError
 from miroctl.base.models import ServerSpec
@@ -35,22 +36,32 @@ from miroctl.remote import GatewayClient, readable
 from miroctl.render.checks import check_table
 from miroctl.render.output import Output
 
-# `--strict` alone means every provider, `--strict=openai,gemini` some: click's optional option value. Typer
-# still hands is_flag/flag_value to click but warns that it may stop (tests/test_lint.py pins both forms).
-with warnings.catch_warnings():
-    warnings.simplefilter("ignore", DeprecationWarning)
-    StrictOpt = Annotated[
-        str | None,
-        typer.Option(
-            "--strict",
-            is_flag=False,
-            flag_value="all",
-            metavar="[=PROVIDERS]",
-            help="Also lint the tools' names and schemas for model providers: --strict (all) or "
-            "--strict=openai,anthropic,gemini; findings alone exit 7.",
-            show_default=False,
-        ),
-    ]
+StrictOpt = Annotated[
+    bool,
+    typer.Option(
+        "--strict",
+        help="Also lint the tools' names and schemas for model providers: --strict (all of them) or "
+        "--strict=openai,anthropic,gemini; findings alone exit 7.",
+    ),
+]
+StrictForOpt = Annotated[str | None, typer.Option("--strict-for", hidden=True)]
+
+
+class CheckCommand(TyperCommand):
+    """`--strict=openai,gemini` is `--strict` for those providers: Typer has no options with an optional value,
+    so the form with `=` is read as the hidden --strict-for before parsing."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        rewritten: list[str] = []
+        for index, arg in enumerate(args):
+            if arg == "--":
+                rewritten += args[index:]
+                break
+            if arg.startswith("--strict="):
+                rewritten += ["--strict", "--strict-for", arg.removeprefix("--strict=")]
+            else:
+                rewritten.append(arg)
+        return super().parse_args(ctx, rewritten)
 
 
 def check(
@@ -101,7 +112,8 @@ def check(
             "--allow-fail", metavar="NAME", help="A server known to be broken: reported, but not failing (repeatable)."
         ),
     ] = None,
-    strict: StrictOpt = None,
+    strict: StrictOpt = False,
+    strict_for: StrictForOpt = None,
     mode: ModeOpt = None,
     task_id: TaskIdOpt = None,
     log: LogOpt = None,
@@ -121,7 +133,7 @@ def check(
 ) -> None:
     """Probe every selected server phase by phase; exit 1 if any is unhealthy or its tools drifted."""
     out = boundary.output(json_mode)
-    providers = lint.parse_providers(strict) if strict is not None else None
+    providers = lint.parse_providers(strict_for or "all") if strict or strict_for else None
     gateway_url = remote.resolve_via(via, bool(config or stdio or url))
     if gateway_url:
         body = {

@@ -161,7 +161,9 @@ def lock_changes(out: Output, lock: LockCheck) -> None:
         line.append("  [lint]", style="red")
         out.out.print(line)
     for server, key in lock.lint_fixed:
-        out.out.print(Text(f"  - {out.safe(server)}: lint finding fixed: {out.safe(key)}  [lint]", style="green"))
+        out.out.print(
+            Text(f"  - {out.safe(server)}: lint finding no longer reported: {out.safe(key)}  [lint]", style="green")
+        )
     if lock.unchecked:
         out.out.print(
             Text("  not compared (unhealthy or not selected): " + out.safe(", ".join(lock.unchecked)), style="dim")
