@@ -149,7 +149,7 @@ def test_bench_through_a_serve_gateway_counts_every_call(load):
 
 
 def test_bench_through_a_gateway_stops_at_a_refusal(load):
-    config, stats = load
+    config, _ = load
     with running("--config", str(config), "--transport", "http", "--port", "0") as gateway:
         result = CliRunner().invoke(app, ["bench", "load", "nosuch", "-n", "50", "--via", gateway.url()])
     assert result.exit_code == 6
