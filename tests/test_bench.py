@@ -66,6 +66,7 @@ def test_bench_makes_exactly_the_requested_number_of_calls(load):
     assert result.exit_code == 0, result.stderr
     assert document["completed"] == 25 and document["succeeded"] == 25 and document["failed"] == 0
     assert stats_of(stats)["by_tool"] == {"work": 25}
+    assert result.stderr == ""  # no live progress when stderr is not a terminal
 
 
 def test_bench_never_has_more_calls_in_flight_than_its_concurrency_and_reaches_it(load):
@@ -148,12 +149,30 @@ def test_bench_through_a_serve_gateway_counts_every_call(load):
         assert stats_of(stats)["by_tool"] == {"work": 12}
 
 
-def test_bench_through_a_gateway_stops_at_a_refusal(load):
-    config, _ = load
+def test_bench_through_a_gateway_refuses_an_unknown_tool_before_any_call(load):
+    config, stats = load
     with running("--config", str(config), "--transport", "http", "--port", "0") as gateway:
-        result = CliRunner().invoke(app, ["bench", "load", "nosuch", "-n", "50", "--via", gateway.url()])
+        result = CliRunner().invoke(app, ["bench", "load", "wrok", "-n", "50", "--via", gateway.url()])
     assert result.exit_code == 6
-    assert "the load test stopped" in result.stderr
+    assert "load has no tool 'wrok'" in result.stderr and "work" in result.stderr
+    assert not stats.exists()
+
+
+def test_bench_through_a_gateway_that_is_not_there_exits_3(load):
+    result = CliRunner().invoke(app, ["bench", "load", "work", "-n", "5", "--via", "http://127.0.0.1:9"])
+    assert result.exit_code == 3
+    assert "cannot reach the gateway" in result.stderr
+
+
+def test_a_refusing_answer_stops_the_run_at_once():
+    async def refused() -> CallOutcome:
+        await anyio.sleep(0.01)
+        return CallOutcome("s", "t", error="denied by the gateway", error_kind="denied")
+
+    tally = bench.Tally()
+    anyio.run(bench.run, bench.Plan(concurrency=2, requests=1000), refused, tally)
+    assert tally.refusal is not None and tally.refusal.error_kind == "denied"
+    assert tally.completed <= 2
 
 
 def test_ctrl_c_prints_the_partial_summary_and_exits_130(load):

@@ -118,6 +118,7 @@ def bench_(
     gateway_url = remote.resolve_via(via, bool(config or stdio or url))
     if gateway_url:
         server, tool = _names(words)
+        bench.gateway_ready(gateway_url, server, tool)
         call = bench.through_gateway(gateway_url, words, base, plan)
         _finish(
             out,

@@ -23,12 +23,13 @@ from typing import Any
 
 import anyio
 
-from miroctl.base.errors import ErrorKind, ExitCode, MiroctlError, PolicyDenied, ServerUnavailable
+from miroctl.base.errors import ErrorKind, ExitCode, MiroctlError, NotFound, PolicyDenied, ServerUnavailable
 from miroctl.base.models import CallOutcome, CallRequest
+from miroctl.base.text import suggest
 from miroctl.core import arguments as arguments_
 from miroctl.core import envelopes
 from miroctl.core.manager import Manager
-from miroctl.remote import GatewayClient, outcome_from_dict, readable
+from miroctl.remote import GatewayClient, list_from_dict, outcome_from_dict, readable
 from miroctl.sessions.pool import CALLS_PER_SERVER, Unavailable
 
 CallFn = Callable[[], Awaitable[CallOutcome]]
@@ -221,6 +222,23 @@ def through_gateway(url: str, target: list[str], base: dict[str, Any], plan: Pla
             return CallOutcome(server, tool, error=exc.message, error_kind=exc.kind, hint=exc.hint)
 
     return call
+
+
+def gateway_ready(url: str, server: str, tool: str) -> None:
+    """Before a run through a gateway: it answers, serves the server, and the server is up with the tool
+    (otherwise the error and its exit code, before any call)."""
+    if not server or not tool:
+        return  # TOOL alone: the gateway finds its server
+    document = GatewayClient(url).list_tools([server])
+    entries = readable(url, lambda: list_from_dict(document))
+    entry = next((e for e in entries if e.server == server), None)
+    if entry is None:
+        return
+    if entry.failure is not None:
+        raise ServerUnavailable(f"{server}: {entry.failure.message}", hint=entry.failure.hint)
+    names = [t.name for t in entry.tools]
+    if tool not in names:
+        raise NotFound(f"{server} has no tool {tool!r} (through {url})", hint=suggest(tool, names))
 
 
 def _allowed(manager: Manager, spec: Any, tool: Any, values: dict[str, Any]) -> None:
