@@ -225,3 +225,11 @@ def test_percentiles_are_nearest_rank():
     values = [float(v) for v in range(1, 101)]
     assert [bench.percentile(values, p) for p in (50, 90, 99, 100)] == [50.0, 90.0, 99.0, 100.0]
     assert bench.percentile([], 50) is None
+
+
+def test_calls_slower_than_the_timeout_are_counted_as_timeouts(write_config, tmp_path, leak_tag):
+    config = write_config({"load": load_yaml(tmp_path / "stats.json", leak_tag)})
+    result, document = bench_json(config, "load", "slow", "seconds=10", "-n", "2", "-j", "2", "--timeout", "0.5")
+    assert result.exit_code == 1
+    assert document["errors_by_kind"] == {"timeout": 2}
+    assert document["latency_ms"]["max"] < 5000
