@@ -9,6 +9,7 @@
     ├── TimedOut                 4  no answer in time (a gateway that accepts and never answers)
     ├── PolicyDenied             5  blacklist, permission mode, URL rule
     ├── NotFound                 6  no such server or tool
+    ├── (lint findings)          7  `check --strict`: healthy servers whose tool schemas are not portable
     └── Interrupted            130  SIGINT (128 + the signal's number for SIGTERM, SIGHUP)
 
 Outcomes that the core returns instead of raising (a call's envelope) carry the same `ErrorKind`;
@@ -30,6 +31,7 @@ class ExitCode(IntEnum):
     TIMEOUT = 4
     DENIED = 5
     NOT_FOUND = 6
+    LINT = 7  # check --strict: tool schemas that some model provider would reject; servers otherwise healthy
     INTERNAL = 70  # a defect in miroctl itself (EX_SOFTWARE): run again with --traceback
     INTERRUPTED = 130
 
@@ -47,6 +49,7 @@ class ErrorKind(StrEnum):
     TIMEOUT = "timeout"
     DENIED = "denied"
     NOT_FOUND = "not_found"
+    LINT = "lint"
     INTERRUPTED = "interrupted"
     INTERNAL = "internal"
 
@@ -62,6 +65,7 @@ EXIT_CODES: dict[ErrorKind, ExitCode] = {
     ErrorKind.TIMEOUT: ExitCode.TIMEOUT,
     ErrorKind.DENIED: ExitCode.DENIED,
     ErrorKind.NOT_FOUND: ExitCode.NOT_FOUND,
+    ErrorKind.LINT: ExitCode.LINT,
     ErrorKind.INTERRUPTED: ExitCode.INTERRUPTED,
     ErrorKind.INTERNAL: ExitCode.INTERNAL,
 }

@@ -77,10 +77,23 @@ def testcase(server: Mapping[str, Any], changes: Sequence[Mapping[str, Any]]) ->
         element = ET.SubElement(
             case, "failure", {"message": xml_text(_drift_message(changes)), "type": "breaking" if breaking else "drift"}
         )
-        element.text = xml_text("\n".join(_change_line(c) for c in changes))
+        element.text = xml_text("\n".join([*(_change_line(c) for c in changes), *_lint_lines(server)]))
+    elif _lint_lines(server):
+        count = len(_lint_lines(server))
+        message = f"{count} tool-schema portability finding{'' if count == 1 else 's'}"
+        element = ET.SubElement(case, "failure", {"message": xml_text(message), "type": "lint"})
+        element.text = xml_text("\n".join(_lint_lines(server)))
     out = ET.SubElement(case, "system-out")
     out.text = xml_text(_summary(server))
     return case
+
+
+def _lint_lines(server: Mapping[str, Any]) -> list[str]:
+    return [
+        f"{f['tool']} {f['path']}: {f['problem']} [{','.join(f['providers'])}]; fix: {f['fix']}"
+        for f in server.get("lint") or ()
+        if not f.get("accepted")
+    ]
 
 
 def _changes_by_server(document: Mapping[str, Any]) -> dict[str, list[Mapping[str, Any]]]:

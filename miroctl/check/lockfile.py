@@ -4,6 +4,9 @@
 diffs well in review). `--against FILE` compares a run with it: a removed tool, a removed or newly
 required parameter, or a changed type of a required one is *breaking*; anything else that differs
 (an added tool, a description, an optional parameter) is *drift*. Either fails the check.
+
+With `check --strict`, the lock also records each server's lint findings (by tool, path and rule): a later
+`--against` run accepts those as a known baseline, fails (exit 7) only on new ones, and lists the fixed ones.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from typing import Any
 from miroctl.base import escaping
 from miroctl.base.errors import ConfigError
 from miroctl.base.text import counted
+from miroctl.check.lint import Finding
 
 SCHEMA = "miroctl.lock/1"
 Surface = dict[str, dict[str, dict[str, Any]]]  # server -> tool -> {description, input_schema}
@@ -52,6 +56,12 @@ class LockCheck:
     written: str | None = None
     changes: list[Change] = field(default_factory=list)
     unchecked: list[str] = field(default_factory=list)  # locked servers this run could not compare
+    baseline: dict[str, set[str]] = field(default_factory=dict)  # server -> lint keys the lock file accepts
+    lint_new: list[Finding] = field(default_factory=list)  # findings the baseline does not have
+    lint_fixed: list[tuple[str, str]] = field(default_factory=list)  # (server, key) in the baseline, gone now
+
+    def accepts(self, finding: Finding) -> bool:
+        return finding.key in self.baseline.get(finding.server, set())
 
     @property
     def breaking(self) -> list[Change]:
@@ -70,6 +80,14 @@ class LockCheck:
             "drift": len(self.drift),
             "changes": [c.to_dict() for c in self.changes],
             "unchecked": self.unchecked,
+            **(
+                {
+                    "lint_new": [{"server": f.server, **f.to_dict()} for f in self.lint_new],
+                    "lint_fixed": [{"server": server, "finding": key} for server, key in self.lint_fixed],
+                }
+                if self.baseline
+                else {}
+            ),
         }
 
 
@@ -86,11 +104,29 @@ def surface(reports: Iterable[Any], mask: Callable[[Any], Any] = lambda value: v
     return found
 
 
-def document(servers: Surface, previous: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """A lock document: these servers, plus the previous file's servers that this run did not see healthy."""
+def document(
+    servers: Surface, previous: Mapping[str, Any] | None = None, lint: Mapping[str, list[str]] | None = None
+) -> dict[str, Any]:
+    """A lock document: these servers (with their lint keys, after --strict), plus the previous file's servers
+    that this run did not see healthy."""
     kept = dict((previous or {}).get("servers") or {})
-    kept.update({name: {"tools": tools} for name, tools in servers.items()})
+    for name, tools in servers.items():
+        kept[name] = {"tools": tools, **({"lint": lint[name]} if lint is not None and name in lint else {})}
     return {"schema": SCHEMA, "servers": kept}
+
+
+def compare_lint(check: LockCheck, locked: Mapping[str, Any], findings: Mapping[str, list[Finding]]) -> None:
+    """Findings against the lock's baseline (only servers whose lock entry recorded one, i.e. --strict)."""
+    for server, found in sorted(findings.items()):
+        entry = (locked.get("servers") or {}).get(server) or {}
+        recorded = entry.get("lint")
+        if not isinstance(recorded, list):
+            continue
+        baseline = {str(key) for key in recorded}
+        check.baseline[server] = baseline
+        check.lint_new += [f for f in found if f.key not in baseline]
+        current = {f.key for f in found}
+        check.lint_fixed += [(server, key) for key in sorted(baseline - current)]
 
 
 def dumps(lock: Mapping[str, Any]) -> str:

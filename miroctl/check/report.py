@@ -10,7 +10,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from miroctl.base.errors import ExitCode
 from miroctl.base.models import Failure, ServerSpec, ToolInfo
+from miroctl.check.lint import Finding, lint_pool
 
 DEFAULT_CONCURRENCY = 8  # probes mostly wait on servers, so more than the 2 cores of a small CI runner
 
@@ -84,6 +86,7 @@ class ProbeReport:
     failure: Failure | None = None
     allowed_failure: bool = False
     duration_ms: float = 0.0
+    lint: list[Finding] | None = None  # with check --strict: the tools' portability findings
 
     @classmethod
     def start(cls, spec: ServerSpec) -> ProbeReport:
@@ -114,6 +117,7 @@ class ProbeReport:
         self.failure = failure
 
     def to_dict(self) -> dict[str, Any]:
+        lint = {"lint": [f.to_dict() for f in self.lint]} if self.lint is not None else {}
         return {
             "name": self.server,
             "status": self.status,
@@ -132,6 +136,7 @@ class ProbeReport:
             "smoke": [call.to_dict() for call in self.smoke],
             "failure": self.failure.to_dict() if self.failure else None,
             "duration_ms": round(self.duration_ms, 1),
+            **lint,
         }
 
     @classmethod
@@ -163,6 +168,7 @@ class ProbeReport:
             failure=_failure(failure) if failure else None,
             allowed_failure=bool(data.get("allowed_failure")),
             duration_ms=data.get("duration_ms") or 0.0,
+            lint=[Finding.from_dict(data["name"], f) for f in data["lint"]] if data.get("lint") is not None else None,
         )
 
 
@@ -187,6 +193,22 @@ class CheckRun:
     timeout: float | None = None
     smoke: bool = False
     lock: Any = None  # lockfile.LockCheck when --lock or --against was given
+    strict: tuple[str, ...] | None = None  # the providers of check --strict
+
+    def lint_tools(self, providers: Sequence[str]) -> None:
+        """Lint the tools of the healthy servers for these providers (duplicates across all of them)."""
+        self.strict = tuple(providers)
+        healthy = {r.server: r.tools for r in self.reports if r.ok}
+        found = lint_pool(healthy, providers)
+        for report in self.reports:
+            report.lint = found.get(report.server, []) if report.ok else None
+
+    @property
+    def findings(self) -> list[Finding]:
+        """The lint findings that count: those of healthy servers that the lock file's baseline does not accept."""
+        accepts = getattr(self.lock, "accepts", None)
+        every = [f for r in self.reports if r.ok and r.lint for f in r.lint]
+        return [f for f in every if accepts is None or not accepts(f)]
 
     def allow(self, names: Sequence[str]) -> None:
         for report in self.reports:
@@ -199,17 +221,22 @@ class CheckRun:
     @property
     def exit_code(self) -> int:
         drifted = self.lock is not None and bool(self.lock.changes)
-        return 1 if self.unhealthy or drifted else 0
+        if self.unhealthy or drifted:
+            return int(ExitCode.FAILED)
+        return int(ExitCode.LINT) if self.findings else 0
 
     def summary(self) -> dict[str, int]:
         healthy = sum(r.ok for r in self.reports)
         allowed = sum(r.allowed_failure for r in self.reports)
-        return {
+        counts = {
             "servers": len(self.reports),
             "healthy": healthy,
             "unhealthy": len(self.reports) - healthy,
             "allowed_failures": allowed,
         }
+        if self.strict is not None:
+            counts["lint_findings"] = len(self.findings)
+        return counts
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -222,9 +249,18 @@ class CheckRun:
             "concurrency": self.concurrency,
             "timeout": self.timeout,
             "smoke": self.smoke,
-            "servers": [report.to_dict() for report in self.reports],
+            "servers": [self._server(report) for report in self.reports],
             "lock": self.lock.to_dict() if self.lock is not None else None,
+            **({"strict": list(self.strict)} if self.strict is not None else {}),
         }
+
+    def _server(self, report: ProbeReport) -> dict[str, Any]:
+        """A report's document; with --strict and a lock baseline, each finding says whether it is accepted."""
+        document = report.to_dict()
+        accepts = getattr(self.lock, "accepts", None)
+        for finding, entry in zip(report.lint or (), document.get("lint") or (), strict=True):
+            entry["accepted"] = bool(accepts(finding)) if accepts is not None else False
+        return document
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], surface: Mapping[str, Any] | None = None) -> CheckRun:

@@ -10,7 +10,7 @@ from typer.core import TyperGroup
 
 from miroctl import __version__
 from miroctl.base.errors import MiroctlError
-from miroctl.cli import auth, boundary, check, commands, fetch, serve
+from miroctl.cli import auth, bench, boundary, check, commands, fetch, serve
 
 
 class _Guarded(TyperGroup):
@@ -77,6 +77,7 @@ app.command("list")(commands.list_)
 app.command()(commands.call)
 app.command()(fetch.read)
 app.command()(fetch.prompt)
-app.command()(check.check)
+app.command(cls=check.CheckCommand)(check.check)
 app.command()(serve.serve)
 app.command()(auth.auth)
+app.command("bench")(bench.bench_)

@@ -7,11 +7,13 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from typer import _click as click
+from typer.core import TyperCommand
 
 from miroctl.base.errors import UsageError
 from miroctl.base.models import ServerSpec
 from miroctl.base.text import suggest
-from miroctl.check import junit, lockfile
+from miroctl.check import junit, lint, lockfile
 from miroctl.check.probe import probe_all, warm_up
 from miroctl.check.report import CheckRun, ProbeReport
 from miroctl.cli import boundary, remote
@@ -33,6 +35,33 @@ from miroctl.core.manager import Manager
 from miroctl.remote import GatewayClient, readable
 from miroctl.render.checks import check_table
 from miroctl.render.output import Output
+
+StrictOpt = Annotated[
+    bool,
+    typer.Option(
+        "--strict",
+        help="Also lint the tools' names and schemas for model providers: --strict (all of them) or "
+        "--strict=openai,anthropic,gemini; findings alone exit 7.",
+    ),
+]
+StrictForOpt = Annotated[str | None, typer.Option("--strict-for", hidden=True)]
+
+
+class CheckCommand(TyperCommand):
+    """`--strict=openai,gemini` is `--strict` for those providers: Typer has no options with an optional value,
+    so the form with `=` is read as the hidden --strict-for before parsing."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        rewritten: list[str] = []
+        for index, arg in enumerate(args):
+            if arg == "--":
+                rewritten += args[index:]
+                break
+            if arg.startswith("--strict="):
+                rewritten += ["--strict", "--strict-for", arg.removeprefix("--strict=")]
+            else:
+                rewritten.append(arg)
+        return super().parse_args(ctx, rewritten)
 
 
 def check(
@@ -83,6 +112,8 @@ def check(
             "--allow-fail", metavar="NAME", help="A server known to be broken: reported, but not failing (repeatable)."
         ),
     ] = None,
+    strict: StrictOpt = False,
+    strict_for: StrictForOpt = None,
     mode: ModeOpt = None,
     task_id: TaskIdOpt = None,
     log: LogOpt = None,
@@ -102,6 +133,7 @@ def check(
 ) -> None:
     """Probe every selected server phase by phase; exit 1 if any is unhealthy or its tools drifted."""
     out = boundary.output(json_mode)
+    providers = lint.parse_providers(strict_for or "all") if strict or strict_for else None
     gateway_url = remote.resolve_via(via, bool(config or stdio or url))
     if gateway_url:
         body = {
@@ -110,7 +142,7 @@ def check(
             "concurrency": concurrency,
             "smoke": smoke,
             "allow_fail": allow_fail or [],
-            "surface": bool(lock or against),
+            "surface": bool(lock or against or providers),
         }
         _check_via(
             out,
@@ -118,9 +150,8 @@ def check(
             body,
             {"--mode": mode, "--task-id": task_id, "--log": log},
             json_mode,
-            junit,
-            lock,
-            against,
+            (junit, lock, against),
+            providers,
         )
     loaded = load_config(config, stdio, url, header, out, None, env)
     concurrency = concurrency or loaded.profile.concurrency
@@ -129,6 +160,8 @@ def check(
     manager = manager_for(loaded, out, mode, task_id=task_id, log=log)
     result = run(lambda: _probe(out, manager, specs, timeout, concurrency, smoke))
     result.allow(allowed)
+    if providers is not None:
+        result.lint_tools(providers)
     _finish(out, result, locked, json_mode, junit, lock, against)
 
 
@@ -159,11 +192,11 @@ def _check_via(
     body: dict[str, Any],
     local: dict[str, Any],
     json_mode: bool,
-    junit: str | None,
-    lock: str | None,
-    against: str | None,
+    files: tuple[str | None, str | None, str | None],
+    providers: tuple[str, ...] | None,
 ) -> None:
-    """`check --via URL`: the gateway probes its servers afresh; lock, JUnit and output are made here."""
+    """`check --via URL`: the gateway probes its servers afresh; lock, lint, JUnit and output are made here."""
+    junit, lock, against = files
     _local_only(local)
     locked = lockfile.read(against) if against else None
     for path in (junit, lock):
@@ -172,6 +205,8 @@ def _check_via(
         document = GatewayClient(gateway_url).check(body)
     surface = document.pop("surface", None)
     checked = readable(gateway_url, lambda: CheckRun.from_dict(document, surface))
+    if providers is not None:
+        checked.lint_tools(providers)
     _finish(out, checked, locked, json_mode, junit, lock, against)
 
 
@@ -247,10 +282,14 @@ def _lock(
     current = lockfile.surface(result.reports, mask=out.masker.data)
     check = lockfile.compare(locked, current) if locked is not None else lockfile.LockCheck()
     check.against = against
+    findings = {r.server: r.lint for r in result.reports if r.ok and r.lint is not None}
+    if locked is not None and result.strict is not None:
+        lockfile.compare_lint(check, locked, findings)
     if lock:
         previous = locked if against == lock else _previous_lock(lock)
+        keys = {server: lint.keys(found) for server, found in findings.items()} if result.strict is not None else None
         try:
-            lockfile.write(lock, lockfile.document(current, previous))
+            lockfile.write(lock, lockfile.document(current, previous, keys))
         except OSError as exc:
             raise UsageError(f"cannot write lock file {lock}: {exc.strerror or exc}") from None
         check.written = lock

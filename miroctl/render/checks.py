@@ -26,6 +26,8 @@ def check_table(out: Output, run: CheckRun) -> None:
     for report in run.reports:
         if report.failure is not None and (not wide or report.failure.hint or report.failure.stderr_tail):
             _check_details(out, report, with_reason=not wide)
+    if run.strict is not None:
+        lint_findings(out, run)
     if run.lock is not None:
         lock_changes(out, run.lock)
     out.out.print(Text(_check_summary(run), style="bold green" if run.exit_code == 0 else "bold red"))
@@ -153,10 +155,39 @@ def lock_changes(out: Output, lock: LockCheck) -> None:
         line.append(out.safe(f"{change.server} {change.tool or '(server)'}: {change.detail}"))
         line.append(f"  [{change.severity}]", style="red" if change.severity == "breaking" else "yellow")
         out.out.print(line)
+    for finding in lock.lint_new:
+        line = Text("  + ", style="red")
+        line.append(out.safe(f"{finding.server} {finding.tool}: new lint finding {finding.path}: {finding.problem}"))
+        line.append("  [lint]", style="red")
+        out.out.print(line)
+    for server, key in lock.lint_fixed:
+        out.out.print(
+            Text(f"  - {out.safe(server)}: lint finding no longer reported: {out.safe(key)}  [lint]", style="green")
+        )
     if lock.unchecked:
         out.out.print(
             Text("  not compared (unhealthy or not selected): " + out.safe(", ".join(lock.unchecked)), style="dim")
         )
+
+
+def lint_findings(out: Output, run: CheckRun) -> None:
+    """check --strict: each finding with its tool, path, problem, fix and the providers that reject it."""
+    counted = run.findings
+    shown = [f for r in run.reports if r.ok and r.lint for f in r.lint]
+    if not shown:
+        out.out.print(Text(f"schema lint ({', '.join(run.strict or ())}): no findings", style="green"))
+        return
+    head = f"schema lint ({', '.join(run.strict or ())}): {len(shown)} finding{'' if len(shown) == 1 else 's'}"
+    if len(counted) != len(shown):
+        head += f", {len(shown) - len(counted)} accepted by the lock file"
+    out.out.print(Text(head, style="bold red" if counted else "bold yellow"))
+    for finding in shown:
+        line = Text("  ✗ " if finding in counted else "  ~ ", style="red" if finding in counted else "dim")
+        line.append(out.safe(f"{finding.server} {finding.tool}"), style="bold")
+        line.append(out.safe(f"  {finding.path}: {finding.problem}"))
+        line.append(f"  [{','.join(finding.providers)}]", style="yellow")
+        out.out.print(line)
+        out.out.print(Text(f"      fix: {out.safe(finding.fix)}", style="dim"))
 
 
 def _check_summary(run: CheckRun) -> str:
@@ -166,4 +197,6 @@ def _check_summary(run: CheckRun) -> str:
         parts.append(f"{counts['allowed_failures']} allowed to fail")
     if run.lock is not None and run.lock.changes:
         parts.append(f"tool surface changed: {len(run.lock.breaking)} breaking, {len(run.lock.drift)} drift")
+    if run.findings:
+        parts.append(f"{len(run.findings)} lint finding{'' if len(run.findings) == 1 else 's'}")
     return ", ".join(parts) + f" ({run.duration_ms / 1000:.1f} s)"

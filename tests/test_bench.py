@@ -1,0 +1,235 @@
+"""`miroctl bench`: exact request counts, honoured concurrency, errors by kind, the error-rate exit code."""
+
+import json
+import signal
+import subprocess
+import sys
+import time
+
+import anyio
+import pytest
+from typer.testing import CliRunner
+
+from miroctl.base.models import CallOutcome
+from miroctl.cli.app import app
+from miroctl.core import bench
+from tests.conftest import HEALTHY_STARTUP, ROOT, parse_json
+from tests.gateway_support import running, wait_until
+
+LOADTEST = str(ROOT / "tests" / "servers" / "loadtest.py")
+SUMMARY_KEYS = {
+    "schema",
+    "server",
+    "tool",
+    "via",
+    "plan",
+    "completed",
+    "succeeded",
+    "failed",
+    "error_rate",
+    "errors_by_kind",
+    "error_samples",
+    "latency_ms",
+    "throughput_rps",
+    "elapsed_s",
+    "max_in_flight",
+    "interrupted",
+    "passed",
+    "exit_code",
+}
+
+
+def load_yaml(stats, tag):
+    env = {"LOADTEST_STATS": str(stats), "MIROCTL_TEST_TAG": tag}
+    return {"name": "load", "tool_command": "python", "args": [LOADTEST, "--name", "load"], "env": env}
+
+
+@pytest.fixture
+def load(write_config, tmp_path, leak_tag):
+    """A profile with the load-test server; returns the profile and the server's stats file."""
+    stats = tmp_path / "stats.json"
+    return write_config({"load": load_yaml(stats, leak_tag)}, tool_blacklist=[["load", "slow"]]), stats
+
+
+def bench_json(config, *args):
+    result = CliRunner().invoke(app, ["bench", "--config", str(config), "--json", *args])
+    return result, (parse_json(result.stdout) if result.stdout.strip() else None)
+
+
+def stats_of(path):
+    return json.loads(path.read_text())
+
+
+def test_bench_makes_exactly_the_requested_number_of_calls(load):
+    config, stats = load
+    result, document = bench_json(config, "load", "work", "ms=5", "--requests", "25", "--concurrency", "3")
+    assert result.exit_code == 0, result.stderr
+    assert document["completed"] == 25 and document["succeeded"] == 25 and document["failed"] == 0
+    assert stats_of(stats)["by_tool"] == {"work": 25}
+    assert result.stderr == ""  # no live progress when stderr is not a terminal
+
+
+def test_bench_never_has_more_calls_in_flight_than_its_concurrency_and_reaches_it(load):
+    config, stats = load
+    result, document = bench_json(config, "load", "work", "ms=150", "-n", "24", "-j", "4")
+    assert result.exit_code == 0, result.stderr
+    assert stats_of(stats)["max_in_flight"] == 4
+    assert document["max_in_flight"] == 4
+
+
+def test_bench_counts_failures_by_kind_and_exits_1_over_the_max_error_rate(load):
+    config, _ = load
+    result, document = bench_json(config, "load", "flaky", "-n", "10")
+    assert result.exit_code == 1
+    assert document["errors_by_kind"] == {"tool_error": 5}
+    assert document["error_rate"] == 0.5 and document["passed"] is False
+    assert "fails on purpose" in document["error_samples"]["tool_error"]
+
+
+def test_bench_passes_when_the_error_rate_is_within_the_maximum(load):
+    config, _ = load
+    result, document = bench_json(config, "load", "flaky", "-n", "10", "--max-error-rate", "0.5")
+    assert result.exit_code == 0
+    assert document["failed"] == 5 and document["passed"] is True
+
+
+def test_bench_duration_bounds_the_run_and_every_answered_call_is_counted(load):
+    config, stats = load
+    result, document = bench_json(config, "load", "work", "ms=20", "--duration", "1.5", "-j", "2")
+    assert result.exit_code == 0, result.stderr
+    assert 1.5 <= document["elapsed_s"] < 1.5 + 5  # the calls in flight at the deadline are answered
+    assert document["completed"] > 0
+    assert stats_of(stats)["calls"] == document["completed"]
+
+
+def test_bench_json_is_one_document_with_the_bench_schema(load):
+    config, _ = load
+    result, document = bench_json(config, "load.work", "--requests", "3", "--warmup", "2")
+    assert result.exit_code == 0, result.stderr
+    assert set(document) == SUMMARY_KEYS
+    assert document["schema"] == "miroctl.bench/1"
+    assert (document["server"], document["tool"], document["via"]) == ("load", "work", None)
+    assert set(document["latency_ms"]) == {"min", "mean", "p50", "p90", "p99", "max"}
+    assert document["plan"]["warmup"] == 2 and document["completed"] == 3
+
+
+def test_bench_refuses_a_blacklisted_tool_before_any_call(load):
+    config, stats = load
+    result, document = bench_json(config, "load", "slow", "seconds=0", "-n", "5")
+    assert result.exit_code == 5
+    assert document is None and "denied" in result.stderr
+    assert not stats.exists()
+
+
+def test_bench_rejects_bad_arguments_before_any_call(load):
+    config, stats = load
+    result, _ = bench_json(config, "load", "work", "ms=fast", "-n", "5")
+    assert result.exit_code == 2
+    assert not stats.exists()
+
+
+@pytest.mark.parametrize("args", [[], ["--requests", "3", "--duration", "1"]])
+def test_bench_needs_exactly_one_of_duration_and_requests(load, args):
+    config, _ = load
+    result, _ = bench_json(config, "load", "work", *args)
+    assert result.exit_code == 2
+    assert "exactly one of --duration" in result.stderr
+
+
+def test_bench_through_a_serve_gateway_counts_every_call(load):
+    config, stats = load
+    with running("--config", str(config), "--transport", "http", "--port", "0") as gateway:
+        url = gateway.url()
+        result = CliRunner().invoke(
+            app, ["bench", "load", "work", "ms=5", "-n", "12", "-j", "3", "--via", url, "--json"]
+        )
+        assert result.exit_code == 0, result.stderr
+        document = parse_json(result.stdout)
+        assert document["via"] == url and document["completed"] == 12 and document["failed"] == 0
+        assert stats_of(stats)["by_tool"] == {"work": 12}
+
+
+def test_bench_through_a_gateway_refuses_an_unknown_tool_before_any_call(load):
+    config, stats = load
+    with running("--config", str(config), "--transport", "http", "--port", "0") as gateway:
+        result = CliRunner().invoke(app, ["bench", "load", "wrok", "-n", "50", "--via", gateway.url()])
+    assert result.exit_code == 6
+    assert "load has no tool 'wrok'" in result.stderr and "work" in result.stderr
+    assert not stats.exists()
+
+
+def test_bench_through_a_gateway_that_is_not_there_exits_3(load):
+    result = CliRunner().invoke(app, ["bench", "load", "work", "-n", "5", "--via", "http://127.0.0.1:9"])
+    assert result.exit_code == 3
+    assert "cannot reach the gateway" in result.stderr
+
+
+def test_a_refusing_answer_stops_the_run_at_once():
+    async def refused() -> CallOutcome:
+        await anyio.sleep(0.01)
+        return CallOutcome("s", "t", error="denied by the gateway", error_kind="denied")
+
+    tally = bench.Tally()
+    anyio.run(bench.run, bench.Plan(concurrency=2, requests=1000), refused, tally)
+    assert tally.refusal is not None and tally.refusal.error_kind == "denied"
+    assert tally.completed <= 2
+
+
+def test_ctrl_c_prints_the_partial_summary_and_exits_130(load):
+    config, stats = load
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "miroctl", "bench", "-c", str(config), "load", "work", "ms=10", "-d", "120", "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
+    try:
+        wait_until(lambda: stats.exists() and stats_of(stats)["calls"] >= 5, timeout=HEALTHY_STARTUP * 2)
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 130, stderr
+    document = parse_json(stdout)
+    assert document["interrupted"] is True and document["completed"] >= 4
+
+
+async def _slow_call(seconds: float) -> CallOutcome:
+    await anyio.sleep(seconds)
+    return CallOutcome("s", "t", result="ok")
+
+
+def test_open_loop_latency_counts_from_the_scheduled_start():
+    """50 calls a second on one slot that takes 0.1 s each: the queue grows, and the latencies show it."""
+    plan = bench.Plan(concurrency=1, requests=10, rate=50)
+    tally = bench.Tally()
+    started = time.perf_counter()
+    anyio.run(bench.run, plan, lambda: _slow_call(0.1), tally)
+    assert tally.completed == 10
+    assert time.perf_counter() - started >= 1.0  # one at a time
+    assert max(tally.latencies_ms) >= 700  # the last call was scheduled at 0.18 s and answered after 1 s
+
+
+def test_closed_loop_latency_counts_from_each_call_start():
+    plan = bench.Plan(concurrency=1, requests=5)
+    tally = bench.Tally()
+    anyio.run(bench.run, plan, lambda: _slow_call(0.05), tally)
+    assert tally.completed == 5
+    assert max(tally.latencies_ms) < 500
+
+
+def test_percentiles_are_nearest_rank():
+    values = [float(v) for v in range(1, 101)]
+    assert [bench.percentile(values, p) for p in (50, 90, 99, 100)] == [50.0, 90.0, 99.0, 100.0]
+    assert bench.percentile([], 50) is None
+
+
+def test_calls_slower_than_the_timeout_are_counted_as_timeouts(write_config, tmp_path, leak_tag):
+    config = write_config({"load": load_yaml(tmp_path / "stats.json", leak_tag)})
+    result, document = bench_json(config, "load", "slow", "seconds=10", "-n", "2", "-j", "2", "--timeout", "0.5")
+    assert result.exit_code == 1
+    assert document["errors_by_kind"] == {"timeout": 2}
+    assert document["latency_ms"]["max"] < 5000
