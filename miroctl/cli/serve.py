@@ -73,6 +73,14 @@ def serve(
             "of every tool (saves a host's prompt tokens on big pools).",
         ),
     ] = False,
+    plain_names: Annotated[
+        bool,
+        typer.Option(
+            "--plain-names",
+            help="Expose tools and prompts under their own names (no SERVER__ prefix); two servers offering one "
+            "name is an error at start-up.",
+        ),
+    ] = False,
     allow_host: Annotated[
         list[str] | None,
         typer.Option(
@@ -141,6 +149,7 @@ def serve(
     options = {
         "separator": separator,
         "lazy": lazy,
+        "plain": plain_names,
         "manager": {"mode": mode, "task_id": task_id, "log": log},
         "retry_every": retry_every,
     }
@@ -198,13 +207,17 @@ async def _gateway(
     """Start the pool, report what is served, and serve (stdio, or http: settings and bound socket)."""
     served = replace(loaded, servers=tuple(specs), default_names=tuple(s.name for s in specs))
     manager_options, retry_every = options.pop("manager"), options.pop("retry_every")
+    clashes: tuple[toolmap.Collision, ...] = ()
     async with manager_for(served, out, **manager_options, ask_on_terminal=False, follow_changes=True) as manager:
         gateway = Gateway(manager, specs, masker=out.masker, **options)
         await gateway.refresh()
-        async with anyio.create_task_group() as watching:
-            watching.start_soon(gateway.watch, retry_every)
-            await _serve(gateway, out, options["separator"], http)
-            watching.cancel_scope.cancel()
+        clashes = gateway.map.collisions if gateway.plain else ()
+        if not clashes:
+            async with anyio.create_task_group() as watching:
+                watching.start_soon(gateway.watch, retry_every)
+                await _serve(gateway, out, options["separator"], http)
+                watching.cancel_scope.cancel()
+    toolmap.check_plain(clashes)  # raised here, outside the pool's task groups, as one line
 
 
 async def _serve(

@@ -20,7 +20,7 @@ from miroctl.base import escaping
 from miroctl.base.errors import MiroctlError, UsageError
 from miroctl.core import batch
 from miroctl.core.bodies import loads
-from miroctl.gateway.api import call_document, error_document, list_document
+from miroctl.gateway.api import call_document, error_document, list_document, prompt_document, read_document
 from miroctl.gateway.check import check_document
 from miroctl.gateway.guard import Guard, HttpSettings
 from miroctl.gateway.server import Gateway, build_server
@@ -33,7 +33,7 @@ SHUTDOWN_GRACE = 2  # seconds
 
 
 def build_app(gateway: Gateway, settings: HttpSettings) -> Any:
-    """The Starlette app: /mcp, /healthz, /v1/call, /v1/list, /v1/batch, /v1/check, all behind the guard."""
+    """The Starlette app: /mcp, /healthz, /v1/call, list, batch, check, read and prompt, all behind the guard."""
     from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
     from mcp.server.transport_security import TransportSecuritySettings
     from starlette.applications import Starlette
@@ -57,6 +57,8 @@ def build_app(gateway: Gateway, settings: HttpSettings) -> Any:
         Route("/v1/call", endpoint=_api(gateway, call_document), methods=["POST"]),
         Route("/v1/list", endpoint=_api(gateway, list_document), methods=["POST"]),
         Route("/v1/batch", endpoint=_batch(gateway), methods=["POST"]),
+        Route("/v1/read", endpoint=_api(gateway, read_document), methods=["POST"]),
+        Route("/v1/prompt", endpoint=_api(gateway, prompt_document), methods=["POST"]),
         Route("/v1/check", endpoint=_api(gateway, check_document), methods=["POST"]),
     ]
     app = Starlette(routes=routes, lifespan=lambda _app: sessions.run())

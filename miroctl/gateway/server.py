@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import math
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from contextlib import suppress
 from typing import TYPE_CHECKING, Any
 
@@ -20,12 +20,25 @@ from miroctl.base.models import CallOutcome, CallRequest, ProgressFn, ServerSpec
 from miroctl.base.text import suggest
 from miroctl.core.manager import Manager
 from miroctl.gateway import toolmap
+from miroctl.gateway.passthrough import Catalog, ItemError
 from miroctl.gateway.sdk_private import request_connection
 from miroctl.gateway.stdio import StdoutWriter, claimed_stdout, stdin_lines
 
 if TYPE_CHECKING:  # the SDK costs ~1 s to import: `serve` loads it when it starts
     from mcp.server.context import ServerRequestContext
-    from mcp_types import CallToolRequestParams, CallToolResult, ListToolsResult, PaginatedRequestParams
+    from mcp_types import (
+        CallToolRequestParams,
+        CallToolResult,
+        GetPromptRequestParams,
+        GetPromptResult,
+        ListPromptsResult,
+        ListResourcesResult,
+        ListResourceTemplatesResult,
+        ListToolsResult,
+        PaginatedRequestParams,
+        ReadResourceRequestParams,
+        ReadResourceResult,
+    )
 
 META_KEY = "miroctl/outcome"  # where each result's envelope metadata rides in `_meta`
 
@@ -41,12 +54,15 @@ class Gateway:
         separator: str = toolmap.DEFAULT_SEPARATOR,
         lazy: bool = False,
         masker: Masker | None = None,
+        plain: bool = False,
     ) -> None:
         self.manager = manager
         self.specs = list(specs)
         self.separator = separator
         self.lazy = lazy
         self.masker = masker or Masker(manager.config.secrets())
+        self.plain = plain  # tools under their own names (--plain-names)
+        self.catalog = Catalog(manager, self.specs, self.masker, separator, plain)
         self.entries: list[ServerTools] = []
         self.map = toolmap.ToolMap()
         self.bus: Any = None  # the SDK's subscription bus, once a server is built: hosts listen to it for changes
@@ -56,7 +72,7 @@ class Gateway:
     async def refresh(self) -> toolmap.ToolMap:
         """List every server again: open sessions answer from cache, failed ones are retried when due."""
         self.entries = await self.manager.list_tools(self.specs)
-        self.map = toolmap.build(self.entries, self.separator, [s.name for s in self.specs])
+        self.map = toolmap.build(self.entries, self.separator, [s.name for s in self.specs], self.plain)
         await self._announce_changes()
         return self.map
 
@@ -153,6 +169,53 @@ class Gateway:
         import mcp_types as types
 
         return types.CallToolResult.model_validate(self.masker.data(result_body(outcome)))
+
+    # ------------------------------------------------------------------------------------------ resources, prompts
+
+    async def on_list_resources(
+        self, ctx: ServerRequestContext[Any, Any], params: PaginatedRequestParams | None
+    ) -> ListResourcesResult:
+        import mcp_types as types
+
+        return types.ListResourcesResult.model_validate({"resources": await self.catalog.resources()})
+
+    async def on_list_resource_templates(
+        self, ctx: ServerRequestContext[Any, Any], params: PaginatedRequestParams | None
+    ) -> ListResourceTemplatesResult:
+        import mcp_types as types
+
+        return types.ListResourceTemplatesResult.model_validate({"resourceTemplates": await self.catalog.templates()})
+
+    async def on_read_resource(
+        self, ctx: ServerRequestContext[Any, Any], params: ReadResourceRequestParams
+    ) -> ReadResourceResult:
+        import mcp_types as types
+
+        return types.ReadResourceResult.model_validate(await self._item(self.catalog.read(params.uri)))
+
+    async def on_list_prompts(
+        self, ctx: ServerRequestContext[Any, Any], params: PaginatedRequestParams | None
+    ) -> ListPromptsResult:
+        import mcp_types as types
+
+        return types.ListPromptsResult.model_validate({"prompts": await self.catalog.prompt_list()})
+
+    async def on_get_prompt(
+        self, ctx: ServerRequestContext[Any, Any], params: GetPromptRequestParams
+    ) -> GetPromptResult:
+        import mcp_types as types
+
+        document = await self._item(self.catalog.prompt(params.name, dict(params.arguments or {})))
+        return types.GetPromptResult.model_validate(document)
+
+    async def _item(self, work: Awaitable[dict[str, Any]]) -> dict[str, Any]:
+        """A resource's or prompt's document; a failure as the JSON-RPC error a host expects, masked."""
+        from mcp.shared.exceptions import MCPError
+
+        try:
+            return await work
+        except ItemError as exc:
+            raise MCPError(exc.code, self.masker.text(exc.message)) from None
 
     # ------------------------------------------------------------------------------------------ lazy
 
@@ -343,6 +406,11 @@ def build_server(gateway: Gateway) -> Any:
         instructions=f"miroctl gateway for these MCP servers: {names}.",
         on_list_tools=gateway.on_list_tools,
         on_call_tool=gateway.on_call_tool,
+        on_list_resources=gateway.on_list_resources,
+        on_list_resource_templates=gateway.on_list_resource_templates,
+        on_read_resource=gateway.on_read_resource,
+        on_list_prompts=gateway.on_list_prompts,
+        on_get_prompt=gateway.on_get_prompt,
         get_tool_input_schema=gateway.input_schema,
         on_subscriptions_listen=ListenHandler(gateway.bus),
     )
