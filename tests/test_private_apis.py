@@ -93,3 +93,15 @@ def test_a_client_session_can_send_a_raw_request_and_absorb_a_listing_it_did_not
             assert (await client.call_tool("t", {})).structured_content == {}
 
     anyio.run(main)
+
+
+def test_the_streamable_http_session_manager_still_counts_its_sessions_where_metrics_read_them():
+    from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+
+    from miroctl.gateway.sdk_private import open_sessions
+
+    manager = StreamableHTTPSessionManager(app=Server("probe"))
+    assert isinstance(getattr(manager, "_server_instances", None), dict), (
+        "mcp moved StreamableHTTPSessionManager._server_instances: update miroctl/gateway/sdk_private.py"
+    )
+    assert open_sessions(manager) == 0

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import math
 import weakref
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import suppress
 from typing import TYPE_CHECKING, Any
 
@@ -68,6 +68,8 @@ class Gateway:
         self.bus: Any = None  # the SDK's subscription bus, once a server is built: hosts listen to it for changes
         self._surface: str | None = None
         self._listers: weakref.WeakSet[Any] = weakref.WeakSet()  # connections of older-protocol hosts that listed
+        self.observers: list[Callable[[CallOutcome], None]] = []  # hear every call's outcome (metrics)
+        self.draining = False  # stopping: not ready, finishing the calls in flight
 
     async def refresh(self) -> toolmap.ToolMap:
         """List every server again: open sessions answer from cache, failed ones are retried when due."""
@@ -118,7 +120,16 @@ class Gateway:
         return found if found is not None and found.name in {spec.name for spec in self.specs} else None
 
     async def call(self, request: CallRequest) -> CallOutcome:
-        return await self.manager.call(request)
+        outcome = await self.manager.call(request)
+        for observe in self.observers:
+            observe(outcome)
+        return outcome
+
+    @property
+    def ready(self) -> bool:
+        """Every served server started and listed its tools, and the gateway is not stopping (/readyz)."""
+        listed = {entry.server for entry in self.entries if entry.ok}
+        return not self.draining and all(spec.name in listed for spec in self.specs)
 
     def input_schema(self, name: str) -> Mapping[str, Any] | None:
         """The listed input schema of an exposed tool (the SDK checks Mcp-Param headers with it)."""
