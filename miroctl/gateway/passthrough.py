@@ -10,7 +10,9 @@ blacklist and the server's own `[server, "*"]` rules hide them, read_only mode d
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import warnings
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from contextlib import suppress
 from typing import Any
 from urllib.parse import quote, unquote
 
@@ -20,6 +22,7 @@ from miroctl.base.models import ServerSpec, ServerTools, ToolInfo
 from miroctl.core import catalog
 from miroctl.core.manager import Manager
 from miroctl.gateway import toolmap
+from miroctl.sessions.pool import Unavailable
 
 SCHEME = "miroctl://"
 RESOURCE_NOT_FOUND, INVALID_PARAMS, INTERNAL_ERROR, REQUEST_TIMEOUT = -32002, -32602, -32603, -32001
@@ -153,6 +156,47 @@ class Catalog:
             body["description"] = fetched.description
         return self.masker.data(body)
 
+    async def complete(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        """A completion/complete result's `completion`, from the server behind the prompt or template."""
+        ref, argument = dict(params["ref"]), dict(params["argument"])
+        if ref.get("type") == "ref/prompt":
+            if ref.get("name") not in self.prompts.items:
+                await self.prompt_list()
+            server, upstream = self.prompts.items.get(str(ref.get("name")), ("", ""))
+            if not server:
+                raise ItemError(INVALID_PARAMS, f"the gateway has no prompt named {ref.get('name')!r}")
+            ref["name"] = upstream
+        else:
+            spec, upstream = self.route(str(ref.get("uri", "")))
+            server, ref["uri"] = spec.name, upstream
+        context = (params.get("context") or {}).get("arguments")
+        if not _offers(self.manager, server, "completions"):
+            return {"values": [], "hasMore": False}
+        result = await _on_server(
+            self.manager, server, "completion/complete", lambda client: _complete(client, ref, argument, context)
+        )
+        return self.masker.data(result.completion.model_dump(mode="json", by_alias=True, exclude_none=True))
+
+    async def set_level(self, level: str) -> None:
+        """Pass logging/setLevel on to every served server that is running and declares logging."""
+        for spec in self.specs:
+            if _offers(self.manager, spec.name, "logging"):
+                with suppress(ItemError):
+                    await _on_server(self.manager, spec.name, "logging/setLevel", lambda c: _set_level(c, level))
+
+
+async def _on_server(manager: Manager, server: str, phase: str, send: Callable[[Any], Awaitable[Any]]) -> Any:
+    """`send(client)` on a served server's session; a server that is down or fails is an ItemError."""
+    spec = manager.config.get(server)
+    if spec is None:
+        raise ItemError(INVALID_PARAMS, f"no server named {server!r}")
+    handle = manager.handle(spec)
+    try:
+        connection = await handle.connect()
+        return await handle.ask(connection, phase, spec.timeout or manager.config.profile.timeout, send)
+    except Unavailable as exc:
+        raise ItemError(INTERNAL_ERROR, f"{server}: {exc.failure.message}") from None
+
 
 def answer(fetched: Fetched) -> None:
     """Raise the JSON-RPC error of a failed fetch: not found, bad arguments, timeout, or the server's failure."""
@@ -166,3 +210,24 @@ def answer(fetched: Fetched) -> None:
     }.get(fetched.error_kind or "", INTERNAL_ERROR)
     hint = f" ({fetched.hint})" if fetched.hint else ""
     raise ItemError(code, f"{fetched.error}{hint}")
+
+
+async def _complete(client: Any, ref: dict[str, Any], argument: dict[str, str], context: dict[str, str] | None) -> Any:
+    import mcp_types as types
+
+    model = types.PromptReference if ref.get("type") == "ref/prompt" else types.ResourceTemplateReference
+    return await client.complete(model.model_validate(ref), argument, context)
+
+
+async def _set_level(client: Any, level: str) -> Any:
+    with warnings.catch_warnings():  # logging is deprecated as of 2026-07-28; older servers still take it
+        warnings.simplefilter("ignore")
+        return await client.set_logging_level(level)
+
+
+def _offers(manager: Manager, server: str, capability: str) -> bool:
+    """Whether a served server with an open session declares `capability` (completions, logging)."""
+    spec = manager.config.get(server)
+    connection = manager.handle(spec).connection if spec is not None else None
+    capabilities = connection.client.server_capabilities if connection is not None else None
+    return capabilities is not None and getattr(capabilities, capability, None) is not None

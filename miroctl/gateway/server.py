@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import warnings
 import weakref
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import suppress
@@ -21,6 +22,7 @@ from miroctl.base.text import suggest
 from miroctl.core.manager import Manager
 from miroctl.gateway import toolmap
 from miroctl.gateway.passthrough import Catalog, ItemError
+from miroctl.gateway.relay import Relays
 from miroctl.gateway.sdk_private import request_connection
 from miroctl.gateway.stdio import StdoutWriter, claimed_stdout, stdin_lines
 
@@ -29,6 +31,8 @@ if TYPE_CHECKING:  # the SDK costs ~1 s to import: `serve` loads it when it star
     from mcp_types import (
         CallToolRequestParams,
         CallToolResult,
+        CompleteRequestParams,
+        CompleteResult,
         GetPromptRequestParams,
         GetPromptResult,
         ListPromptsResult,
@@ -38,6 +42,7 @@ if TYPE_CHECKING:  # the SDK costs ~1 s to import: `serve` loads it when it star
         PaginatedRequestParams,
         ReadResourceRequestParams,
         ReadResourceResult,
+        SetLevelRequestParams,
     )
 
 META_KEY = "miroctl/outcome"  # where each result's envelope metadata rides in `_meta`
@@ -70,6 +75,8 @@ class Gateway:
         self._listers: weakref.WeakSet[Any] = weakref.WeakSet()  # connections of older-protocol hosts that listed
         self.observers: list[Callable[[CallOutcome], None]] = []  # hear every call's outcome (metrics)
         self.draining = False  # stopping: not ready, finishing the calls in flight
+        self.relays = Relays()
+        manager.relay = self.relays  # the servers' own requests go to the host whose call caused them
 
     async def refresh(self) -> toolmap.ToolMap:
         """List every server again: open sessions answer from cache, failed ones are retried when due."""
@@ -160,11 +167,14 @@ class Gateway:
         arguments = dict(params.arguments or {})
         relay = ctx.session.report_progress
         if self.lazy:
-            return self.result(await self.meta_call(params.name, arguments, relay))
+            spec = self.spec(str(arguments.get("server"))) if params.name == "call_tool" else None
+            with self.relays.calling(spec.name if spec else "", ctx.session, ctx.request_id):
+                return self.result(await self.meta_call(params.name, arguments, relay))
         info = self.map.get(params.name) or (await self.refresh()).get(params.name)
         if info is None:
             return self.result(self._unknown(params.name))
-        return self.result(await self.call(CallRequest(info.server, info.name, arguments, progress=relay)))
+        with self.relays.calling(info.server, ctx.session, ctx.request_id):
+            return self.result(await self.call(CallRequest(info.server, info.name, arguments, progress=relay)))
 
     def _unknown(self, name: str) -> CallOutcome:
         return CallOutcome(
@@ -218,6 +228,20 @@ class Gateway:
 
         document = await self._item(self.catalog.prompt(params.name, dict(params.arguments or {})))
         return types.GetPromptResult.model_validate(document)
+
+    async def on_completion(self, ctx: ServerRequestContext[Any, Any], params: CompleteRequestParams) -> CompleteResult:
+        """completion/complete for a prompt's or a resource template's argument, asked of its server."""
+        import mcp_types as types
+
+        completion = await self._item(self.catalog.complete(params.model_dump(mode="json", by_alias=True)))
+        return types.CompleteResult.model_validate({"completion": completion})
+
+    async def on_set_logging_level(self, ctx: ServerRequestContext[Any, Any], params: SetLevelRequestParams) -> Any:
+        """logging/setLevel, passed on to every served server that logs (their sessions are shared)."""
+        import mcp_types as types
+
+        await self.catalog.set_level(params.level)
+        return types.EmptyResult()
 
     async def _item(self, work: Awaitable[dict[str, Any]]) -> dict[str, Any]:
         """A resource's or prompt's document; a failure as the JSON-RPC error a host expects, masked."""
@@ -401,7 +425,7 @@ def meta_tools(specs: Sequence[ServerSpec]) -> list[dict[str, Any]]:
 def build_server(gateway: Gateway) -> Any:
     """The low-level MCP server whose handlers are the gateway's."""
     from mcp.server.lowlevel import NotificationOptions, Server
-    from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
+    from mcp.server.subscriptions import InMemorySubscriptionBus
 
     class GatewayServer(Server):
         def create_initialization_options(self, notification_options: Any = None, *args: Any, **kwargs: Any) -> Any:
@@ -411,7 +435,17 @@ def build_server(gateway: Gateway) -> Any:
 
     names = ", ".join(spec.name for spec in gateway.specs)
     gateway.bus = gateway.bus or InMemorySubscriptionBus()
-    server = GatewayServer(
+    with warnings.catch_warnings():  # logging is deprecated as of 2026-07-28; hosts before it still set levels
+        warnings.simplefilter("ignore")
+        server = _server_with(GatewayServer, gateway, names)
+    server.middleware = []  # the default OpenTelemetry middleware costs every relayed call ~0.1 ms, for no exporter
+    return server
+
+
+def _server_with(kind: Any, gateway: Gateway, names: str) -> Any:
+    from mcp.server.subscriptions import ListenHandler
+
+    return kind(
         "miroctl",
         version=__version__,
         instructions=f"miroctl gateway for these MCP servers: {names}.",
@@ -422,11 +456,11 @@ def build_server(gateway: Gateway) -> Any:
         on_read_resource=gateway.on_read_resource,
         on_list_prompts=gateway.on_list_prompts,
         on_get_prompt=gateway.on_get_prompt,
+        on_completion=gateway.on_completion,
+        on_set_logging_level=gateway.on_set_logging_level,
         get_tool_input_schema=gateway.input_schema,
         on_subscriptions_listen=ListenHandler(gateway.bus),
     )
-    server.middleware = []  # the default OpenTelemetry middleware costs every relayed call ~0.1 ms, for no exporter
-    return server
 
 
 async def serve_stdio(gateway: Gateway) -> None:
