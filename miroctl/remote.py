@@ -1,4 +1,5 @@
-"""The warm path: `call`, `list`, `check` and `call --batch` through a running gateway (--via URL or $MIROCTL_URL).
+"""The warm path: `call`, `list`, `read`, `prompt`, `check` and `call --batch` through a running gateway
+(--via URL or $MIROCTL_URL).
 
 Only the standard library's http.client: no mcp SDK and no OmegaConf are imported, so a call from a
 shell loop costs little more than starting Python. The gateway answers with the documents the
@@ -14,6 +15,7 @@ from typing import Any, TypeVar
 from urllib.parse import urlencode, urlsplit
 
 from miroctl.base.errors import ErrorKind, ExitCode, MiroctlError, ServerUnavailable, TimedOut
+from miroctl.base.fetched import Fetched
 from miroctl.base.models import CallOutcome, Failure, RejectedTool, ServerTools, ToolInfo
 
 T = TypeVar("T")
@@ -79,6 +81,12 @@ class GatewayClient:
 
     def list_tools(self, servers: list[str]) -> dict[str, Any]:
         return self._answer(self._post("/v1/list", json.dumps({"servers": servers}).encode()))
+
+    def read(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        return self._answer(self._post("/v1/read", json.dumps(body).encode()))
+
+    def prompt(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        return self._answer(self._post("/v1/prompt", json.dumps(body).encode()))
 
     def check(self, body: Mapping[str, Any]) -> dict[str, Any]:
         return self._answer(self._post("/v1/check", json.dumps(body).encode()))
@@ -235,6 +243,27 @@ def outcome_from_dict(data: Mapping[str, Any]) -> CallOutcome:
         candidates=_list(data, "candidates", str),
         decision=_mapping(data, "decision"),
         notes=_list(data, "notes", str),
+    )
+
+
+def fetched_from_dict(data: Mapping[str, Any]) -> Fetched:
+    """A `read --json` or `prompt --json` envelope back as a Fetched, for human rendering and exit codes."""
+    schema = _text(data, "schema") or ""
+    what = "prompt" if schema == "miroctl.prompt/1" else "resource" if schema == "miroctl.resource/1" else None
+    if what is None:
+        raise ShapeError(f"schema {schema!r} is not a resource or prompt envelope")
+    failure = _mapping(data, "failure")
+    return Fetched(
+        _text(data, "server_name"),
+        what,
+        _text(data, "prompt" if what == "prompt" else "uri") or "",
+        content=_list(data, "messages" if what == "prompt" else "contents"),
+        description=_text(data, "description"),
+        error=_text(data, "error"),
+        error_kind=_kind(data, "error_kind"),
+        hint=_text(data, "hint"),
+        failure=failure_from_dict(failure) if failure else None,
+        duration_ms=_number(data, "duration_ms"),
     )
 
 

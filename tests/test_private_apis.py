@@ -135,3 +135,15 @@ def test_the_sdks_oauth_provider_still_loads_its_storage_in_the_method_miroctl_e
     assert context.token_expiry_time is not None and context.token_expiry_time < 1000.0
     assert str(context.oauth_metadata.token_endpoint) == "http://127.0.0.1:9/elsewhere/token"
     assert not context.is_token_valid() and not context.can_refresh_token()  # expired; no client: no refresh
+
+
+def test_the_streamable_http_session_manager_still_counts_its_sessions_where_metrics_read_them():
+    from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+
+    from miroctl.gateway.sdk_private import open_sessions
+
+    manager = StreamableHTTPSessionManager(app=Server("probe"))
+    assert isinstance(getattr(manager, "_server_instances", None), dict), (
+        "mcp moved StreamableHTTPSessionManager._server_instances: update miroctl/gateway/sdk_private.py"
+    )
+    assert open_sessions(manager) == 0

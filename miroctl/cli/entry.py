@@ -1,6 +1,6 @@
 """The `miroctl` command: the warm path when it certainly applies, the Typer app otherwise.
 
-A plain `call` or `list` that goes through a gateway (--via URL or $MIROCTL_URL) is recognised here and
+A plain `call`, `list`, `read` or `prompt` through a gateway (--via URL or $MIROCTL_URL) is recognised here and
 answered by miroctl.cli.remote without importing Typer, the mcp SDK or OmegaConf, so a call from a shell
 loop costs little more than starting Python. Anything else (and anything this narrow parser is unsure
 of) goes to the Typer app, whose --via handling calls the same functions: one behaviour, two ways in.
@@ -21,6 +21,8 @@ from miroctl.remote import URL_ENV
 _FLAGS = {
     "call": {"--json": "json_mode", "--no-autocorrect": "no_autocorrect"},
     "list": {"--json": "json_mode", "--schema": "schema"},
+    "read": {"--json": "json_mode"},
+    "prompt": {"--json": "json_mode"},
 }
 _VALUES = {
     "call": {
@@ -32,6 +34,8 @@ _VALUES = {
         "--save-dir": "save_dir",
     },
     "list": {"--via": "via"},
+    "read": {"--via": "via", "--timeout": "timeout", "-t": "timeout", "--save-dir": "save_dir"},
+    "prompt": {"--via": "via", "--timeout": "timeout", "-t": "timeout", "--save-dir": "save_dir"},
 }
 
 
@@ -51,6 +55,10 @@ def run(words: list[str]) -> int:
     via = options.pop("via")
     if command == "call":
         return boundary.guarded(lambda: remote.call(via, rest, out=out, **options))
+    if command == "read":
+        return boundary.guarded(lambda: remote.read(via, rest, out=out, **options))
+    if command == "prompt":
+        return boundary.guarded(lambda: remote.prompt(via, rest, out=out, **options))
     return boundary.guarded(lambda: remote.list_servers(via, rest, out=out, **options))
 
 
@@ -77,7 +85,7 @@ def run_cli(words: list[str]) -> int:
 
 
 def parse(argv: Sequence[str], env: Mapping[str, str]) -> tuple[str, dict[str, Any], list[str]] | None:
-    """(command, options, words) for a `call`/`list` through a gateway, or None to leave it to the CLI."""
+    """(command, options, words) for a call, list, read or prompt through a gateway; None: the CLI decides."""
     if not argv or argv[0] not in _FLAGS:
         return None
     command, words = argv[0], []

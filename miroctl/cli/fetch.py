@@ -9,9 +9,9 @@ from typing import Annotated
 import typer
 
 from miroctl.base.errors import UsageError
-from miroctl.cli import boundary
+from miroctl.cli import boundary, remote
 from miroctl.cli.common import load_config, manager_for, run
-from miroctl.cli.options import ConfigOpt, EnvOpt, HeaderOpt, JsonOpt, StartupOpt, StdioOpt, UrlOpt, seconds
+from miroctl.cli.options import ConfigOpt, EnvOpt, HeaderOpt, JsonOpt, StartupOpt, StdioOpt, UrlOpt, ViaOpt, seconds
 from miroctl.config.loader import Config
 from miroctl.core import catalog
 from miroctl.core.arguments import split_pair
@@ -54,9 +54,13 @@ def read(
     header: HeaderOpt = None,
     env: EnvOpt = None,
     startup_timeout: StartupOpt = None,
+    via: ViaOpt = None,
 ) -> None:
     """Read one resource of a server: text on stdout, binary contents saved to files."""
     out = boundary.output(json_mode)
+    gateway_url = remote.resolve_via(via, bool(config or stdio or url))
+    if gateway_url:
+        raise typer.Exit(remote.read(gateway_url, target, out=out, timeout=timeout, save_dir=save_dir))
     if len(target) > 2:
         raise UsageError("read takes SERVER and URI (SERVER may be left out when there is only one)")
     loaded = load_config(config, stdio, url, header, out, startup_timeout, env)
@@ -83,9 +87,13 @@ def prompt(
     header: HeaderOpt = None,
     env: EnvOpt = None,
     startup_timeout: StartupOpt = None,
+    via: ViaOpt = None,
 ) -> None:
     """Get one prompt of a server, filled in with its arguments: its messages, role by role."""
     out = boundary.output(json_mode)
+    gateway_url = remote.resolve_via(via, bool(config or stdio or url))
+    if gateway_url:
+        raise typer.Exit(remote.prompt(gateway_url, words, out=out, timeout=timeout, save_dir=save_dir))
     loaded = load_config(config, stdio, url, header, out, startup_timeout, env)
     server, name, pairs = _prompt_words(loaded, words)
     arguments = {key: value for key, value, _ in map(split_pair, pairs)}  # a prompt's arguments are text

@@ -1,4 +1,4 @@
-"""`call`, `list` and `call --batch` through a running gateway (--via URL or $MIROCTL_URL).
+"""`call`, `list`, `read`, `prompt` and `call --batch` through a running gateway (--via URL or $MIROCTL_URL).
 
 No Typer, no mcp SDK, no OmegaConf: the console entry answers these before loading the full command
 line, and the Typer commands call the same functions for their own --via handling. Errors are raised
@@ -8,14 +8,15 @@ to the boundary like everywhere else.
 from __future__ import annotations
 
 import os
+from pathlib import PurePosixPath
 
 from miroctl.base.errors import UsageError
 from miroctl.core.arguments import load_base
-from miroctl.remote import URL_ENV, GatewayClient, list_from_dict, outcome_from_dict, readable
+from miroctl.remote import URL_ENV, GatewayClient, fetched_from_dict, list_from_dict, outcome_from_dict, readable
 from miroctl.render import blobs
 from miroctl.render.listing import list_tables
 from miroctl.render.output import Output
-from miroctl.render.results import call_result
+from miroctl.render.results import call_result, fetched_result
 
 
 def resolve_via(via: str | None, named_servers: bool) -> str | None:
@@ -70,3 +71,34 @@ def batch(via: str, text: str, *, out: Output, jobs: int, timeout: float | None,
     for document in documents:
         out.json(document)
     return 0 if all(document.get("exit_code") == 0 for document in documents) else 1
+
+
+def read(via: str, target: list[str], *, out: Output, timeout: float | None = None, save_dir: str | None = None) -> int:
+    """`miroctl read [SERVER] URI --via URL`: the gateway's envelope, printed as the direct path would."""
+    if not 1 <= len(target) <= 2:
+        raise UsageError("read takes SERVER and URI (SERVER may be left out when there is only one)")
+    return _fetched(via, "read", {"target": target, "timeout": timeout}, out, timeout, save_dir)
+
+
+def prompt(
+    via: str, words: list[str], *, out: Output, timeout: float | None = None, save_dir: str | None = None
+) -> int:
+    """`miroctl prompt [SERVER] NAME [k=v ...] --via URL`: the gateway's envelope, printed as directly."""
+    if not words:
+        raise UsageError("prompt takes SERVER and NAME, then key=value pairs")
+    return _fetched(via, "prompt", {"words": words, "timeout": timeout}, out, timeout, save_dir)
+
+
+def _fetched(
+    via: str, command: str, body: dict[str, object], out: Output, timeout: float | None, save_dir: str | None
+) -> int:
+    blobs.check_dir(save_dir)
+    client = GatewayClient(via, timeout=timeout)
+    envelope = client.read(body) if command == "read" else client.prompt(body)
+    fetched = readable(via, lambda: fetched_from_dict(envelope))
+    if out.json_mode:
+        out.json(envelope)
+    else:
+        stem = PurePosixPath(fetched.name).stem or fetched.what
+        fetched_result(out, fetched, blobs.save(fetched.blocks(), stem, save_dir) if fetched.ok else None)
+    return int(fetched.exit_code)

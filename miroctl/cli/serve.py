@@ -35,7 +35,7 @@ from miroctl.gateway.guard import (
     HttpSettings,
     check_bind,
 )
-from miroctl.gateway.http import address_of, bind, serve_http
+from miroctl.gateway.http import DEFAULT_GRACE, address_of, bind, serve_http
 from miroctl.gateway.server import Gateway, serve_stdio
 from miroctl.render.output import Output
 from miroctl.render.serving import serve_report
@@ -71,6 +71,14 @@ def serve(
             "--lazy",
             help="Expose two meta-tools, list_tools and call_tool, instead "
             "of every tool (saves a host's prompt tokens on big pools).",
+        ),
+    ] = False,
+    plain_names: Annotated[
+        bool,
+        typer.Option(
+            "--plain-names",
+            help="Expose tools and prompts under their own names (no SERVER__ prefix); two servers offering one "
+            "name is an error at start-up.",
         ),
     ] = False,
     allow_host: Annotated[
@@ -119,6 +127,16 @@ def serve(
             "lists tools.",
         ),
     ] = 5.0,
+    grace: Annotated[
+        float,
+        typer.Option(
+            "--grace",
+            parser=seconds,
+            metavar="SECONDS",
+            help="When stopped (SIGTERM, Ctrl-C), the calls in flight get this long to finish; new connections "
+            "are refused meanwhile (http).",
+        ),
+    ] = DEFAULT_GRACE,
     config: ConfigOpt = None,
     stdio: StdioOpt = None,
     url: UrlOpt = None,
@@ -141,8 +159,10 @@ def serve(
     options = {
         "separator": separator,
         "lazy": lazy,
+        "plain": plain_names,
         "manager": {"mode": mode, "task_id": task_id, "log": log},
         "retry_every": retry_every,
+        "grace": grace,
     }
     settings = None
     if transport == "http":
@@ -195,20 +215,63 @@ async def _gateway(
     out: Output,
     http: tuple[HttpSettings, socket.socket] | None = None,
 ) -> None:
-    """Start the pool, report what is served, and serve (stdio, or http: settings and bound socket)."""
+    """Start the pool, report what is served, and serve (stdio, or http: settings and bound socket).
+
+    Over HTTP a stop (SIGTERM, Ctrl-C) drains instead of cutting: the pool runs shielded from the
+    cancellation, which only ends the start-up or, once serving, starts the server's drain; the
+    servers are stopped after the calls in flight are done."""
+    if http is None:
+        await _pool(loaded, specs, options, out, None, anyio.CancelScope(), anyio.Event())
+        return
+    stopping, startup = anyio.Event(), anyio.CancelScope()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(_on_stop, stopping, startup)
+        with anyio.CancelScope(shield=True):
+            await _pool(loaded, specs, options, out, http, startup, stopping)
+        tg.cancel_scope.cancel()
+
+
+async def _on_stop(stopping: anyio.Event, startup: anyio.CancelScope) -> None:
+    try:
+        await anyio.sleep_forever()
+    finally:
+        stopping.set()
+        startup.cancel()
+
+
+async def _pool(
+    loaded: Config,
+    specs: list[ServerSpec],
+    options: dict[str, Any],
+    out: Output,
+    http: tuple[HttpSettings, socket.socket] | None,
+    startup: anyio.CancelScope,
+    stopping: anyio.Event,
+) -> None:
     served = replace(loaded, servers=tuple(specs), default_names=tuple(s.name for s in specs))
     manager_options, retry_every = options.pop("manager"), options.pop("retry_every")
+    grace = options.pop("grace")
+    clashes: tuple[toolmap.Collision, ...] = ()
     async with manager_for(served, out, **manager_options, ask_on_terminal=False, follow_changes=True) as manager:
         gateway = Gateway(manager, specs, masker=out.masker, **options)
-        await gateway.refresh()
-        async with anyio.create_task_group() as watching:
-            watching.start_soon(gateway.watch, retry_every)
-            await _serve(gateway, out, options["separator"], http)
-            watching.cancel_scope.cancel()
+        with startup:
+            await gateway.refresh()
+        clashes = gateway.map.collisions if gateway.plain else ()
+        if not clashes and not startup.cancel_called:
+            async with anyio.create_task_group() as watching:
+                watching.start_soon(gateway.watch, retry_every)
+                await _serve(gateway, out, options["separator"], http, stopping, grace)
+                watching.cancel_scope.cancel()
+    toolmap.check_plain(clashes)  # raised here, outside the pool's task groups, as one line
 
 
 async def _serve(
-    gateway: Gateway, out: Output, separator: str, http: tuple[HttpSettings, socket.socket] | None
+    gateway: Gateway,
+    out: Output,
+    separator: str,
+    http: tuple[HttpSettings, socket.socket] | None,
+    stopping: anyio.Event,
+    grace: float,
 ) -> None:
     """Report what is served, then serve it until the caller stops (stdio: until stdin ends)."""
     if http is None:
@@ -217,4 +280,4 @@ async def _serve(
         return
     settings, sock = http
     serve_report(out, gateway.health(), f"{address_of(sock)}/mcp", separator)
-    await serve_http(gateway, settings, sock)
+    await serve_http(gateway, settings, sock, grace, stopping)

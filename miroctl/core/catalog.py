@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from miroctl.base.models import Envelope, Failure, ServerSpec
+__all__ = ["Fetched", "Sessions", "get_prompt", "offered", "offered_by", "plain", "read_resource"]
+
+from miroctl.base.fetched import Fetched
+from miroctl.base.models import ServerSpec
 from miroctl.base.text import counted, suggest
 from miroctl.config.loader import Config
 from miroctl.sessions.exchange import PagingError, TimedOut, every_page, within
@@ -34,42 +36,6 @@ class Sessions(Protocol):
     config: Config
 
     def handle(self, spec: ServerSpec) -> ServerHandle: ...
-
-
-@dataclass
-class Fetched(Envelope):
-    """The envelope of one resource read or prompt fetch: its `content`, or why there is none."""
-
-    server_name: str | None
-    what: str  # resource | prompt
-    name: str  # the resource's URI, or the prompt's name
-    content: list[dict[str, Any]] = field(default_factory=list)  # resource contents, or prompt messages
-    description: str | None = None
-    error: str | None = None
-    error_kind: str | None = None
-    hint: str | None = None
-    failure: Failure | None = None
-    duration_ms: float = 0.0
-
-    def blocks(self) -> list[dict[str, Any]]:
-        """The content as MCP content blocks (a resource's contents become embedded resources)."""
-        if self.what == "resource":
-            return [{"type": "resource", "resource": item} for item in self.content]
-        return [message.get("content") or {} for message in self.content]
-
-    def to_dict(self) -> dict[str, Any]:
-        key, items = ("uri", "contents") if self.what == "resource" else ("prompt", "messages")
-        body: dict[str, Any] = {"schema": f"miroctl.{self.what}/1", "server_name": self.server_name, key: self.name}
-        if self.ok:
-            body[items] = self.content
-            if self.what == "prompt":
-                body["description"] = self.description
-        else:
-            body.update(error=self.error, error_kind=self.error_kind, hint=self.hint)
-            if self.failure is not None:
-                body["failure"] = self.failure.to_dict()
-        body.update(duration_ms=round(self.duration_ms, 1), exit_code=int(self.exit_code))
-        return body
 
 
 # ---------------------------------------------------------------------------------------------- listing

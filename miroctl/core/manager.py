@@ -35,6 +35,7 @@ from miroctl.sessions.failures import REQUEST_TIMEOUT, died_during
 from miroctl.sessions.frames import unparsable
 from miroctl.sessions.pool import ServerHandle, Unavailable, closed
 from miroctl.sessions.processes import RUN_ID, RUN_MARKER, sweep_orphans
+from miroctl.sessions.transports import Relay
 
 EventFn = Callable[[str, Mapping[str, Any]], None]
 
@@ -92,6 +93,7 @@ class Manager:
         self.run_id = run_id
         self.follow_changes = follow_changes
         self._changed: anyio.Event | None = None
+        self.relay: Relay | None = None  # a gateway's: servers' own requests go to its hosts (set before listing)
 
     @property
     def log_path(self) -> str | None:
@@ -141,6 +143,7 @@ class Manager:
                 self.config.profile.startup_timeout,
                 on_event=self.emit,
                 on_tools_changed=following,
+                relay=self.relay,
             )
         return self._handles[spec.name]
 

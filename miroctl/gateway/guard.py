@@ -27,6 +27,7 @@ DEFAULT_READ_TIMEOUT = 10.0  # seconds for a request's headers; its body gets BO
 BODY_TIME_FACTOR = 3
 DEFAULT_MAX_SESSIONS = 256
 DEFAULT_SESSION_IDLE = 600.0
+OPEN_PATHS = ("/livez", "/readyz")  # what a kubelet or load balancer probes, with neither token nor known Host
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 CORS_METHODS = "GET, POST, DELETE, OPTIONS"
 CORS_HEADERS = "authorization, content-type, accept, mcp-session-id, mcp-protocol-version, last-event-id"
@@ -96,8 +97,8 @@ class Guard:
         self.app = app
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
+        if scope["type"] != "http" or (scope["method"] == "GET" and scope["path"] in OPEN_PATHS):
+            await self.app(scope, receive, send)  # probes: no token, any Host (they tell only up or ready)
             return
         from starlette.datastructures import Headers
 

@@ -1,9 +1,14 @@
-"""serve over HTTP: /mcp (streamable HTTP), /healthz, and the JSON API under /v1, behind one guard.
+"""serve over HTTP: /mcp (streamable HTTP), /healthz, /metrics, the JSON API under /v1, behind one guard;
+and /livez and /readyz, which the guard lets through without a token (they tell nothing but up or ready).
 
 The guard (gateway/guard.py) checks every request before anything else sees it. The caller's token
 stays there: upstream sessions are opened from the config alone, so it is never forwarded. A client
 gets `read_timeout` seconds to send its request's headers (slowloris: the connection is closed before
 even the token is looked at), and MCP sessions are capped and expire when idle.
+
+Stopping (SIGTERM, Ctrl-C) drains: /readyz turns 503, the listening socket closes (new connections are
+refused), requests still arriving on open connections get 503, and the calls in flight get up to the
+grace period to finish; then uvicorn closes what is left and the caller stops the servers.
 """
 
 from __future__ import annotations
@@ -20,20 +25,60 @@ from miroctl.base import escaping
 from miroctl.base.errors import MiroctlError, UsageError
 from miroctl.core import batch
 from miroctl.core.bodies import loads
-from miroctl.gateway.api import call_document, error_document, list_document
+from miroctl.gateway.api import call_document, error_document, list_document, prompt_document, read_document
 from miroctl.gateway.check import check_document
 from miroctl.gateway.guard import Guard, HttpSettings
+from miroctl.gateway.metrics import INSTALL_HINT, Metrics, available
+from miroctl.gateway.sdk_private import open_sessions
 from miroctl.gateway.server import Gateway, build_server
-from miroctl.gateway.uvicorn_private import header_timed_protocol
+from miroctl.gateway.uvicorn_private import header_timed_protocol, stop_accepting
 
-SHUTDOWN_GRACE = 2  # seconds
+DEFAULT_GRACE = 20.0  # seconds the calls in flight get to finish when the gateway is stopped
+FLUSH = 1  # second uvicorn gets, once nothing is in flight, to finish sending and close the connections
+PROBES = ("/livez", "/readyz")
+
+
+class Inflight:
+    """ASGI middleware: counts the requests being answered (a host's listening GET /mcp stream is not a
+    call), and answers 503 to new ones while the gateway drains."""
+
+    def __init__(self, app: Any, gateway: Gateway) -> None:
+        self.app, self.gateway = app, gateway
+        self.count = 0
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope["path"] in PROBES:
+            await self.app(scope, receive, send)
+            return
+        if self.gateway.draining:
+            await _draining(scope, receive, send)
+            return
+        listening = scope["method"] == "GET" and scope["path"] == "/mcp"
+        self.count += 0 if listening else 1
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            self.count -= 0 if listening else 1
+
+    async def idle(self) -> None:
+        while self.count > 0:
+            await anyio.sleep(0.05)
+
+
+async def _draining(scope: Any, receive: Any, send: Any) -> None:
+    from starlette.responses import Response
+
+    body = {"schema": "miroctl.error/1", "error": "the gateway is stopping", "error_kind": "http", "status": 503}
+    headers = {"Connection": "close", "Retry-After": "1"}
+    await Response(escaping.dumps(body), 503, headers, media_type="application/json")(scope, receive, send)
 
 
 # ---------------------------------------------------------------------------------------------- app
 
 
-def build_app(gateway: Gateway, settings: HttpSettings) -> Any:
-    """The Starlette app: /mcp, /healthz, /v1/call, /v1/list, /v1/batch, /v1/check, all behind the guard."""
+def build_app(gateway: Gateway, settings: HttpSettings) -> tuple[Any, Inflight]:
+    """The Starlette app: /mcp, /healthz, /livez, /readyz, /metrics, /v1/call, list, batch, check, read and
+    prompt, behind the in-flight counter and the guard; and the counter, which a drain waits on."""
     from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
     from mcp.server.transport_security import TransportSecuritySettings
     from starlette.applications import Starlette
@@ -51,16 +96,63 @@ def build_app(gateway: Gateway, settings: HttpSettings) -> Any:
         max_sessions=settings.max_sessions,
         session_idle_timeout=settings.session_idle,
     )
+    inflight = Inflight(None, gateway)  # wraps the app, once built
     routes = [
         Route("/mcp", endpoint=StreamableHTTPASGIApp(sessions)),
+        Route("/metrics", endpoint=_metrics(gateway, sessions, inflight), methods=["GET"]),
         Route("/healthz", endpoint=_health(gateway), methods=["GET"]),
+        Route("/livez", endpoint=_live, methods=["GET"]),
+        Route("/readyz", endpoint=_ready(gateway), methods=["GET"]),
         Route("/v1/call", endpoint=_api(gateway, call_document), methods=["POST"]),
         Route("/v1/list", endpoint=_api(gateway, list_document), methods=["POST"]),
         Route("/v1/batch", endpoint=_batch(gateway), methods=["POST"]),
         Route("/v1/check", endpoint=_api(gateway, check_document), methods=["POST"]),
+        Route("/v1/read", endpoint=_api(gateway, read_document), methods=["POST"]),
+        Route("/v1/prompt", endpoint=_api(gateway, prompt_document), methods=["POST"]),
     ]
-    app = Starlette(routes=routes, lifespan=lambda _app: sessions.run())
-    return Guard(app, settings)
+    inflight.app = Starlette(routes=routes, lifespan=lambda _app: sessions.run())
+    return Guard(inflight, settings), inflight
+
+
+async def _live(request: Any) -> Any:
+    """/livez: the process answers (nothing about its servers)."""
+    return json_response({"status": "alive"})
+
+
+def _ready(gateway: Gateway) -> Callable[[Any], Awaitable[Any]]:
+    """/readyz: 200 once every server started and listed its tools; 503 before, when one is down, or draining."""
+
+    async def ready(request: Any) -> Any:
+        if gateway.ready:
+            return json_response({"status": "ready"})
+        listed = sum(1 for entry in gateway.entries if entry.ok)
+        status = "draining" if gateway.draining else "not ready"
+        return json_response({"status": status, "servers": len(gateway.specs), "listed": listed}, 503)
+
+    return ready
+
+
+def _metrics(gateway: Gateway, sessions: Any, inflight: Inflight) -> Callable[[Any], Awaitable[Any]]:
+    """/metrics in Prometheus' text format; without prometheus-client, a 501 that says what to install."""
+    collected = Metrics(gateway, lambda: open_sessions(sessions), lambda: inflight.count) if available() else None
+    if collected is not None:
+        gateway.observers.append(collected.observe)
+
+    async def metrics(request: Any) -> Any:
+        from starlette.responses import Response
+
+        if collected is None:
+            document = {
+                "schema": "miroctl.error/1",
+                "error": f"metrics need prometheus-client: {INSTALL_HINT}",
+                "error_kind": "http",
+                "status": 501,
+            }
+            return json_response(document, 501)
+        body, content_type = collected.render()
+        return Response(body, media_type=content_type)
+
+    return metrics
 
 
 def json_response(document: Any, status: int = 200) -> Any:
@@ -183,33 +275,47 @@ def bind(settings: HttpSettings) -> socket.socket:
     return sock
 
 
-async def serve_http(gateway: Gateway, settings: HttpSettings, sock: socket.socket) -> None:
-    """Serve until cancelled; then stop taking requests, finish or drop the open ones, and return."""
+async def serve_http(
+    gateway: Gateway,
+    settings: HttpSettings,
+    sock: socket.socket,
+    grace: float = DEFAULT_GRACE,
+    stop: anyio.Event | None = None,
+) -> None:
+    """Serve until `stop` is set (or until cancelled); then drain: refuse new connections and requests, give
+    the calls in flight up to `grace` seconds, and return. The servers must outlive this (the caller shields
+    them from the cancellation)."""
     import uvicorn
 
     class QuietServer(uvicorn.Server):
         def capture_signals(self) -> Any:  # miroctl's own boundary turns signals into a cancellation
             return nullcontext()
 
+    app, inflight = build_app(gateway, settings)
     config = uvicorn.Config(
-        build_app(gateway, settings),
+        app,
         http=header_timed_protocol(settings.read_timeout),
         log_config=None,
         log_level="warning",
         access_log=False,
         lifespan="on",
-        timeout_graceful_shutdown=SHUTDOWN_GRACE,
+        timeout_graceful_shutdown=FLUSH,
     )
     server = QuietServer(config)
 
-    async def stop_when_cancelled() -> None:
+    async def drain_when_stopped() -> None:
         try:
-            await anyio.sleep_forever()
+            await (stop.wait() if stop is not None else anyio.sleep_forever())
         finally:
-            server.should_exit = True
+            with anyio.CancelScope(shield=True):
+                gateway.draining = True
+                stop_accepting(server)
+                with anyio.move_on_after(grace):
+                    await inflight.idle()
+                server.should_exit = True
 
     async with anyio.create_task_group() as tg:
-        tg.start_soon(stop_when_cancelled)
+        tg.start_soon(drain_when_stopped)
         with anyio.CancelScope(shield=True):
             await server.serve(sockets=[sock])
         tg.cancel_scope.cancel()

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import json
 import math
+import warnings
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import suppress
 from typing import TYPE_CHECKING, Any
 
@@ -20,12 +21,29 @@ from miroctl.base.models import CallOutcome, CallRequest, ProgressFn, ServerSpec
 from miroctl.base.text import suggest
 from miroctl.core.manager import Manager
 from miroctl.gateway import toolmap
+from miroctl.gateway.passthrough import Catalog, ItemError
+from miroctl.gateway.relay import Relays
 from miroctl.gateway.sdk_private import request_connection
 from miroctl.gateway.stdio import StdoutWriter, claimed_stdout, stdin_lines
 
 if TYPE_CHECKING:  # the SDK costs ~1 s to import: `serve` loads it when it starts
     from mcp.server.context import ServerRequestContext
-    from mcp_types import CallToolRequestParams, CallToolResult, ListToolsResult, PaginatedRequestParams
+    from mcp_types import (
+        CallToolRequestParams,
+        CallToolResult,
+        CompleteRequestParams,
+        CompleteResult,
+        GetPromptRequestParams,
+        GetPromptResult,
+        ListPromptsResult,
+        ListResourcesResult,
+        ListResourceTemplatesResult,
+        ListToolsResult,
+        PaginatedRequestParams,
+        ReadResourceRequestParams,
+        ReadResourceResult,
+        SetLevelRequestParams,
+    )
 
 META_KEY = "miroctl/outcome"  # where each result's envelope metadata rides in `_meta`
 
@@ -41,22 +59,29 @@ class Gateway:
         separator: str = toolmap.DEFAULT_SEPARATOR,
         lazy: bool = False,
         masker: Masker | None = None,
+        plain: bool = False,
     ) -> None:
         self.manager = manager
         self.specs = list(specs)
         self.separator = separator
         self.lazy = lazy
         self.masker = masker or Masker(manager.config.secrets())
+        self.plain = plain  # tools under their own names (--plain-names)
+        self.catalog = Catalog(manager, self.specs, self.masker, separator, plain)
         self.entries: list[ServerTools] = []
         self.map = toolmap.ToolMap()
         self.bus: Any = None  # the SDK's subscription bus, once a server is built: hosts listen to it for changes
         self._surface: str | None = None
         self._listers: weakref.WeakSet[Any] = weakref.WeakSet()  # connections of older-protocol hosts that listed
+        self.observers: list[Callable[[CallOutcome], None]] = []  # hear every call's outcome (metrics)
+        self.draining = False  # stopping: not ready, finishing the calls in flight
+        self.relays = Relays()
+        manager.relay = self.relays  # the servers' own requests go to the host whose call caused them
 
     async def refresh(self) -> toolmap.ToolMap:
         """List every server again: open sessions answer from cache, failed ones are retried when due."""
         self.entries = await self.manager.list_tools(self.specs)
-        self.map = toolmap.build(self.entries, self.separator, [s.name for s in self.specs])
+        self.map = toolmap.build(self.entries, self.separator, [s.name for s in self.specs], self.plain)
         await self._announce_changes()
         return self.map
 
@@ -102,7 +127,16 @@ class Gateway:
         return found if found is not None and found.name in {spec.name for spec in self.specs} else None
 
     async def call(self, request: CallRequest) -> CallOutcome:
-        return await self.manager.call(request)
+        outcome = await self.manager.call(request)
+        for observe in self.observers:
+            observe(outcome)
+        return outcome
+
+    @property
+    def ready(self) -> bool:
+        """Every served server started and listed its tools, and the gateway is not stopping (/readyz)."""
+        listed = {entry.server for entry in self.entries if entry.ok}
+        return not self.draining and all(spec.name in listed for spec in self.specs)
 
     def input_schema(self, name: str) -> Mapping[str, Any] | None:
         """The listed input schema of an exposed tool (the SDK checks Mcp-Param headers with it)."""
@@ -133,11 +167,14 @@ class Gateway:
         arguments = dict(params.arguments or {})
         relay = ctx.session.report_progress
         if self.lazy:
-            return self.result(await self.meta_call(params.name, arguments, relay))
+            spec = self.spec(str(arguments.get("server"))) if params.name == "call_tool" else None
+            with self.relays.calling(spec.name if spec else "", ctx.session, ctx.request_id):
+                return self.result(await self.meta_call(params.name, arguments, relay))
         info = self.map.get(params.name) or (await self.refresh()).get(params.name)
         if info is None:
             return self.result(self._unknown(params.name))
-        return self.result(await self.call(CallRequest(info.server, info.name, arguments, progress=relay)))
+        with self.relays.calling(info.server, ctx.session, ctx.request_id):
+            return self.result(await self.call(CallRequest(info.server, info.name, arguments, progress=relay)))
 
     def _unknown(self, name: str) -> CallOutcome:
         return CallOutcome(
@@ -153,6 +190,67 @@ class Gateway:
         import mcp_types as types
 
         return types.CallToolResult.model_validate(self.masker.data(result_body(outcome)))
+
+    # ------------------------------------------------------------------------------------------ resources, prompts
+
+    async def on_list_resources(
+        self, ctx: ServerRequestContext[Any, Any], params: PaginatedRequestParams | None
+    ) -> ListResourcesResult:
+        import mcp_types as types
+
+        return types.ListResourcesResult.model_validate({"resources": await self.catalog.resources()})
+
+    async def on_list_resource_templates(
+        self, ctx: ServerRequestContext[Any, Any], params: PaginatedRequestParams | None
+    ) -> ListResourceTemplatesResult:
+        import mcp_types as types
+
+        return types.ListResourceTemplatesResult.model_validate({"resourceTemplates": await self.catalog.templates()})
+
+    async def on_read_resource(
+        self, ctx: ServerRequestContext[Any, Any], params: ReadResourceRequestParams
+    ) -> ReadResourceResult:
+        import mcp_types as types
+
+        return types.ReadResourceResult.model_validate(await self._item(self.catalog.read(params.uri)))
+
+    async def on_list_prompts(
+        self, ctx: ServerRequestContext[Any, Any], params: PaginatedRequestParams | None
+    ) -> ListPromptsResult:
+        import mcp_types as types
+
+        return types.ListPromptsResult.model_validate({"prompts": await self.catalog.prompt_list()})
+
+    async def on_get_prompt(
+        self, ctx: ServerRequestContext[Any, Any], params: GetPromptRequestParams
+    ) -> GetPromptResult:
+        import mcp_types as types
+
+        document = await self._item(self.catalog.prompt(params.name, dict(params.arguments or {})))
+        return types.GetPromptResult.model_validate(document)
+
+    async def on_completion(self, ctx: ServerRequestContext[Any, Any], params: CompleteRequestParams) -> CompleteResult:
+        """completion/complete for a prompt's or a resource template's argument, asked of its server."""
+        import mcp_types as types
+
+        completion = await self._item(self.catalog.complete(params.model_dump(mode="json", by_alias=True)))
+        return types.CompleteResult.model_validate({"completion": completion})
+
+    async def on_set_logging_level(self, ctx: ServerRequestContext[Any, Any], params: SetLevelRequestParams) -> Any:
+        """logging/setLevel, passed on to every served server that logs (their sessions are shared)."""
+        import mcp_types as types
+
+        await self.catalog.set_level(params.level)
+        return types.EmptyResult()
+
+    async def _item(self, work: Awaitable[dict[str, Any]]) -> dict[str, Any]:
+        """A resource's or prompt's document; a failure as the JSON-RPC error a host expects, masked."""
+        from mcp.shared.exceptions import MCPError
+
+        try:
+            return await work
+        except ItemError as exc:
+            raise MCPError(exc.code, self.masker.text(exc.message)) from None
 
     # ------------------------------------------------------------------------------------------ lazy
 
@@ -327,7 +425,7 @@ def meta_tools(specs: Sequence[ServerSpec]) -> list[dict[str, Any]]:
 def build_server(gateway: Gateway) -> Any:
     """The low-level MCP server whose handlers are the gateway's."""
     from mcp.server.lowlevel import NotificationOptions, Server
-    from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
+    from mcp.server.subscriptions import InMemorySubscriptionBus
 
     class GatewayServer(Server):
         def create_initialization_options(self, notification_options: Any = None, *args: Any, **kwargs: Any) -> Any:
@@ -337,17 +435,32 @@ def build_server(gateway: Gateway) -> Any:
 
     names = ", ".join(spec.name for spec in gateway.specs)
     gateway.bus = gateway.bus or InMemorySubscriptionBus()
-    server = GatewayServer(
+    with warnings.catch_warnings():  # logging is deprecated as of 2026-07-28; hosts before it still set levels
+        warnings.simplefilter("ignore")
+        server = _server_with(GatewayServer, gateway, names)
+    server.middleware = []  # the default OpenTelemetry middleware costs every relayed call ~0.1 ms, for no exporter
+    return server
+
+
+def _server_with(kind: Any, gateway: Gateway, names: str) -> Any:
+    from mcp.server.subscriptions import ListenHandler
+
+    return kind(
         "miroctl",
         version=__version__,
         instructions=f"miroctl gateway for these MCP servers: {names}.",
         on_list_tools=gateway.on_list_tools,
         on_call_tool=gateway.on_call_tool,
+        on_list_resources=gateway.on_list_resources,
+        on_list_resource_templates=gateway.on_list_resource_templates,
+        on_read_resource=gateway.on_read_resource,
+        on_list_prompts=gateway.on_list_prompts,
+        on_get_prompt=gateway.on_get_prompt,
+        on_completion=gateway.on_completion,
+        on_set_logging_level=gateway.on_set_logging_level,
         get_tool_input_schema=gateway.input_schema,
         on_subscriptions_listen=ListenHandler(gateway.bus),
     )
-    server.middleware = []  # the default OpenTelemetry middleware costs every relayed call ~0.1 ms, for no exporter
-    return server
 
 
 async def serve_stdio(gateway: Gateway) -> None:

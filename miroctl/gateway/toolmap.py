@@ -29,13 +29,12 @@ class Collision:
 
     name: str
     owners: tuple[str, ...]  # "server.tool" of each claimant
+    plain: bool = False  # named without a server prefix (--plain-names)
 
     @property
     def message(self) -> str:
-        return (
-            f"tool name {self.name!r} would mean {' and '.join(self.owners)}; none of them is exposed "
-            f"(choose another --separator)"
-        )
+        cure = "serve only one of those servers" if self.plain else "choose another --separator"
+        return f"tool name {self.name!r} would mean {' and '.join(self.owners)}; none of them is exposed ({cure})"
 
     def to_dict(self) -> dict[str, object]:
         return {"name": self.name, "owners": list(self.owners), "message": self.message}
@@ -64,22 +63,60 @@ def prefixes(server_names: Iterable[str]) -> dict[str, str]:
 
 
 def build(
-    entries: Sequence[ServerTools], separator: str = DEFAULT_SEPARATOR, server_names: Iterable[str] | None = None
+    entries: Sequence[ServerTools],
+    separator: str = DEFAULT_SEPARATOR,
+    server_names: Iterable[str] | None = None,
+    plain: bool = False,
 ) -> ToolMap:
-    """Name every tool of the healthy entries; a name claimed twice is left out and reported."""
-    prefix = prefixes(server_names if server_names is not None else [e.server for e in entries])
-    claims: dict[str, list[ToolInfo]] = {}
-    for entry in entries:
-        for tool in entry.tools:
-            name = exposed_name(f"{prefix.get(entry.server, entry.server)}{separator}{tool.name}")
-            claims.setdefault(name, []).append(tool)
-    tools = {name: found[0] for name, found in claims.items() if len(found) == 1}
+    """Name every tool of the healthy entries; a name claimed twice is left out and reported.
+    With `plain`, tools keep their own names (no server prefix)."""
+    named = name_items(
+        [(entry.server, tool.name) for entry in entries for tool in entry.tools], separator, server_names, plain
+    )
+    by_key = {(tool.server, tool.name): tool for entry in entries for tool in entry.tools}
+    tools = {name: by_key[key] for name, key in named.items.items()}
+    return ToolMap(tools, named.collisions)
+
+
+@dataclass(frozen=True)
+class Named:
+    """Exposed name -> (server, upstream name), for tools and prompts alike, and the names that collided."""
+
+    items: Mapping[str, tuple[str, str]]
+    collisions: tuple[Collision, ...] = ()
+
+
+def name_items(
+    pairs: Sequence[tuple[str, str]],
+    separator: str = DEFAULT_SEPARATOR,
+    server_names: Iterable[str] | None = None,
+    plain: bool = False,
+) -> Named:
+    """Exposed names for (server, name) pairs: SERVER<separator>NAME, or NAME alone with `plain`."""
+    prefix = prefixes(server_names if server_names is not None else dict.fromkeys(server for server, _ in pairs))
+    claims: dict[str, list[tuple[str, str]]] = {}
+    for server, name in pairs:
+        exposed = exposed_name(name if plain else f"{prefix.get(server, server)}{separator}{name}")
+        claims.setdefault(exposed, []).append((server, name))
+    items = {name: found[0] for name, found in claims.items() if len(found) == 1}
     collisions = tuple(
-        Collision(name, tuple(f"{t.server}.{t.name}" for t in found))
+        Collision(name, tuple(f"{server}.{item}" for server, item in found), plain)
         for name, found in claims.items()
         if len(found) > 1
     )
-    return ToolMap(tools, collisions)
+    return Named(items, collisions)
+
+
+def check_plain(collisions: Sequence[Collision], what: str = "tool") -> None:
+    """--plain-names: two servers offering one name is a start-up error naming both."""
+    if collisions:
+        first = collisions[0]
+        servers = " and ".join(owner.rpartition(".")[0] or owner for owner in first.owners)
+        more = f" (and {len(collisions) - 1} more)" if len(collisions) > 1 else ""
+        raise UsageError(
+            f"--plain-names: {what} {first.name!r} is offered by both {servers}{more}",
+            hint="drop --plain-names (names become SERVER__TOOL), or serve only one of them",
+        )
 
 
 def exposed_name(name: str) -> str:

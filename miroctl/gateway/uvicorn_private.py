@@ -57,3 +57,10 @@ def header_timed_protocol(seconds: float) -> type[asyncio.Protocol]:
                 self.transport.close()
 
     return HeaderTimedProtocol
+
+
+def stop_accepting(server: Any) -> None:
+    """Close a running uvicorn server's listening sockets (its `servers`): new connections are refused while
+    the open ones finish. uvicorn's own shutdown closes them again, which is harmless."""
+    for listener in getattr(server, "servers", None) or ():
+        listener.close()

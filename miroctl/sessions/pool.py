@@ -26,7 +26,7 @@ from miroctl.sessions.failures import (
     startup_timeout,
 )
 from miroctl.sessions.listing import ListingError, list_tools
-from miroctl.sessions.transports import Connection, Wire, open_connection
+from miroctl.sessions.transports import Connection, Relay, Wire, open_connection
 
 if TYPE_CHECKING:
     from mcp import Client
@@ -77,8 +77,11 @@ class ServerHandle:
         startup_timeout: float,
         on_event: Callable[..., None] | None = None,
         on_tools_changed: Callable[[str], None] | None = None,
+        relay: Relay | None = None,
     ) -> None:
-        """With `on_tools_changed`, the session follows the server's tool-list changes and reports them."""
+        """With `on_tools_changed`, the session follows the server's tool-list changes and reports them;
+        with `relay`, the server's own requests and log messages go there (a gateway's hosts)."""
+        self.relay = relay
         self.spec = spec
         self._on_event = on_event
         self._on_tools_changed = on_tools_changed
@@ -206,7 +209,7 @@ class ServerHandle:
             with gen.scope:
                 following = self._tools_changed if self._on_tools_changed is not None else None
                 async with (
-                    open_connection(self.spec, gen.wire, on_tools_changed=following) as connection,
+                    open_connection(self.spec, gen.wire, on_tools_changed=following, relay=self.relay) as connection,
                     anyio.create_task_group() as changes,
                 ):
                     gen.connection = gen.opened = connection

@@ -15,7 +15,7 @@ import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager, suppress
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 
@@ -31,6 +31,18 @@ if TYPE_CHECKING:  # the SDK and its HTTP client cost ~1 s to import: only the c
     import httpx2
     from mcp import Client
     from mcp.client.session import IncomingMessage, MessageHandlerFnT
+
+
+class Relay(Protocol):
+    """Where a server's own requests (sampling, elicitation, roots) and log messages go: the gateway passes
+    them to the host whose call caused them. Without a relay, miroctl declares none of those capabilities."""
+
+    async def request(self, server: str, method: str, params: Any) -> Any:
+        """The host's answer (a result model, or the SDK's ErrorData) to `method` with `params`."""
+        ...
+
+    async def log(self, server: str, params: Any) -> None: ...
+
 
 EOF_GRACE = 2.0
 TERM_GRACE = 1.0
@@ -103,7 +115,7 @@ class Connection:
 
 @asynccontextmanager
 async def open_connection(
-    spec: ServerSpec, wire: Wire, on_tools_changed: Callable[[], None] | None = None
+    spec: ServerSpec, wire: Wire, on_tools_changed: Callable[[], None] | None = None, relay: Relay | None = None
 ) -> AsyncIterator[Connection]:
     """Start or reach the server, run the handshake, and yield the session; close it all on exit.
 
@@ -123,9 +135,34 @@ async def open_connection(
             mode="auto",
             client_info=Implementation(name="miroctl", version=__version__),
             message_handler=_message_handler(on_tools_changed),
+            **(_relayed(spec.name, relay) if relay is not None else {}),
         )
         await stack.enter_async_context(client)
         yield Connection(client=client, wire=wire)
+
+
+def _relayed(server: str, relay: Relay) -> dict[str, Any]:
+    """The Client's callbacks that hand a server's requests and log messages to the relay."""
+
+    async def sampling(context: Any, params: Any) -> Any:
+        return await relay.request(server, "sampling/createMessage", params)
+
+    async def elicitation(context: Any, params: Any) -> Any:
+        return await relay.request(server, "elicitation/create", params)
+
+    async def roots(context: Any) -> Any:
+        return await relay.request(server, "roots/list", None)
+
+    async def logging(params: Any) -> None:
+        await relay.log(server, params)
+
+    return {
+        "log_level": "debug",  # 2026-07-28 servers log only for requests that opt in; the host's own level filters
+        "sampling_callback": sampling,
+        "elicitation_callback": elicitation,
+        "list_roots_callback": roots,
+        "logging_callback": logging,
+    }
 
 
 def _message_handler(on_tools_changed: Callable[[], None] | None) -> MessageHandlerFnT:
