@@ -10,7 +10,7 @@ from typer.core import TyperGroup
 
 from miroctl import __version__
 from miroctl.base.errors import MiroctlError
-from miroctl.cli import boundary, check, commands, fetch, serve
+from miroctl.cli import boundary, check, commands, configs, fetch, serve
 
 
 class _Guarded(TyperGroup):
@@ -79,3 +79,4 @@ app.command()(fetch.read)
 app.command()(fetch.prompt)
 app.command()(check.check)
 app.command()(serve.serve)
+app.add_typer(configs.app)
