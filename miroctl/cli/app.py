@@ -10,7 +10,7 @@ from typer.core import TyperGroup
 
 from miroctl import __version__
 from miroctl.base.errors import MiroctlError
-from miroctl.cli import boundary, check, commands, configs, fetch, serve
+from miroctl.cli import boundary, check, commands, configs, fetch, replay, serve
 
 
 class _Guarded(TyperGroup):
@@ -80,3 +80,4 @@ app.command()(fetch.prompt)
 app.command()(check.check)
 app.command()(serve.serve)
 app.add_typer(configs.app)
+app.command()(replay.replay)

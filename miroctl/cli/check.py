@@ -15,7 +15,7 @@ from miroctl.check import junit, lockfile
 from miroctl.check.probe import probe_all, warm_up
 from miroctl.check.report import CheckRun, ProbeReport
 from miroctl.cli import boundary, remote
-from miroctl.cli.common import load_config, manager_for, run
+from miroctl.cli.common import check_record, load_config, manager_for, run
 from miroctl.cli.options import (
     ConfigOpt,
     EnvOpt,
@@ -23,6 +23,7 @@ from miroctl.cli.options import (
     JsonOpt,
     LogOpt,
     ModeOpt,
+    RecordOpt,
     StdioOpt,
     TaskIdOpt,
     UrlOpt,
@@ -99,10 +100,12 @@ def check(
             "[env: MIROCTL_URL, unless --config/--stdio/--url is given]",
         ),
     ] = None,
+    record: RecordOpt = None,
 ) -> None:
     """Probe every selected server phase by phase; exit 1 if any is unhealthy or its tools drifted."""
     out = boundary.output(json_mode)
-    gateway_url = remote.resolve_via(via, bool(config or stdio or url))
+    check_record(record, via)
+    gateway_url = remote.resolve_via(via, bool(config or stdio or url or record))
     if gateway_url:
         body = {
             "servers": servers or [],
@@ -126,7 +129,7 @@ def check(
     concurrency = concurrency or loaded.profile.concurrency
     specs = list({spec.name: spec for spec in loaded.select(servers or ())}.values())
     allowed, locked = _check_inputs(loaded, specs, allow_fail or [], against, (junit, lock))
-    manager = manager_for(loaded, out, mode, task_id=task_id, log=log)
+    manager = manager_for(loaded, out, mode, task_id=task_id, log=log, record=record)
     result = run(lambda: _probe(out, manager, specs, timeout, concurrency, smoke))
     result.allow(allowed)
     _finish(out, result, locked, json_mode, junit, lock, against)

@@ -83,3 +83,12 @@ LogOpt = Annotated[
     str | None,
     typer.Option("--log", help="Append one JSON line per step (start, decision, retry, fallback, end) to this file."),
 ]
+RecordOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--record",
+        metavar="FILE",
+        help="Write every server's JSON-RPC traffic to FILE, one JSON line per message (secrets masked); "
+        "`miroctl replay FILE` serves it back.",
+    ),
+]
