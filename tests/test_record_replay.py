@@ -186,3 +186,26 @@ def test_a_recording_of_several_servers_needs_server(tmp_path):
     code, _, stderr = invoke("replay", str(path))
     assert code == 2
     assert "records 2 servers: s, t" in stderr
+
+
+@pytest.mark.anyio
+async def test_serve_records_the_traffic_of_its_servers(tmp_path):
+    from mcp import Client, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    config = tmp_path / "fx.yaml"
+    config.write_text(yaml.safe_dump(fixture_yaml("fx", startup_timeout=30)))
+    recording = tmp_path / "rec.ndjson"
+    args = ["-m", "miroctl", "serve", "--config", str(config), "--record", str(recording)]
+    params = StdioServerParameters(command=sys.executable, args=args, cwd=str(ROOT))
+    with (tmp_path / "err").open("w+") as errlog:
+        async with Client(stdio_client(params, errlog=errlog)) as client:
+            answer = await client.call_tool("fx__echo", {"text": "through serve"})
+    assert answer.content[0].text == "through serve"
+    calls = [e for e in lines(recording)[1:] if e["message"].get("method") == "tools/call"]
+    assert calls[0]["message"]["params"]["arguments"] == {"text": "through serve"}
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"

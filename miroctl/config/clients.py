@@ -173,11 +173,12 @@ def client_specs(name: str, home: Path | None = None, project: Path | None = Non
 
 
 def shown(path: Path, home: Path, project: Path | None = None) -> str:
-    """A path as a user reads it: in the project relative to it, under HOME as ~/..."""
-    for base, prefix in ((project, ""), (home, "~/")):
-        if base is not None and path.is_relative_to(base):
-            return prefix + str(path.relative_to(base))
-    return str(path)
+    """A path as a user reads it: in the project relative to it, under HOME as ~/... (the nearer one wins)."""
+    bases = [(base, prefix) for base, prefix in ((project, ""), (home, "~/")) if base and path.is_relative_to(base)]
+    if not bases:
+        return str(path)
+    base, prefix = max(bases, key=lambda item: len(item[0].parts))
+    return prefix + str(path.relative_to(base))
 
 
 def _short(error: str | None, where: str | None) -> str:

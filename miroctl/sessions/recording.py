@@ -33,6 +33,7 @@ class Recorder:
             fd = os.open(os.path.expanduser(path), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         except OSError as exc:
             raise UsageError(f"--record {path}: cannot write there: {exc.strerror or exc}") from None
+        os.fchmod(fd, 0o600)  # an existing file keeps its mode otherwise
         self._file = os.fdopen(fd, "w", encoding="utf-8")
         self._line({"schema": SCHEMA, "time": _now()})
 
