@@ -277,3 +277,20 @@ def test_a_dollar_brace_in_a_literal_value_survives_import_unexpanded(home):
     )
     assert CliRunner().invoke(app, ["config", "import", "claude-desktop", "--into", "tool"]).exit_code == 0
     assert loader.load("tool/d.yaml").get("d").args == ("${NOT_EXPANDED}",)
+
+
+def test_vscode_env_file_fills_env_where_env_does_not_set_it(home):
+    write(Path(".env.mcp"), "A=from-file\nB=from-file\n")
+    entry = {"type": "stdio", "command": "srv", "env": {"B": "from-env"}, "envFile": "${workspaceFolder}/.env.mcp"}
+    write(Path(".vscode/mcp.json"), {"servers": {"v": entry}})
+    assert dict(specs("vscode")["v"].env) == {"A": "from-file", "B": "from-env"}
+
+
+def test_a_client_variable_miroctl_cannot_know_is_that_servers_problem(home):
+    write(
+        home / ".codeium/windsurf/mcp_config.json",
+        {"mcpServers": {"w": {"command": "srv", "args": ["${file:/etc/key}"]}, "ok": {"command": "srv"}}},
+    )
+    found = specs("windsurf")
+    assert "windsurf variable ${file:/etc/key} is not supported" in found["w"].error
+    assert found["ok"].error is None

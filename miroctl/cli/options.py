@@ -12,7 +12,10 @@ from miroctl.config.sections import Mode
 ConfigOpt = Annotated[
     str | None,
     typer.Option(
-        "--config", "-c", help="Profile yaml, one server yaml, or an mcpServers JSON file. [env: MIROCTL_CONFIG]"
+        "--config",
+        "-c",
+        help="Profile yaml, one server yaml, an mcpServers JSON or Codex TOML file, or a client's own configs "
+        "(claude-desktop, claude-code, cursor, vscode, codex, gemini, windsurf). [env: MIROCTL_CONFIG]",
     ),
 ]
 StdioOpt = Annotated[

@@ -169,7 +169,8 @@ def client_specs(name: str, home: Path | None = None, project: Path | None = Non
     for source in usable:
         for spec in source.specs():
             merged[spec.name] = spec
-    return list(merged.values()), ", ".join(f"{s.location.client}:{s.location.scope}" for s in usable)
+    paths = dict.fromkeys(str(s.location.path) for s in usable)  # the files, so two projects differ
+    return list(merged.values()), f"{name} ({', '.join(paths)})"
 
 
 def shown(path: Path, home: Path, project: Path | None = None) -> str:

@@ -24,7 +24,7 @@ _NAME = r"[A-Za-z_][A-Za-z0-9_]*"
 _CLAUDE_CODE = re.compile(rf"\$\{{(?P<env>{_NAME})(?::-(?P<default>[^}}]*))?\}}")  # ${VAR}, ${VAR:-default}
 _GENERIC = re.compile(rf"\$\{{(?:env:)?(?P<env>{_NAME})\}}")  # ${VAR}, ${env:VAR}
 _GEMINI = re.compile(rf"\$\{{(?P<env>{_NAME})\}}|\$(?P<bare>{_NAME})")  # ${VAR}, $VAR
-_EDITOR = re.compile(r"\$\{(?:env:(?P<env>[A-Za-z_][A-Za-z0-9_]*)|input:(?P<input>[^}]+)|(?P<var>[A-Za-z/]+))\}")
+_EDITOR = re.compile(r"\$\{(?:env:(?P<env>[A-Za-z_][A-Za-z0-9_]*)|input:(?P<input>[^}]+)|(?P<var>[^}]+))\}")
 
 
 @dataclass(frozen=True)
@@ -162,6 +162,8 @@ def translate(name: str, entry: Any, dialect: Dialect, context: Context, where: 
         template.settings = _settings(entry, dialect, where)
         expand = _expander(dialect, context, template, where)
         template.settings = {k: _walk(v, expand) for k, v in template.settings.items()}
+        if isinstance(entry.get("envFile"), str) and dialect.name in ("cursor", "vscode"):
+            _env_file(template, expand(entry["envFile"]), context, where)
     except ConfigError as exc:
         template.error = exc.message
     return template
@@ -191,6 +193,21 @@ def _settings(entry: Mapping[str, Any], dialect: Dialect, where: str) -> dict[st
     if not isinstance(settings.get("command", ""), str) or not isinstance(settings.get("url", ""), str):
         raise ConfigError(f"{where}: command and url must be strings")
     return settings
+
+
+def _env_file(template: Template, path_text: str, context: Context, where: str) -> None:
+    """Cursor's and VS Code's `envFile`: its variables join the server's env, where `env` does not set them."""
+    from dotenv import dotenv_values
+
+    if "${oc.env:" in path_text:
+        raise ConfigError(f"{where}: an envFile path made of environment variables is not supported")
+    path = Path(path_text.replace("\\${", "${")).expanduser()
+    path = path if path.is_absolute() else context.project / path
+    if not path.is_file():
+        raise ConfigError(f"{where}: envFile {path} does not exist")
+    env = template.settings.setdefault("env", {})
+    for key, value in dotenv_values(path).items():
+        env.setdefault(key, escape(value or ""))
 
 
 def _walk(value: Any, expand: Callable[[str], str]) -> Any:
