@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable
+from contextlib import suppress
 from datetime import UTC, datetime
 from typing import Any
 
@@ -50,8 +51,12 @@ class Recorder:
     def _line(self, entry: dict[str, Any]) -> None:
         if self._file.closed:
             return
-        self._file.write(json.dumps(self.masker.data(entry), ensure_ascii=False, separators=(",", ":")) + "\n")
-        self._file.flush()
+        try:
+            self._file.write(json.dumps(self.masker.data(entry), ensure_ascii=False, separators=(",", ":")) + "\n")
+            self._file.flush()
+        except OSError:  # a full disk ends the recording, never the session it records
+            with suppress(OSError):
+                self._file.close()
 
     def close(self) -> None:
         self._file.close()
