@@ -294,3 +294,11 @@ def test_a_client_variable_miroctl_cannot_know_is_that_servers_problem(home):
     found = specs("windsurf")
     assert "windsurf variable ${file:/etc/key} is not supported" in found["w"].error
     assert found["ok"].error is None
+
+
+def test_import_keeps_a_hostile_server_name_inside_the_target_directory(home):
+    write(Path(".mcp.json"), {"mcpServers": {"../../escape/x": {"command": "srv"}}})
+    result = CliRunner().invoke(app, ["config", "import", "claude-code", "--into", "tool"])
+    assert result.exit_code == 0
+    assert [p.name for p in Path("tool").iterdir()] == ["escape-x.yaml"]
+    assert not Path("../escape").exists()
