@@ -120,9 +120,9 @@ def test_malformed_blacklist_entry_is_a_config_error(write_config):
         config.load(str(write_config({"a": fixture_yaml("a")}, tool_blacklist=["a"])))
 
 
-def test_mcp_servers_json_from_claude_desktop_is_accepted(tmp_path, monkeypatch):
+def test_mcp_servers_json_of_no_known_client_expands_env_references(tmp_path, monkeypatch):
     monkeypatch.setenv("MIROCTL_JSON_KEY", "abc123")
-    path = tmp_path / "claude_desktop_config.json"
+    path = tmp_path / "servers.json"
     path.write_text(
         json.dumps(
             {

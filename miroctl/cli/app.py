@@ -10,7 +10,7 @@ from typer.core import TyperGroup
 
 from miroctl import __version__
 from miroctl.base.errors import MiroctlError
-from miroctl.cli import auth, bench, boundary, check, commands, fetch, serve
+from miroctl.cli import auth, bench, boundary, check, commands, configs, fetch, replay, serve
 
 
 class _Guarded(TyperGroup):
@@ -81,3 +81,5 @@ app.command(cls=check.CheckCommand)(check.check)
 app.command()(serve.serve)
 app.command()(auth.auth)
 app.command("bench")(bench.bench_)
+app.add_typer(configs.app)
+app.command()(replay.replay)

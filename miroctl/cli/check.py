@@ -17,7 +17,7 @@ from miroctl.check import junit, lint, lockfile
 from miroctl.check.probe import probe_all, warm_up
 from miroctl.check.report import CheckRun, ProbeReport
 from miroctl.cli import boundary, remote
-from miroctl.cli.common import load_config, manager_for, run
+from miroctl.cli.common import check_record, load_config, manager_for, run
 from miroctl.cli.options import (
     ConfigOpt,
     EnvOpt,
@@ -25,6 +25,7 @@ from miroctl.cli.options import (
     JsonOpt,
     LogOpt,
     ModeOpt,
+    RecordOpt,
     StdioOpt,
     TaskIdOpt,
     UrlOpt,
@@ -130,11 +131,13 @@ def check(
             "[env: MIROCTL_URL, unless --config/--stdio/--url is given]",
         ),
     ] = None,
+    record: RecordOpt = None,
 ) -> None:
     """Probe every selected server phase by phase; exit 1 if any is unhealthy or its tools drifted."""
     out = boundary.output(json_mode)
     providers = lint.parse_providers(strict_for or "all") if strict or strict_for else None
-    gateway_url = remote.resolve_via(via, bool(config or stdio or url))
+    check_record(record, via)
+    gateway_url = remote.resolve_via(via, bool(config or stdio or url or record))
     if gateway_url:
         body = {
             "servers": servers or [],
@@ -157,7 +160,7 @@ def check(
     concurrency = concurrency or loaded.profile.concurrency
     specs = list({spec.name: spec for spec in loaded.select(servers or ())}.values())
     allowed, locked = _check_inputs(loaded, specs, allow_fail or [], against, (junit, lock))
-    manager = manager_for(loaded, out, mode, task_id=task_id, log=log)
+    manager = manager_for(loaded, out, mode, task_id=task_id, log=log, record=record)
     result = run(lambda: _probe(out, manager, specs, timeout, concurrency, smoke))
     result.allow(allowed)
     if providers is not None:

@@ -9,7 +9,7 @@ import typer
 from miroctl.base.errors import UsageError
 from miroctl.base.models import CallOutcome, CallRequest, ServerTools
 from miroctl.cli import boundary, remote
-from miroctl.cli.common import check_log, check_output, load_config, manager_for, run
+from miroctl.cli.common import check_log, check_output, check_record, load_config, manager_for, run
 from miroctl.cli.options import (
     ConfigOpt,
     EnvOpt,
@@ -17,6 +17,7 @@ from miroctl.cli.options import (
     JsonOpt,
     LogOpt,
     ModeOpt,
+    RecordOpt,
     StartupOpt,
     StdioOpt,
     TaskIdOpt,
@@ -59,13 +60,15 @@ def list_(
     task_id: TaskIdOpt = None,
     log: LogOpt = None,
     via: ViaOpt = None,
+    record: RecordOpt = None,
 ) -> None:
     """List the tools of every selected server; failing servers are reported in place (exit 1)."""
     out = boundary.output(json_mode)
     extras = frozenset(name for name, asked in (("resources", resources), ("prompts", prompts)) if asked)
     if via and extras:
         raise UsageError("--resources and --prompts are not served through a gateway", hint="drop --via")
-    gateway_url = remote.resolve_via(via, bool(config or stdio or url))
+    check_record(record, via)
+    gateway_url = remote.resolve_via(via, bool(config or stdio or url or record))
     if gateway_url and not extras:  # MIROCTL_URL set: resources and prompts come from the servers directly
         raise typer.Exit(remote.list_servers(gateway_url, servers or [], out=out, schema=schema))
     loaded = load_config(config, stdio, url, header, out, startup_timeout, env)
@@ -73,7 +76,7 @@ def list_(
     check_log(loaded, log)
 
     async def work() -> list[ServerTools]:
-        async with manager_for(loaded, out, mode, task_id=task_id, log=log) as manager:
+        async with manager_for(loaded, out, mode, task_id=task_id, log=log, record=record) as manager:
             return await manager.list_tools(specs, extras)
 
     entries = run(work)
@@ -141,12 +144,14 @@ def call(
         ),
     ] = None,
     jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, help="Calls in flight at once with --batch.")] = 8,
+    record: RecordOpt = None,
 ) -> None:
     """Call one tool and print its result; the exit code says how it went."""
     out = boundary.output(json_mode)
     check_output(output)
     blobs.check_dir(save_dir)
-    gateway_url = remote.resolve_via(via, bool(config or stdio or url))
+    check_record(record, via)
+    gateway_url = remote.resolve_via(via, bool(config or stdio or url or record))
     if batch_file is not None:
         if target or args:
             raise UsageError("--batch reads every call from its lines", hint="drop SERVER TOOL, key=value and --args")
@@ -157,7 +162,14 @@ def call(
             )
         loaded = load_config(config, stdio, url, header, out, startup_timeout, env)
         raise typer.Exit(
-            _batch(out, manager_for(loaded, out, mode, yes, task_id, log), text, jobs, timeout, no_autocorrect)
+            _batch(
+                out,
+                manager_for(loaded, out, mode, yes, task_id, log, record=record),
+                text,
+                jobs,
+                timeout,
+                no_autocorrect,
+            )
         )
     if gateway_url and output:
         raise UsageError("--output is not supported through a gateway", hint="drop --via, or redirect stdout")
@@ -181,7 +193,7 @@ def call(
     base = load_base(args)
 
     async def work() -> CallOutcome:
-        async with manager_for(loaded, out, mode, yes, task_id, log) as manager:
+        async with manager_for(loaded, out, mode, yes, task_id, log, record=record) as manager:
             with out.progress(f"{tool}") as progress:
                 request = CallRequest(
                     server,

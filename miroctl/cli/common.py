@@ -98,13 +98,22 @@ def manager_for(
     *,
     ask_on_terminal: bool = True,
     follow_changes: bool = False,
+    record: str | None = None,
 ) -> Manager:
     """A Manager with the profile's policy and the command line's --mode, --yes, --task-id and --log."""
     policy = Policy.from_profile(loaded.profile).with_overrides(
         mode=mode.value if mode else None, assume_yes=True if yes else None
     )
     confirm = _confirm_on_terminal(out) if ask_on_terminal else None
-    return Manager(loaded, policy=policy, confirm=confirm, log_path=log, task_id=task_id, follow_changes=follow_changes)
+    return Manager(
+        loaded,
+        policy=policy,
+        confirm=confirm,
+        log_path=log,
+        task_id=task_id,
+        follow_changes=follow_changes,
+        record_path=record,
+    )
 
 
 def _confirm_on_terminal(out: Output) -> ConfirmFn | None:
@@ -123,6 +132,18 @@ def check_log(loaded: Config, path: str | None) -> None:
     path = path or loaded.profile.sections.log
     if path:
         CallLog(path).close()
+
+
+def check_record(path: str | None, via: str | None) -> None:
+    """--record must name a writable file, and the traffic must be miroctl's own to see (no --via)."""
+    if not path:
+        return
+    if via:
+        raise UsageError("--record sees the traffic of servers miroctl runs itself", hint="drop --via")
+    try:
+        probe_writable(Path(path).expanduser())
+    except OSError as exc:
+        raise UsageError(f"--record {path}: cannot write there: {exc.strerror or exc}") from None
 
 
 def check_output(path: str | None) -> None:

@@ -12,7 +12,10 @@ from miroctl.config.sections import Mode
 ConfigOpt = Annotated[
     str | None,
     typer.Option(
-        "--config", "-c", help="Profile yaml, one server yaml, or an mcpServers JSON file. [env: MIROCTL_CONFIG]"
+        "--config",
+        "-c",
+        help="Profile yaml, one server yaml, an mcpServers JSON or Codex TOML file, or a client's own configs "
+        "(claude-desktop, claude-code, cursor, vscode, codex, gemini, windsurf). [env: MIROCTL_CONFIG]",
     ),
 ]
 StdioOpt = Annotated[
@@ -82,4 +85,13 @@ TaskIdOpt = Annotated[
 LogOpt = Annotated[
     str | None,
     typer.Option("--log", help="Append one JSON line per step (start, decision, retry, fallback, end) to this file."),
+]
+RecordOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--record",
+        metavar="FILE",
+        help="Write every server's JSON-RPC traffic to FILE, one JSON line per message (secrets masked); "
+        "`miroctl replay FILE` serves it back.",
+    ),
 ]

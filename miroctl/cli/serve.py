@@ -13,13 +13,14 @@ import typer
 from miroctl.base.errors import UsageError
 from miroctl.base.models import ServerSpec
 from miroctl.cli import boundary
-from miroctl.cli.common import load_config, manager_for, run
+from miroctl.cli.common import check_record, load_config, manager_for, run
 from miroctl.cli.options import (
     ConfigOpt,
     EnvOpt,
     HeaderOpt,
     LogOpt,
     ModeOpt,
+    RecordOpt,
     StartupOpt,
     StdioOpt,
     TaskIdOpt,
@@ -146,12 +147,14 @@ def serve(
     mode: ModeOpt = None,
     task_id: TaskIdOpt = None,
     log: LogOpt = None,
+    record: RecordOpt = None,
 ) -> None:
     """Serve the selected servers as one MCP server (stdio or HTTP); stop it with Ctrl-C or SIGTERM."""
     out = boundary.output(False)
     toolmap.check_separator(separator)
     if transport not in ("stdio", "http"):
         raise UsageError(f"unknown transport {transport!r}", hint="use stdio or http")
+    check_record(record, None)
     token = _token(token_env)
     if token:
         out.masker = out.masker.with_secrets([token])
@@ -160,7 +163,7 @@ def serve(
         "separator": separator,
         "lazy": lazy,
         "plain": plain_names,
-        "manager": {"mode": mode, "task_id": task_id, "log": log},
+        "manager": {"mode": mode, "task_id": task_id, "log": log, "record": record},
         "retry_every": retry_every,
         "grace": grace,
     }

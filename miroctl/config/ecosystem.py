@@ -1,82 +1,287 @@
-"""The ecosystem's JSON configs: `mcpServers` (Claude Desktop, Cursor, .mcp.json) and VS Code's `servers`."""
+"""The ecosystem's JSON configs, each in its client's dialect, translated into miroctl server templates.
+
+One family, several dialects: Claude Desktop, Claude Code (`.mcp.json`, `~/.claude.json`), Cursor, VS Code
+(`servers` and `inputs`), Gemini CLI (`httpUrl`), Windsurf (`serverUrl`), and a generic one for any other
+file. Each client expands variables its own way; every reference to the environment becomes a
+`${oc.env:VAR}` in the template, every other variable (the workspace folder, the home directory) its value.
+"""
 
 from __future__ import annotations
 
 import json
-import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from miroctl.base.errors import ConfigError
-from miroctl.base.masking import could_be_secret, credentials
 from miroctl.base.models import ServerSpec
-from miroctl.config.servers import server_from_mapping
+from miroctl.config.resolve import spec_from_template
 
-_JSON_ENV_REF = re.compile(r"\$\{(?:env:)?([A-Za-z_][A-Za-z0-9_]*)\}")
+MAX_FILE_BYTES = 8 * 1024 * 1024  # ~/.claude.json keeps history too; anything bigger is not a config
+_NAME = r"[A-Za-z_][A-Za-z0-9_]*"
+_CLAUDE_CODE = re.compile(rf"\$\{{(?P<env>{_NAME})(?::-(?P<default>[^}}]*))?\}}")  # ${VAR}, ${VAR:-default}
+_GENERIC = re.compile(rf"\$\{{(?:env:)?(?P<env>{_NAME})\}}")  # ${VAR}, ${env:VAR}
+_GEMINI = re.compile(rf"\$\{{(?P<env>{_NAME})\}}|\$(?P<bare>{_NAME})")  # ${VAR}, $VAR
+_EDITOR = re.compile(r"\$\{(?:env:(?P<env>[A-Za-z_][A-Za-z0-9_]*)|input:(?P<input>[^}]+)|(?P<var>[^}]+))\}")
 
 
-def read_json_servers(path: Path) -> list[ServerSpec]:
-    """The servers of a JSON config file; ConfigError when the file itself cannot be used."""
+@dataclass(frozen=True)
+class Context:
+    """What a client's variables stand for: the project (workspace) folder and the home directory."""
+
+    home: Path
+    project: Path
+    inputs: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # VS Code's `inputs` by id
+
+
+@dataclass
+class Template:
+    """One server translated into miroctl's settings, with what its client would have asked for."""
+
+    name: str
+    settings: dict[str, Any]
+    where: str
+    inputs: dict[str, str] = field(default_factory=dict)  # variable -> VS Code input id
+    error: str | None = None
+
+    def spec(self) -> ServerSpec:
+        if self.error:
+            return ServerSpec(name=self.name, error=self.error, source=self.where)
+        return spec_from_template(self.settings, name=self.name, where=self.where, inputs=self.inputs)
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """How one client writes a server: where the URL is, how strings are expanded, which keys it knows."""
+
+    name: str
+    pattern: re.Pattern[str] | None
+    url_keys: tuple[str, ...] = ("url",)
+    expand_everything: bool = False  # Gemini CLI expands variables in every string of settings.json
+
+
+DIALECTS = {
+    "generic": Dialect("generic", _GENERIC),
+    "claude-desktop": Dialect("claude-desktop", None),
+    "claude-code": Dialect("claude-code", _CLAUDE_CODE),
+    "cursor": Dialect("cursor", _EDITOR),
+    "vscode": Dialect("vscode", _EDITOR),
+    "windsurf": Dialect("windsurf", _EDITOR, url_keys=("serverUrl", "url")),
+    "gemini": Dialect("gemini", _GEMINI, url_keys=("httpUrl", "url"), expand_everything=True),
+}
+
+
+def read_json(path: Path) -> Any:
+    """A JSON file's data; ConfigError (one line) when it is unreadable, too big or not JSON."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: cannot read: {exc.strerror if isinstance(exc, OSError) else exc}") from None
+        with open(path, "rb") as handle:
+            data = handle.read(MAX_FILE_BYTES + 1)
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    if len(data) > MAX_FILE_BYTES:
+        raise ConfigError(f"{path}: too large for a config (over {too_large()})")
+    try:
+        return json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     except json.JSONDecodeError as exc:
         raise ConfigError(f"bad JSON at {path}:{exc.lineno}:{exc.colno}: {exc.msg}") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: nested too deeply to be a config") from None
+
+
+def too_large() -> str:
+    """The size limit of a config file, for a message."""
+    return f"{MAX_FILE_BYTES // 1048576} MB" if MAX_FILE_BYTES >= 1048576 else f"{MAX_FILE_BYTES // 1024} KB"
+
+
+def guess_dialect(path: Path) -> str:
+    """The dialect of a JSON file named on the command line, from where such files live."""
+    parts = path.expanduser().resolve().parts
+    if path.name == "claude_desktop_config.json":
+        return "claude-desktop"
+    if path.name in (".mcp.json", ".claude.json"):
+        return "claude-code"
+    if path.name == "mcp_config.json" and "windsurf" in parts:
+        return "windsurf"
+    if path.name == "settings.json" and ".gemini" in parts:
+        return "gemini"
+    if path.name == "mcp.json" and ".cursor" in parts:
+        return "cursor"
+    if path.name == "mcp.json" and (".vscode" in parts or "User" in parts):
+        return "vscode"
+    return "generic"
+
+
+def read_json_servers(path: Path, context: Context | None = None) -> list[ServerSpec]:
+    """The servers of a JSON config file named on the command line; ConfigError when the file itself is
+    unusable."""
+    data = read_json(path)
     if not isinstance(data, Mapping) or not ("mcpServers" in data or "servers" in data):
         raise ConfigError(f"{path}: expected an object with mcpServers (or VS Code's servers)")
-    return servers_from(data, path)
+    return servers_from(data, path, context=context)
 
 
-def servers_from(data: Mapping[str, Any], path: Path) -> list[ServerSpec]:
-    """Claude Desktop / Cursor / .mcp.json `mcpServers`, or VS Code's `servers`; a bad entry is its own error."""
-    entries = data.get("mcpServers", data.get("servers"))
+def servers_from(data: Mapping[str, Any], path: Path, *, context: Context | None = None) -> list[ServerSpec]:
+    """The specs of an `mcpServers` (or VS Code `servers`) object; a bad entry is its own error."""
+    context = context or Context(home=Path.home(), project=Path.cwd())
+    return [t.spec() for t in templates(data, path, guess_dialect(path), context)]
+
+
+def templates(
+    data: Mapping[str, Any], path: Path, dialect: str, context: Context, key: str | None = None
+) -> list[Template]:
+    """Every server of a client's object (`mcpServers`, or VS Code's `servers`) as a template."""
+    key = key or ("servers" if "servers" in data and "mcpServers" not in data else "mcpServers")
+    entries = data.get(key)
     if not isinstance(entries, Mapping):
-        raise ConfigError(f"{path}: mcpServers must be an object of servers")
-    return [_ecosystem_server(name, entry, f"{path}#{name}") for name, entry in entries.items()]
+        raise ConfigError(f"{path}: {key} must be an object of servers")
+    if dialect == "vscode":
+        context = Context(context.home, context.project, _inputs(data.get("inputs"), path))
+    return [
+        translate(str(name), entry, DIALECTS[dialect], context, f"{path}#{name}") for name, entry in entries.items()
+    ]
 
 
-def _ecosystem_server(name: str, entry: Any, where: str) -> ServerSpec:
+def _inputs(value: Any, path: Path) -> dict[str, Mapping[str, Any]]:
+    if value is None:
+        return {}
+    if not isinstance(value, list):
+        raise ConfigError(f"{path}: inputs must be a list")
+    return {str(item["id"]): item for item in value if isinstance(item, Mapping) and "id" in item}
+
+
+def translate(name: str, entry: Any, dialect: Dialect, context: Context, where: str) -> Template:
+    """One client entry as miroctl settings with `${oc.env:...}` references; a bad entry is the template's error."""
+    template = Template(name=name, settings={}, where=where)
     try:
         if not isinstance(entry, Mapping):
-            raise ConfigError(f"{where}: expected an object")
-        expanded, secrets = _expand_json_env(dict(entry), where)
-        settings: dict[str, Any] = {
-            k: expanded[k] for k in ("command", "args", "env", "cwd", "url", "headers") if k in expanded
-        }
-        kind = expanded.get("type") or expanded.get("transport")
-        if kind and kind != "stdio":
-            settings["transport"] = kind
-        settings["enabled"] = not expanded.get("disabled", False)
-        # As every MCP host runs these: `python` is whichever the PATH finds, not miroctl's own.
-        return server_from_mapping(settings, where=where, name=name, secrets=secrets, own_python=False)
+            raise ConfigError(f"{where}: expected an object, got {type(entry).__name__}")
+        template.settings = _settings(entry, dialect, where)
+        expand = _expander(dialect, context, template, where)
+        template.settings = {k: _walk(v, expand) for k, v in template.settings.items()}
+        if isinstance(entry.get("envFile"), str) and dialect.name in ("cursor", "vscode"):
+            _env_file(template, expand(entry["envFile"]), context, where)
     except ConfigError as exc:
-        return ServerSpec(name=name, error=exc.message, source=where)
+        template.error = exc.message
+    return template
 
 
-def _expand_json_env(entry: dict[str, Any], where: str) -> tuple[dict[str, Any], set[str]]:
-    """Expand ${VAR} and ${env:VAR} (Cursor, VS Code) in strings; expanded credentials count as secrets."""
-    missing: set[str] = set()
-    secrets: set[str] = set()
+def _settings(entry: Mapping[str, Any], dialect: Dialect, where: str) -> dict[str, Any]:
+    settings: dict[str, Any] = {k: entry[k] for k in ("command", "args", "env", "cwd", "headers") if k in entry}
+    for key in dialect.url_keys:
+        if entry.get(key):
+            settings["url"] = entry[key]
+            if dialect.name == "gemini" and "type" not in entry:  # httpUrl is streamable HTTP, url is SSE
+                settings["transport"] = "streamable_http" if key == "httpUrl" else "sse"
+            break
+    kind = entry.get("type") or entry.get("transport")
+    if kind and kind != "stdio":
+        settings["transport"] = kind
+    if entry.get("disabled") is True or entry.get("enabled") is False:
+        settings["enabled"] = False
+    if dialect.name == "gemini" and isinstance(entry.get("timeout"), (int, float)) and entry["timeout"] > 0:
+        settings["timeout"] = entry["timeout"] / 1000  # Gemini CLI counts milliseconds
+    for key in ("args",):
+        if key in settings and not isinstance(settings[key], list):
+            raise ConfigError(f"{where}: {key} must be a list, got {type(settings[key]).__name__}")
+    for key in ("env", "headers"):
+        if key in settings and not isinstance(settings[key], Mapping):
+            raise ConfigError(f"{where}: {key} must be an object, got {type(settings[key]).__name__}")
+    if not isinstance(settings.get("command", ""), str) or not isinstance(settings.get("url", ""), str):
+        raise ConfigError(f"{where}: command and url must be strings")
+    return settings
 
-    def expand(value: Any, key: str | None = None) -> Any:
-        if isinstance(value, str):
-            refs = _JSON_ENV_REF.findall(value)
-            missing.update(r for r in refs if r not in os.environ)
-            out = _JSON_ENV_REF.sub(lambda m: os.environ.get(m.group(1), ""), value)
-            if refs and could_be_secret(out, key):
-                secrets.update(credentials(out, key))
-            return out
-        if isinstance(value, Mapping):
-            return {k: expand(v, str(k)) for k, v in value.items()}
-        if isinstance(value, list):
-            return [expand(v, key) for v in value]
+
+def _env_file(template: Template, path_text: str, context: Context, where: str) -> None:
+    """Cursor's and VS Code's `envFile`: its variables join the server's env, where `env` does not set them."""
+    from dotenv import dotenv_values
+
+    if "${oc.env:" in path_text:
+        raise ConfigError(f"{where}: an envFile path made of environment variables is not supported")
+    path = Path(path_text.replace("\\${", "${")).expanduser()
+    path = path if path.is_absolute() else context.project / path
+    if not path.is_file():
+        raise ConfigError(f"{where}: envFile {path} does not exist")
+    env = template.settings.setdefault("env", {})
+    for key, value in dotenv_values(path).items():
+        env.setdefault(key, escape(value or ""))
+
+
+def _walk(value: Any, expand: Callable[[str], str]) -> Any:
+    if isinstance(value, str):
+        return expand(value)
+    if isinstance(value, Mapping):
+        return {str(k): _walk(v, expand) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_walk(v, expand) for v in value]
+    if value is None or isinstance(value, (bool, int, float)):
         return value
+    raise ConfigError(f"unexpected value of type {type(value).__name__}")
 
-    expanded = expand(entry)
-    if missing:
-        noun = "variable" if len(missing) == 1 else "variables"
-        raise ConfigError(f"{where}: missing environment {noun} {', '.join(sorted(missing))}")
-    return expanded, secrets
+
+def _expander(dialect: Dialect, context: Context, template: Template, where: str) -> Callable[[str], str]:
+    """A function turning one of the client's strings into a template string."""
+    pattern = dialect.pattern
+
+    def expand(text: str) -> str:
+        if pattern is None:
+            return escape(text)
+        out, last = [], 0
+        for match in pattern.finditer(text):
+            literal = escape(text[last : match.start()])
+            # A backslash right before an interpolation would escape it: double it to keep it literal.
+            out.append(literal + "\\" if literal.endswith("\\") else literal)
+            out.append(_replacement(match, dialect, context, template, where))
+            last = match.end()
+        out.append(escape(text[last:]))
+        return "".join(out)
+
+    return expand
+
+
+def _replacement(match: re.Match[str], dialect: Dialect, context: Context, template: Template, where: str) -> str:
+    groups = match.groupdict()
+    if groups.get("env") or groups.get("bare"):
+        default = groups.get("default")
+        return env_ref(groups.get("env") or groups["bare"], default)
+    if groups.get("input"):
+        input_id = groups["input"]
+        if input_id not in context.inputs:
+            raise ConfigError(f"{where}: ${{input:{input_id}}} has no entry in inputs")
+        variable = input_variable(input_id)
+        template.inputs[variable] = input_id
+        return env_ref(variable)
+    variables = {
+        "workspaceFolder": str(context.project),
+        "workspaceRoot": str(context.project),
+        "workspaceFolderBasename": context.project.name,
+        "userHome": str(context.home),
+        "pathSeparator": "/",
+        "/": "/",
+        "cwd": str(context.project),
+    }
+    value = variables.get(groups.get("var") or "")
+    if value is None:
+        raise ConfigError(f"{where}: {dialect.name} variable {match.group(0)} is not supported")
+    return escape(value)
+
+
+def input_variable(input_id: str) -> str:
+    """The environment variable that answers VS Code's `${input:ID}` prompt: `github-token` -> GITHUB_TOKEN."""
+    return re.sub(r"[^A-Za-z0-9]+", "_", input_id).strip("_").upper() or "INPUT"
+
+
+def env_ref(name: str, default: str | None = None) -> str:
+    """`${oc.env:NAME}` (with a quoted default when the client gave one)."""
+    if default is None:
+        return f"${{oc.env:{name}}}"
+    quoted = default.replace("\\", "\\\\").replace("'", "\\'")
+    return f"${{oc.env:{name},'{quoted}'}}"
+
+
+def escape(text: str) -> str:
+    """A literal string as OmegaConf reads it back unchanged (`${` is not an interpolation)."""
+    return text.replace("${", "\\${")

@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from miroctl.base.errors import ConfigError
-from miroctl.base.masking import could_be_secret, credentials
 from miroctl.base.models import DEFAULT_CALL_TIMEOUT, DEFAULT_STARTUP_TIMEOUT, ServerSpec
 from miroctl.base.text import suggest
-from miroctl.config import ecosystem, envrefs, nesting
+from miroctl.config import clients, codex, ecosystem, envrefs, nesting
+from miroctl.config.resolve import interpolated_values
 from miroctl.config.sections import Sections
 from miroctl.config.servers import adhoc_servers, positive, reject_unknown, server_from_mapping
 
@@ -159,8 +159,8 @@ def load(
     """Resolve the whole configuration. Ad-hoc servers (--stdio with --env, --url with --header) replace the
     configured ones."""
     load_dotenv_file(cwd)
-    path = find_config(explicit, cwd)
-    config = _load_file(path)
+    client = _client_named(explicit, cwd)
+    config = _client_config(client, cwd) if client else _load_file(find_config(explicit, cwd))
     if env and not stdio:
         raise ConfigError("--env sets the environment of --stdio servers", hint="add --stdio, or drop --env")
     if stdio or urls:
@@ -170,9 +170,24 @@ def load(
     return config
 
 
+def _client_named(explicit: str | None, cwd: Path | None) -> str | None:
+    """`--config cursor` (or $MIROCTL_CONFIG=cursor): a client's own configs, unless a file has that name."""
+    given = explicit or os.environ.get("MIROCTL_CONFIG")
+    if given in clients.CLIENTS and not ((cwd or Path.cwd()) / given).exists():
+        return given
+    return None
+
+
+def _client_config(client: str, cwd: Path | None) -> Config:
+    specs, where = clients.client_specs(client, project=cwd)
+    return Config(servers=tuple(specs), source=where, default_names=tuple(s.name for s in specs if s.enabled))
+
+
 def _load_file(path: Path) -> Config:
     if path.suffix == ".json":
         return _servers_only(ecosystem.read_json_servers(path), path)
+    if path.suffix == ".toml":
+        return _servers_only([t.spec() for t in codex.templates(codex.read_toml(path), path)], path)
     data = _read_yaml(path)
     if not isinstance(data, Mapping):
         raise ConfigError(f"{path}: expected a mapping at the top level")
@@ -237,25 +252,6 @@ def _require_env(raw: Any, path: Path) -> None:
             f"{path}: missing environment {noun} {', '.join(missing)}",
             hint="export it or put it in ./.env",
         )
-
-
-def _interpolated_values(raw: Any, resolved: Any, key: str | None = None) -> set[str]:
-    """Credentials among the values that came from the environment (by their key's name, or their shape).
-    A value made only of the file's own defaults (`${oc.env:URL,'https://...'}` with URL unset) is not one."""
-    found: set[str] = set()
-    if isinstance(raw, str) and "${" in raw and isinstance(resolved, str) and could_be_secret(resolved, key):
-        if envrefs.used(raw, os.environ) or not envrefs.names(raw):
-            found |= credentials(resolved, key)
-    elif isinstance(raw, Mapping) and isinstance(resolved, Mapping):
-        for name, item in raw.items():
-            found |= _interpolated_values(item, resolved.get(name), str(name))
-    elif isinstance(raw, list) and isinstance(resolved, list):
-        previous: Any = None  # in args, `--token ${oc.env:T}`: the flag names the value
-        for item, res in zip(raw, resolved):
-            flag = previous.lstrip("-") if isinstance(previous, str) and previous.startswith("-") else key
-            found |= _interpolated_values(item, res, flag)
-            previous = res
-    return found
 
 
 # ---------------------------------------------------------------------------------------------- profile
@@ -323,6 +319,6 @@ def server_from_file(path: Path) -> ServerSpec:
         data = _read_yaml(path)
         if not isinstance(data, Mapping):
             raise ConfigError(f"{path}: expected a mapping of server settings")
-        return server_from_mapping(data, where=str(path), secrets=_interpolated_values(raw, data))
+        return server_from_mapping(data, where=str(path), secrets=interpolated_values(raw, data))
     except ConfigError as exc:
         return ServerSpec(name=fallback_name, error=exc.message, source=str(path))

@@ -35,6 +35,7 @@ from miroctl.sessions.failures import REQUEST_TIMEOUT, died_during
 from miroctl.sessions.frames import unparsable
 from miroctl.sessions.pool import ServerHandle, Unavailable, closed
 from miroctl.sessions.processes import RUN_ID, RUN_MARKER, sweep_orphans
+from miroctl.sessions.recording import Recorder
 from miroctl.sessions.transports import Relay
 
 EventFn = Callable[[str, Mapping[str, Any]], None]
@@ -68,9 +69,11 @@ class Manager:
         task_id: str | None = None,
         run_id: str | None = None,
         follow_changes: bool = False,
+        record_path: str | None = None,
     ) -> None:
         """`confirm` answers mode ask's questions, `log_path` gets the call log, `task_id` goes to servers;
-        with `follow_changes`, sessions follow their servers' tool-list changes (see `next_change`)."""
+        with `follow_changes`, sessions follow their servers' tool-list changes (see `next_change`);
+        `record_path` gets every server's JSON-RPC traffic (--record)."""
         # `run_id` (processes.sub_run_id) marks this Manager's stdio servers apart from others in the process,
         # so its sweep at exit leaves theirs alone (a gateway's check must not stop the served sessions).
         # Without `confirm`, ask mode means denied unless the policy assumes yes (a gateway with no one to ask).
@@ -94,6 +97,8 @@ class Manager:
         self.follow_changes = follow_changes
         self._changed: anyio.Event | None = None
         self.relay: Relay | None = None  # a gateway's: servers' own requests go to its hosts (set before listing)
+        self._record_path = record_path
+        self._recorder: Recorder | None = None
 
     @property
     def log_path(self) -> str | None:
@@ -106,6 +111,9 @@ class Manager:
             if self._log_path:
                 self._log = CallLog(self._log_path, self.masker, task_id=self.task_id or os.environ.get("TASK_ID"))
                 stack.callback(self._log.close)
+            if self._record_path:
+                self._recorder = Recorder(self._record_path, self.masker)
+                stack.callback(self._recorder.close)
             stack.push_async_callback(self._cleanup)
             self._tg = await stack.enter_async_context(anyio.create_task_group())
             stack.callback(self._close_sessions)
@@ -144,6 +152,7 @@ class Manager:
                 on_event=self.emit,
                 on_tools_changed=following,
                 relay=self.relay,
+                recorder=self._recorder,
             )
         return self._handles[spec.name]
 

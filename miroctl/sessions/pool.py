@@ -26,6 +26,7 @@ from miroctl.sessions.failures import (
     startup_timeout,
 )
 from miroctl.sessions.listing import ListingError, list_tools
+from miroctl.sessions.recording import Recorder
 from miroctl.sessions.transports import Connection, Relay, Wire, open_connection
 
 if TYPE_CHECKING:
@@ -78,10 +79,13 @@ class ServerHandle:
         on_event: Callable[..., None] | None = None,
         on_tools_changed: Callable[[str], None] | None = None,
         relay: Relay | None = None,
+        recorder: Recorder | None = None,
     ) -> None:
         """With `on_tools_changed`, the session follows the server's tool-list changes and reports them;
-        with `relay`, the server's own requests and log messages go there (a gateway's hosts)."""
+        with `relay`, the server's own requests and log messages go there (a gateway's hosts); with
+        `recorder`, every session's messages are recorded (--record)."""
         self.relay = relay
+        self._recorder = recorder
         self.spec = spec
         self._on_event = on_event
         self._on_tools_changed = on_tools_changed
@@ -208,8 +212,11 @@ class ServerHandle:
         try:
             with gen.scope:
                 following = self._tools_changed if self._on_tools_changed is not None else None
+                tap = self._recorder.tap(self.spec.name) if self._recorder is not None else None
                 async with (
-                    open_connection(self.spec, gen.wire, on_tools_changed=following, relay=self.relay) as connection,
+                    open_connection(
+                        self.spec, gen.wire, on_tools_changed=following, relay=self.relay, tap=tap
+                    ) as connection,
                     anyio.create_task_group() as changes,
                 ):
                     gen.connection = gen.opened = connection

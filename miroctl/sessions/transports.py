@@ -26,6 +26,7 @@ from miroctl.sessions.anyio_private import close_transport
 from miroctl.sessions.frames import parse_line
 from miroctl.sessions.oauth import background_auth
 from miroctl.sessions.processes import signal_group, spawn
+from miroctl.sessions.recording import FROM_SERVER, TO_SERVER, TapFn
 
 if TYPE_CHECKING:  # the SDK and its HTTP client cost ~1 s to import: only the code paths that talk load them
     import httpx2
@@ -115,12 +116,17 @@ class Connection:
 
 @asynccontextmanager
 async def open_connection(
-    spec: ServerSpec, wire: Wire, on_tools_changed: Callable[[], None] | None = None, relay: Relay | None = None
+    spec: ServerSpec,
+    wire: Wire,
+    on_tools_changed: Callable[[], None] | None = None,
+    relay: Relay | None = None,
+    tap: TapFn | None = None,
 ) -> AsyncIterator[Connection]:
     """Start or reach the server, run the handshake, and yield the session; close it all on exit.
 
     `on_tools_changed` hears the tools/list_changed notifications that servers on protocols before
-    2026-07-28 send unsolicited (later ones announce changes on a subscriptions/listen stream).
+    2026-07-28 send unsolicited (later ones announce changes on a subscriptions/listen stream). `tap` hears
+    every message both ways (--record).
     """
     # Stored OAuth tokens, or AuthRequired before the SDK is even loaded (a CI run without a login fails at once).
     oauth = background_auth(spec) if spec.transport in ("streamable_http", "sse") else None
@@ -130,6 +136,8 @@ async def open_connection(
     quiet_sdk_loggers()
     async with AsyncExitStack() as stack:
         target = await _transport(spec, wire, stack, oauth)
+        if tap is not None and spec.transport != "memory":
+            target = tapped(target, tap)
         client = Client(
             target,
             mode="auto",
@@ -163,6 +171,40 @@ def _relayed(server: str, relay: Relay) -> dict[str, Any]:
         "list_roots_callback": roots,
         "logging_callback": logging,
     }
+
+
+@asynccontextmanager
+async def tapped(transport: Any, tap: TapFn) -> AsyncIterator[tuple[Any, ...]]:
+    """A transport whose messages pass through `tap` on their way, both directions, as they happen."""
+    async with transport as streams:
+        read, write = streams[0], streams[1]
+        read_in, read_out = anyio.create_memory_object_stream[Any](0)
+        write_in, write_out = anyio.create_memory_object_stream[Any](0)
+
+        async def incoming() -> None:
+            async with read_in:
+                async for item in read:
+                    if not isinstance(item, Exception):
+                        tap(FROM_SERVER, item.message)
+                    await read_in.send(item)
+
+        async def outgoing() -> None:
+            async with write_out:
+                async for item in write_out:
+                    tap(TO_SERVER, item.message)
+                    await write.send(item)
+            await write.aclose()
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_guard, incoming)
+            tg.start_soon(_guard, outgoing)
+            try:
+                yield (read_out, write_in, *streams[2:])
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await read_out.aclose()
+                    await write_in.aclose()
+                tg.cancel_scope.cancel()
 
 
 def _message_handler(on_tools_changed: Callable[[], None] | None) -> MessageHandlerFnT:

@@ -1,0 +1,105 @@
+"""Codex's `config.toml`: `[mcp_servers.NAME]` tables translated into miroctl server templates.
+
+Codex expands no variables inside strings; it names environment variables instead: `env_vars` forwards
+variables by name, `bearer_token_env_var` and `env_http_headers` fill headers from them. Those become
+`${oc.env:VAR}` references; `env` and `http_headers` are literal values.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from miroctl.base.errors import ConfigError
+from miroctl.config import ecosystem
+from miroctl.config.ecosystem import Template, env_ref, escape, too_large
+
+
+def read_toml(path: Path) -> dict[str, Any]:
+    """A TOML file's data; ConfigError (one line) when it is unreadable, too big or not TOML."""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(ecosystem.MAX_FILE_BYTES + 1)
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    if len(data) > ecosystem.MAX_FILE_BYTES:
+        raise ConfigError(f"{path}: too large for a config (over {too_large()})")
+    try:
+        return tomllib.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"bad TOML in {path}: {str(exc).splitlines()[0]}") from None
+
+
+def templates(data: Mapping[str, Any], path: Path) -> list[Template]:
+    """Every `[mcp_servers.NAME]` table as a template; a bad table is its own error."""
+    tables = data.get("mcp_servers", {})
+    if not isinstance(tables, Mapping):
+        raise ConfigError(f"{path}: mcp_servers must be a table of servers")
+    return [_template(str(name), table, f"{path}#{name}") for name, table in tables.items()]
+
+
+def _template(name: str, table: Any, where: str) -> Template:
+    template = Template(name=name, settings={}, where=where)
+    try:
+        if not isinstance(table, Mapping):
+            raise ConfigError(f"{where}: expected a table, got {type(table).__name__}")
+        template.settings = _settings(table, where)
+    except ConfigError as exc:
+        template.error = exc.message
+    return template
+
+
+def _settings(table: Mapping[str, Any], where: str) -> dict[str, Any]:
+    settings: dict[str, Any] = {}
+    for key in ("command", "url", "cwd"):
+        if key in table:
+            settings[key] = escape(_string(table[key], key, where))
+    if "args" in table:
+        args = table["args"]
+        if not isinstance(args, list):
+            raise ConfigError(f"{where}: args must be an array")
+        settings["args"] = [escape(_string(a, "args", where)) for a in args]
+    env = {k: escape(_string(v, f"env.{k}", where)) for k, v in _table(table, "env", where).items()}
+    for variable in _names(table.get("env_vars"), "env_vars", where):
+        env.setdefault(variable, env_ref(variable, ""))  # forwarded when set, as Codex does
+    headers = {
+        k: escape(_string(v, f"http_headers.{k}", where)) for k, v in _table(table, "http_headers", where).items()
+    }
+    for header, variable in _table(table, "env_http_headers", where).items():
+        headers[header] = env_ref(_string(variable, f"env_http_headers.{header}", where))
+    if table.get("bearer_token_env_var"):
+        headers["Authorization"] = "Bearer " + env_ref(
+            _string(table["bearer_token_env_var"], "bearer_token_env_var", where)
+        )
+    settings |= {k: v for k, v in (("env", env), ("headers", headers)) if v}
+    if table.get("enabled") is False:
+        settings["enabled"] = False
+    for source, target in (("startup_timeout_sec", "startup_timeout"), ("tool_timeout_sec", "timeout")):
+        if isinstance(table.get(source), (int, float)) and table[source] > 0:
+            settings[target] = table[source]
+    return settings
+
+
+def _string(value: Any, key: str, where: str) -> str:
+    if not isinstance(value, (str, int, float)) or isinstance(value, bool):
+        raise ConfigError(f"{where}: {key} must be a string, got {type(value).__name__}")
+    return str(value)
+
+
+def _table(table: Mapping[str, Any], key: str, where: str) -> Mapping[str, Any]:
+    value = table.get(key, {})
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"{where}: {key} must be a table")
+    return value
+
+
+def _names(value: Any, key: str, where: str) -> list[str]:
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"{where}: {key} must be an array of variable names")
+    return list(value)
