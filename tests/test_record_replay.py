@@ -19,6 +19,7 @@ from tests.conftest import ROOT, fixture_yaml
 SECRET_ENV = "sk-live-Q2w9Zx7Lm4Np8Rt5Vb3K"
 SECRET_ARG = "Xk93LmQp27ZrT8wA"  # random-looking: a credential by its shape, and the server's name
 SECRET_HEADER = "hdr-9fK2mQ7xLp4Zr8Tw"
+STARTUP = 90  # these record real sessions: a loaded machine must not fail the start
 
 
 def invoke(*args: str) -> tuple[int, str, str]:
@@ -38,7 +39,7 @@ def replay_yaml(tmp_path: Path, recording: Path, name: str = "fx") -> Path:
     """A server file that runs `miroctl replay RECORDING` as the stdio server NAME."""
     path = tmp_path / f"replay-{name}.yaml"
     spec = {"name": name, "command": sys.executable, "args": ["-m", "miroctl", "replay", str(recording)]}
-    path.write_text(yaml.safe_dump({**spec, "env": {"PYTHONPATH": str(ROOT)}, "startup_timeout": 30}))
+    path.write_text(yaml.safe_dump({**spec, "env": {"PYTHONPATH": str(ROOT)}, "startup_timeout": STARTUP}))
     return path
 
 
@@ -46,7 +47,7 @@ def replay_yaml(tmp_path: Path, recording: Path, name: str = "fx") -> Path:
 def recorded(tmp_path: Path) -> tuple[Path, dict]:
     """A recording of `call fx echo text=hello` against the real fixture server, and that call's output."""
     config = tmp_path / "fx.yaml"
-    config.write_text(yaml.safe_dump(fixture_yaml("fx", startup_timeout=30)))
+    config.write_text(yaml.safe_dump(fixture_yaml("fx", startup_timeout=STARTUP)))
     recording = tmp_path / "rec.ndjson"
     code, stdout, _ = invoke(
         "call", "fx", "echo", "text=hello", "--config", str(config), "--record", str(recording), "--json"
@@ -90,12 +91,12 @@ def test_a_request_missing_from_the_recording_gets_an_error_naming_the_closest(r
 def test_secrets_in_env_args_and_headers_never_reach_the_recording(tmp_path, http_fixture):
     url = http_fixture("web")
     (tmp_path / "tool").mkdir()
-    stdio = fixture_yaml(SECRET_ARG, env={"API_KEY": SECRET_ENV}, startup_timeout=30)
+    stdio = fixture_yaml(SECRET_ARG, env={"API_KEY": SECRET_ENV}, startup_timeout=STARTUP)
     stdio["name"] = "local"
     (tmp_path / "tool/local.yaml").write_text(yaml.safe_dump(stdio))
     web = {"name": "web", "url": url, "headers": {"Authorization": f"Bearer {SECRET_HEADER}"}}
     (tmp_path / "tool/web.yaml").write_text(yaml.safe_dump(web))
-    (tmp_path / "miroctl.yaml").write_text(yaml.safe_dump({"startup_timeout": 30}))
+    (tmp_path / "miroctl.yaml").write_text(yaml.safe_dump({"startup_timeout": STARTUP}))
     recording = tmp_path / "rec.ndjson"
     config = str(tmp_path / "miroctl.yaml")
     assert invoke("call", "local", "env", "name=API_KEY", "--config", config, "--record", str(recording))[0] == 0
@@ -109,7 +110,7 @@ def test_secrets_in_env_args_and_headers_never_reach_the_recording(tmp_path, htt
 
 def test_a_crashing_server_leaves_what_was_seen_in_the_recording(tmp_path):
     config = tmp_path / "fx.yaml"
-    config.write_text(yaml.safe_dump(fixture_yaml("fx", startup_timeout=30)))
+    config.write_text(yaml.safe_dump(fixture_yaml("fx", startup_timeout=STARTUP)))
     recording = tmp_path / "rec.ndjson"
     code, _, _ = invoke("call", "fx", "crash", "--config", str(config), "--record", str(recording), "--json")
     assert code == 3
@@ -119,7 +120,7 @@ def test_a_crashing_server_leaves_what_was_seen_in_the_recording(tmp_path):
 
 def test_list_and_check_record_the_listing(tmp_path):
     config = tmp_path / "fx.yaml"
-    config.write_text(yaml.safe_dump(fixture_yaml("fx", startup_timeout=30)))
+    config.write_text(yaml.safe_dump(fixture_yaml("fx", startup_timeout=STARTUP)))
     for command in ("list", "check"):
         recording = tmp_path / f"{command}.ndjson"
         assert invoke(command, "--config", str(config), "--record", str(recording), "--json")[0] == 0
@@ -194,7 +195,7 @@ async def test_serve_records_the_traffic_of_its_servers(tmp_path):
     from mcp.client.stdio import stdio_client
 
     config = tmp_path / "fx.yaml"
-    config.write_text(yaml.safe_dump(fixture_yaml("fx", startup_timeout=30)))
+    config.write_text(yaml.safe_dump(fixture_yaml("fx", startup_timeout=STARTUP)))
     recording = tmp_path / "rec.ndjson"
     args = ["-m", "miroctl", "serve", "--config", str(config), "--record", str(recording)]
     params = StdioServerParameters(command=sys.executable, args=args, cwd=str(ROOT))
