@@ -7,14 +7,16 @@
 - `<!-- docs-test: skip REASON -->` as the last non-blank line before a block: that block is not run.
 
 Comparison strips trailing spaces and trailing blank lines and reads durations (`830 ms`, `(4.4 s)`, a JSON
-`"duration_ms": 12.5`) as equal whatever their number: nothing else is normalised.
+`"duration_ms": 12.5`) as equal whatever their number; the runner shows the scratch directory's path as
+`$PWD`. Nothing else is normalised.
 """
 
 from __future__ import annotations
 
 import difflib
-import hashlib
 import fcntl
+import hashlib
+import os
 import re
 import tempfile
 from collections.abc import Iterator
@@ -37,7 +39,7 @@ class Command:
 
     @property
     def script(self) -> str:
-        parts = [self.source[0][2:]] + self.source[1:]
+        parts = [self.source[0][2:], *self.source[1:]]
         return "\n".join(parts)
 
     @property
@@ -108,7 +110,9 @@ def parse(text: str) -> list[Block]:
         while end < len(lines) and not _closes(lines[end], fence):
             end += 1
         blocks.append(
-            Block(len(blocks), index + 1, opening["info"].strip(), lines[index + 1 : end], index + 1, _skip(lines, index))
+            Block(
+                len(blocks), index + 1, opening["info"].strip(), lines[index + 1 : end], index + 1, _skip(lines, index)
+            )
         )
         index = end + 1
     return blocks
@@ -192,12 +196,12 @@ def refreshed(expected: list[str], actual: list[str], exit_code: int) -> list[st
         segments = _segments([line.rstrip() for line in old])
         head, tail = len(segments[0]), len(segments[-1])
         if head + tail <= len(got):
-            new = got[:head] + [DOTS]
+            new = [*got[:head], DOTS]
             position, end = head, len(got) - tail
             for middle in segments[1:-1]:
                 found = _find([normal(line) for line in got], [normal(line) for line in middle], position, end)
                 if found >= 0 and middle:
-                    new += got[found : found + len(middle)] + [DOTS]
+                    new += [*got[found : found + len(middle)], DOTS]
                     position = found + len(middle)
             new += got[len(got) - tail :] if tail else []
     if exit_code:
@@ -229,7 +233,9 @@ def rewrite(page: Path, block_index: int, outputs: list[list[str]]) -> None:
             for command, output in zip(commands, outputs, strict=True):
                 body += command.source + output
             lines[block.body_start : block.body_start + len(block.body)] = body
-            page.write_text("\n".join(lines))
+            fresh = page.with_name(f".{page.name}.{os.getpid()}.new")
+            fresh.write_text("\n".join(lines))
+            os.replace(fresh, page)  # readers in other workers see the old page or the new one, never half
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
 

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -91,26 +93,43 @@ def run(command: docs.Command, cwd: Path, env: dict[str, str]) -> tuple[list[str
 
 @pytest.mark.parametrize("example", examples(), ids=str)
 def test_docs_example_prints_what_the_page_shows(example: Example, tmp_path: Path) -> None:
-    blocks = docs.parse(example.page.read_text())
-    block = blocks[example.block]
-    scratch = tmp_path / "page"
-    scratch.mkdir()
-    for written in docs.files_before(blocks, example.block):
-        target = scratch / str(written.file)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text("\n".join(written.body) + "\n")
-    env = scratch_env(tmp_path / "space")
-    outputs, failures = [], []
-    for command in block.commands():
-        actual, code = run(command, scratch, env)
-        outputs.append(docs.refreshed(command.expected, actual, code))
-        if code != command.expected_exit or not docs.matches(command.expected_output, actual):
-            failures.append(docs.diff(command, actual, code, str(example)))
+    outputs, failures = run_block(example, tmp_path / "first")
+    if failures:  # once more, in a fresh directory: a loaded machine can starve a server's start
+        outputs, failures = run_block(example, tmp_path / "again")
     if UPDATE:
         if failures:
             docs.rewrite(example.page, example.block, outputs)
         return
     assert not failures, "\n\n".join(failures) + "\n(MIROCTL_DOCS_UPDATE=1 writes the printed output into the page)"
+
+
+def run_block(example: Example, tmp_path: Path) -> tuple[list[list[str]], list[str]]:
+    """Run one console block in a new scratch directory; its refreshed outputs and its mismatches."""
+    blocks = docs.parse(example.page.read_text())
+    block = blocks[example.block]
+    # A path of fixed length (Rich wraps long lines at the same places in every run), shown as $PWD.
+    scratch = Path(tempfile.mkdtemp(prefix="miroctl-docs-", dir="/tmp" if os.path.isdir("/tmp") else None))
+    try:
+        return run_commands(example, blocks, block, scratch, scratch_env(tmp_path / "space"))
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def run_commands(
+    example: Example, blocks: list[docs.Block], block: docs.Block, scratch: Path, env: dict[str, str]
+) -> tuple[list[list[str]], list[str]]:
+    for written in docs.files_before(blocks, example.block):
+        target = scratch / str(written.file)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text("\n".join(written.body) + "\n")
+    outputs, failures = [], []
+    for command in block.commands():
+        actual, code = run(command, scratch, env)
+        actual = [line.replace(str(scratch), "$PWD") for line in actual]
+        outputs.append(docs.refreshed(command.expected, actual, code))
+        if code != command.expected_exit or not docs.matches(command.expected_output, actual):
+            failures.append(docs.diff(command, actual, code, str(example)))
+    return outputs, failures
 
 
 def test_readme_starts_with_the_install_line_and_the_ci_test_line() -> None:
@@ -153,7 +172,10 @@ def test_update_rewrites_only_its_block_and_keeps_the_dots(tmp_path: Path) -> No
     page.write_text("# t\n\n```console\n$ one\nold\n...\nend\n\n$ two\nsame\n```\n\n```console\n$ three\nx\n```\n")
     blocks = docs.parse(page.read_text())
     first, second = blocks[0].commands()
-    outputs = [docs.refreshed(first.expected, ["new", "b", "c", "end"], 3), docs.refreshed(second.expected, ["same"], 0)]
+    outputs = [
+        docs.refreshed(first.expected, ["new", "b", "c", "end"], 3),
+        docs.refreshed(second.expected, ["same"], 0),
+    ]
     docs.rewrite(page, 0, outputs)
     assert page.read_text() == (
         "# t\n\n```console\n$ one\nnew\n...\nend\n[exit 3]\n\n$ two\nsame\n```\n\n```console\n$ three\nx\n```\n"
