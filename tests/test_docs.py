@@ -23,7 +23,7 @@ from tests import docs_support as docs
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 UPDATE = os.environ.get("MIROCTL_DOCS_UPDATE") == "1"
-COMMAND_TIMEOUT = 120
+COMMAND_TIMEOUT = 300
 COMING = {"auth.md", "bench.md", "lint.md", "editor-configs.md", "record-replay.md", "deploy.md", "performance.md"}
 COMING |= {"passthrough.md"}
 
