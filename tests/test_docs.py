@@ -1,0 +1,182 @@
+"""Every example of README.md and docs/*.md runs and prints what the page shows (tests/docs_support.py says how).
+
+Each console block runs in its own scratch directory holding the page's file= blocks written above it, with
+miroctl on PATH, COLUMNS=100, NO_COLOR=1 and HOME/XDG dirs inside the scratch space. A mismatch fails with a
+diff naming the page and line. MIROCTL_DOCS_UPDATE=1 writes the printed outputs into the pages instead.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests import docs_support as docs
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+UPDATE = os.environ.get("MIROCTL_DOCS_UPDATE") == "1"
+COMMAND_TIMEOUT = 300
+COMING = {"auth.md", "bench.md", "lint.md", "editor-configs.md", "record-replay.md", "deploy.md", "performance.md"}
+COMING |= {"passthrough.md"}
+
+
+@dataclass(frozen=True)
+class Example:
+    page: Path
+    block: int
+    line: int
+
+    def __str__(self) -> str:
+        return f"{self.page.relative_to(ROOT)}:{self.line}"
+
+
+def examples() -> list[Example]:
+    found = []
+    for page in PAGES:
+        for block in docs.parse(page.read_text()):
+            if block.is_console:
+                found.append(Example(page, block.index, block.line))
+    return found
+
+
+def scratch_env(space: Path) -> dict[str, str]:
+    """A small, fixed environment: miroctl and python of this test run first on PATH, HOME and XDG in `space`."""
+    bin_dir = space / "bin"
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    launcher = bin_dir / "miroctl"
+    launcher.write_text(f"#!{sys.executable} -P\nfrom miroctl.cli.entry import main\n\nmain()\n")
+    launcher.chmod(0o755)
+    for name in ("python", "python3"):
+        if not (bin_dir / name).exists():
+            (bin_dir / name).symlink_to(sys.executable)
+    env = {
+        "PATH": os.pathsep.join([str(bin_dir), os.path.dirname(sys.executable), "/usr/local/bin", "/usr/bin", "/bin"]),
+        "PYTHONPATH": os.pathsep.join(p for p in [str(ROOT), os.environ.get("PYTHONPATH", "")] if p),
+        "PYTHONUNBUFFERED": "1",  # stdout and stderr reach the shared pipe in the order they were written
+        "COLUMNS": "100",
+        "NO_COLOR": "1",
+        "TERM": "dumb",
+        "LANG": "C.UTF-8",
+    }
+    for name, sub in [("HOME", "home"), ("XDG_CONFIG_HOME", "home/.config"), ("XDG_STATE_HOME", "home/.state")]:
+        env[name] = str(space / sub)
+    env["XDG_CACHE_HOME"] = str(space / "home/.cache")
+    env["TMPDIR"] = str(space / "tmp")
+    for name in ("HOME", "XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME", "TMPDIR"):
+        Path(env[name]).mkdir(parents=True, exist_ok=True)
+    return env
+
+
+def run(command: docs.Command, cwd: Path, env: dict[str, str]) -> tuple[list[str], int]:
+    try:
+        done = subprocess.run(
+            ["bash", "-c", command.script],
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            timeout=COMMAND_TIMEOUT,
+        )
+    except subprocess.TimeoutExpired as expired:
+        pytest.fail(f"`{command.script}` did not finish within {COMMAND_TIMEOUT} s: {expired.output!r}")
+    return done.stdout.decode("utf-8", "replace").split("\n"), done.returncode
+
+
+@pytest.mark.parametrize("example", examples(), ids=str)
+def test_docs_example_prints_what_the_page_shows(example: Example, tmp_path: Path) -> None:
+    outputs, failures = run_block(example, tmp_path / "first")
+    if failures:  # once more, in a fresh directory: a loaded machine can starve a server's start
+        outputs, failures = run_block(example, tmp_path / "again")
+    if UPDATE:
+        if failures:
+            docs.rewrite(example.page, example.block, outputs)
+        return
+    assert not failures, "\n\n".join(failures) + "\n(MIROCTL_DOCS_UPDATE=1 writes the printed output into the page)"
+
+
+def run_block(example: Example, tmp_path: Path) -> tuple[list[list[str]], list[str]]:
+    """Run one console block in a new scratch directory; its refreshed outputs and its mismatches."""
+    blocks = docs.parse(example.page.read_text())
+    block = blocks[example.block]
+    # A path of fixed length (Rich wraps long lines at the same places in every run), shown as $PWD.
+    scratch = Path(tempfile.mkdtemp(prefix="miroctl-docs-", dir="/tmp" if os.path.isdir("/tmp") else None))
+    try:
+        return run_commands(example, blocks, block, scratch, scratch_env(tmp_path / "space"))
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def run_commands(
+    example: Example, blocks: list[docs.Block], block: docs.Block, scratch: Path, env: dict[str, str]
+) -> tuple[list[list[str]], list[str]]:
+    for written in docs.files_before(blocks, example.block):
+        target = scratch / str(written.file)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text("\n".join(written.body) + "\n")
+    outputs, failures = [], []
+    for command in block.commands():
+        actual, code = run(command, scratch, env)
+        actual = [line.replace(str(scratch), "$PWD") for line in actual]
+        outputs.append(docs.refreshed(command.expected, actual, code))
+        if code != command.expected_exit or not docs.matches(command.expected_output, actual):
+            failures.append(docs.diff(command, actual, code, str(example)))
+    return outputs, failures
+
+
+def test_readme_starts_with_the_install_line_and_the_ci_test_line() -> None:
+    readme = (ROOT / "README.md").read_text().split("\n")
+    ci_line = next((line for line in readme if re.match(r"^pip install .*pytest", line)), None)
+    assert ci_line is not None, ".ci/run runs the README's first line matching ^pip install .*pytest"
+    assert "'.[test]'" in ci_line
+    assert readme.index("pip install . && miroctl list") < readme.index(ci_line)
+
+
+def test_every_docs_page_is_listed_in_the_index_and_every_link_points_to_a_page() -> None:
+    index = (ROOT / "docs" / "index.md").read_text()
+    for page in (ROOT / "docs").glob("*.md"):
+        assert page.name == "index.md" or f"({page.name})" in index, f"docs/index.md does not list {page.name}"
+    for page in PAGES:
+        for target in re.findall(r"\]\(([^)#\s]+\.md)(?:#[^)]*)?\)", page.read_text()):
+            if Path(target).name in COMING and "index.md" in page.name:
+                continue
+            assert (page.parent / target).exists(), f"{page.relative_to(ROOT)} links to {target}, which does not exist"
+
+
+def test_a_console_block_is_checked_line_by_line_with_dots_for_any_lines() -> None:
+    assert docs.matches(["a", "...", "z"], ["a", "b", "c", "z"])
+    assert docs.matches(["a", "...", "z"], ["a", "z"])
+    assert docs.matches(["...", "took 830 ms"], ["x", "took 12 ms  "])
+    assert not docs.matches(["a", "...", "z"], ["a", "b"])
+    assert not docs.matches(["a", "z"], ["a", "b", "z"])
+    command = docs.parse("```console\n$ false \\\n  --flag\nno\n[exit 1]\n```\n")[0].commands()[0]
+    assert (command.script, command.expected_output, command.expected_exit) == ("false \\\n  --flag", ["no"], 1)
+
+
+def test_a_skip_marker_keeps_the_next_block_from_running() -> None:
+    blocks = docs.parse("<!-- docs-test: skip needs a real API key -->\n\n```console\n$ x\n```\n```console\n$ y\n```\n")
+    assert [b.is_console for b in blocks] == [False, True]
+    assert blocks[0].skip == "needs a real API key"
+
+
+def test_update_rewrites_only_its_block_and_keeps_the_dots(tmp_path: Path) -> None:
+    page = tmp_path / "page.md"
+    page.write_text("# t\n\n```console\n$ one\nold\n...\nend\n\n$ two\nsame\n```\n\n```console\n$ three\nx\n```\n")
+    blocks = docs.parse(page.read_text())
+    first, second = blocks[0].commands()
+    outputs = [
+        docs.refreshed(first.expected, ["new", "b", "c", "end"], 3),
+        docs.refreshed(second.expected, ["same"], 0),
+    ]
+    docs.rewrite(page, 0, outputs)
+    assert page.read_text() == (
+        "# t\n\n```console\n$ one\nnew\n...\nend\n[exit 3]\n\n$ two\nsame\n```\n\n```console\n$ three\nx\n```\n"
+    )
