@@ -78,7 +78,7 @@ def test_bad_yaml_names_file_and_line_and_leaves_other_servers_alone(write_confi
 
 def test_unknown_key_in_a_server_file_suggests_the_right_one(write_config):
     loaded = config.load(str(write_config({"s": {**fixture_yaml("s"), "tiemout": 3}})))
-    assert "unknown key 'tiemout'" in loaded.get("s").error
+    assert loaded.get("s").error.endswith("unknown key 'tiemout': did you mean 'timeout'?")
 
 
 def test_server_file_needs_exactly_one_of_command_or_url(write_config):

@@ -88,7 +88,7 @@ def check(
             "--concurrency",
             "-j",
             min=1,
-            help="Servers probed at once (default: the profile's concurrency, 8).",
+            help="Servers probed at once (default: the profile's concurrency, which is 4 unless it sets one).",
             show_default=False,
         ),
     ] = None,
