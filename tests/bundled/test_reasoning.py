@@ -164,4 +164,5 @@ def test_miroctl_call_reasoning_without_a_key_exits_2_naming_what_to_set_before_
         "reasoning", "reasoning", "question=Why?", env={"ANTHROPIC_API_KEY": "", "OPENAI_API_KEY": ""}
     )
     assert code == 2
+    assert envelope["error_kind"] == "config"
     assert "missing environment variable: set one of ANTHROPIC_API_KEY, OPENAI_API_KEY" in envelope["error"]
