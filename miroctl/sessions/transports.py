@@ -81,6 +81,15 @@ class Wire:
 
 
 @dataclass
+class Started:
+    """A stdio server's process, spawned before its transport exists; `owned` once the transport runs it."""
+
+    process: Any
+    stderr_path: str
+    owned: bool = False
+
+
+@dataclass
 class Connection:
     """An open, initialized session to one server."""
 
@@ -108,12 +117,13 @@ async def open_connection(
     `on_tools_changed` hears the tools/list_changed notifications that servers on protocols before
     2026-07-28 send unsolicited (later ones announce changes on a subscriptions/listen stream).
     """
-    from mcp import Client
-    from mcp.types import Implementation
-
-    quiet_sdk_loggers()
     async with AsyncExitStack() as stack:
-        target = await _transport(spec, wire, stack)
+        started = await _start_early(spec, wire, stack)
+        from mcp import Client
+        from mcp.types import Implementation
+
+        quiet_sdk_loggers()
+        target = stdio_transport(spec, wire, started) if started else await _transport(spec, wire, stack)
         client = Client(
             target,
             mode="auto",
@@ -122,6 +132,34 @@ async def open_connection(
         )
         await stack.enter_async_context(client)
         yield Connection(client=client, wire=wire)
+
+
+async def _start_early(spec: ServerSpec, wire: Wire, stack: AsyncExitStack) -> Started | None:
+    """A stdio server's process, started before the SDK is imported: the SDK costs ~1 s of CPU to import, and
+    the server boots on another core meanwhile instead of after it. None for the other transports.
+
+    The import runs in a worker thread so that the event loop stays free: the other servers of a pool are
+    started too before any of them waits for the SDK. Until the transport owns the process, the stack stops
+    it if anything (a timeout, Ctrl-C, an import error, a client that never started) ends the start."""
+    if spec.transport != "stdio":
+        return None
+    process, stderr_path = await spawn(spec)
+    started = Started(process, stderr_path)
+    wire.pid, wire.spawned_at, wire.stderr_path = process.pid, time.perf_counter(), stderr_path
+
+    async def stop_unless_owned() -> None:
+        if not started.owned:
+            with anyio.CancelScope(shield=True):
+                await stop_process(process, wire)
+
+    stack.push_async_callback(stop_unless_owned)
+    await anyio.to_thread.run_sync(_import_sdk, abandon_on_cancel=True)
+    return started
+
+
+def _import_sdk() -> None:
+    """The SDK's client, imported (in a worker thread) while a server starts."""
+    import mcp  # noqa: F401
 
 
 def _message_handler(on_tools_changed: Callable[[], None] | None) -> MessageHandlerFnT:
@@ -183,15 +221,20 @@ def quiet_sdk_loggers() -> None:
 
 
 @asynccontextmanager
-async def stdio_transport(spec: ServerSpec, wire: Wire) -> AsyncIterator[tuple[Any, Any]]:
-    """The server as a child process speaking newline-delimited JSON-RPC on stdin/stdout."""
+async def stdio_transport(
+    spec: ServerSpec, wire: Wire, started: Started | None = None
+) -> AsyncIterator[tuple[Any, Any]]:
+    """The server as a child process speaking newline-delimited JSON-RPC on stdin/stdout (`started`: a
+    process spawned already, which this transport now owns)."""
     from mcp.shared.message import SessionMessage
 
-    process, wire.stderr_path = await spawn(spec)
+    if started is None:
+        started = Started(*await spawn(spec))
+        wire.pid, wire.spawned_at = started.process.pid, time.perf_counter()
+    started.owned = True
+    process, wire.stderr_path = started.process, started.stderr_path
     stdin, stdout = process.stdin, process.stdout
     assert stdin is not None and stdout is not None, "spawn opens both pipes"
-    wire.pid = process.pid
-    wire.spawned_at = time.perf_counter()
     read_in, read_out = anyio.create_memory_object_stream[Any](0)
     write_in, write_out = anyio.create_memory_object_stream[SessionMessage](0)
 
