@@ -24,6 +24,7 @@ import argparse
 import json
 import os
 import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -54,11 +55,16 @@ class Case:
     expect: str
     env: dict[str, str] = field(default_factory=dict)
     times: list[float] = field(default_factory=list)
+    cpu: list[float] = field(default_factory=list)
 
     def run(self) -> None:
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         started = time.perf_counter()
         done = subprocess.run(self.argv, capture_output=True, text=True, env={**os.environ, **self.env}, check=False)
         elapsed = time.perf_counter() - started
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        # CPU of the client and of the servers it waited for (a server that is killed, not waited, is missed)
+        self.cpu.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
         if done.returncode != 0 or self.expect not in done.stdout:
             raise SystemExit(f"{self.name}: exit {done.returncode}\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
         self.times.append(elapsed)
@@ -182,8 +188,9 @@ class Gateway:
 
 def report(cases: list[Case], runs: int) -> None:
     by_name = {case.name: case for case in cases}
-    print(f"\nmedian of {runs} (round-robin); load average at the end: {os.getloadavg()[0]:.2f}")
-    print(f"{'row':32} {'median':>9} {'min':>9}  ratio")
+    print(f"\nmedian of {runs} (round-robin); load average at the end: {os.getloadavg()}")
+    print("cpu: user+sys of the command and the children it waited for (median); a killed server's is not counted")
+    print(f"{'row':32} {'median':>9} {'min':>9} {'cpu':>9}  ratio (of the wall medians)")
     for case in cases:
         server, _, rest = case.name.partition(" ")
         op = rest.split(" ")[0]
@@ -193,7 +200,8 @@ def report(cases: list[Case], runs: int) -> None:
             ratio = f"{case.median / by_name['pool list baseline'].median:.2f}x baseline"
         if case.name.startswith("warm"):
             ratio = f"{case.median / by_name['everything call mcporter'].median:.3f}x mcporter's cold call"
-        print(f"{case.name:32} {case.median * 1000:7.0f}ms {min(case.times) * 1000:7.0f}ms  {ratio}")
+        cpu = statistics.median(case.cpu) * 1000
+        print(f"{case.name:32} {case.median * 1000:7.0f}ms {min(case.times) * 1000:7.0f}ms {cpu:7.0f}ms  {ratio}")
 
 
 def main() -> None:
@@ -208,6 +216,7 @@ def main() -> None:
     trees = {"miroctl": ROOT}
     if opts.baseline:
         trees = {"baseline": opts.baseline.resolve(), "miroctl": ROOT}
+    print(f"load average at the start: {os.getloadavg()}", file=sys.stderr)
     with tempfile.TemporaryDirectory() as tmp:
         cases = build_cases(modules, trees, Path(tmp), only)
         gateway = None
@@ -220,6 +229,7 @@ def main() -> None:
             for case in cases:  # one unmeasured round: npm and Python caches, the gateway's first session
                 case.run()
                 case.times.clear()
+                case.cpu.clear()
             for round_ in range(opts.runs):
                 for case in cases:
                     case.run()
