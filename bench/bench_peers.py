@@ -56,6 +56,7 @@ class Case:
     env: dict[str, str] = field(default_factory=dict)
     times: list[float] = field(default_factory=list)
     cpu: list[float] = field(default_factory=list)
+    failures: int = 0
 
     def run(self) -> None:
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -64,14 +65,18 @@ class Case:
         elapsed = time.perf_counter() - started
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         # CPU of the client and of the servers it waited for (a server that is killed, not waited, is missed)
-        self.cpu.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
+        cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
         if done.returncode != 0 or self.expect not in done.stdout:
-            raise SystemExit(f"{self.name}: exit {done.returncode}\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
+            # a failed run never counts as a fast answer: it is counted, shown, and left out of the medians
+            self.failures += 1
+            print(f"{self.name}: exit {done.returncode}\n{done.stderr[-600:]}", file=sys.stderr)
+            return
         self.times.append(elapsed)
+        self.cpu.append(cpu)
 
     @property
     def median(self) -> float:
-        return statistics.median(self.times)
+        return statistics.median(self.times) if self.times else float("nan")
 
 
 def install(cache: Path) -> Path:
@@ -88,6 +93,9 @@ def install(cache: Path) -> Path:
 
 def _package_name(spec: str) -> str:
     return spec.rsplit("@", 1)[0] if spec.count("@") > (1 if spec.startswith("@") else 0) else spec
+
+
+STARTUP = ["--startup-timeout", "120"]  # a loaded machine must not turn a slow start into a failed run
 
 
 def miroctl(tree: Path) -> tuple[list[str], dict[str, str]]:
@@ -128,7 +136,7 @@ def build_cases(modules: Path, trees: dict[str, Path], directory: Path, only: se
                 cases.append(
                     Case(
                         f"{name} call {label}",
-                        [*argv, "call", "--config", str(config), name, tool, f"{key}=hi"],
+                        [*argv, "call", *STARTUP, "--config", str(config), name, tool, f"{key}=hi"],
                         answer,
                         env,
                     )
@@ -147,7 +155,9 @@ def build_cases(modules: Path, trees: dict[str, Path], directory: Path, only: se
         if "list" in only:
             for label, tree in trees.items():
                 argv, env = miroctl(tree)
-                cases.append(Case(f"{name} list {label}", [*argv, "list", "--config", str(config), name], tool, env))
+                cases.append(
+                    Case(f"{name} list {label}", [*argv, "list", *STARTUP, "--config", str(config), name], tool, env)
+                )
             cases.append(Case(f"{name} list mcporter", [*mcporter, "list", name], tool))
             cases.append(Case(f"{name} list inspector", [*inspector, *command, "--method", "tools/list"], tool))
             cases.append(Case(f"{name} list floor", [*floor, "list", "--", *command], tool))
@@ -155,7 +165,7 @@ def build_cases(modules: Path, trees: dict[str, Path], directory: Path, only: se
         argv, env = miroctl(tree)
         if "pool" in only:
             pool = pool_config(tree, directory)
-            cases.append(Case(f"pool list {label}", [*argv, "list", "--config", str(pool)], "read_file", env))
+            cases.append(Case(f"pool list {label}", [*argv, "list", *STARTUP, "--config", str(pool)], "read_file", env))
         if "help" in only:
             cases.append(Case(f"--help {label}", [*argv, "--help"], "call", env))
     return cases
@@ -200,8 +210,14 @@ def report(cases: list[Case], runs: int) -> None:
             ratio = f"{case.median / by_name['pool list baseline'].median:.2f}x baseline"
         if case.name.startswith("warm"):
             ratio = f"{case.median / by_name['everything call mcporter'].median:.3f}x mcporter's cold call"
+        if not case.times:
+            print(f"{case.name:32} every run failed ({case.failures})")
+            continue
         cpu = statistics.median(case.cpu) * 1000
-        print(f"{case.name:32} {case.median * 1000:7.0f}ms {min(case.times) * 1000:7.0f}ms {cpu:7.0f}ms  {ratio}")
+        failed = f"  ({case.failures} failed runs left out)" if case.failures else ""
+        print(
+            f"{case.name:32} {case.median * 1000:7.0f}ms {min(case.times) * 1000:7.0f}ms {cpu:7.0f}ms  {ratio}{failed}"
+        )
 
 
 def main() -> None:
@@ -230,14 +246,16 @@ def main() -> None:
                 case.run()
                 case.times.clear()
                 case.cpu.clear()
+                case.failures = 0
             for round_ in range(opts.runs):
                 for case in cases:
                     case.run()
                 print(f"round {round_ + 1}/{opts.runs} done", file=sys.stderr)
+                report(cases, round_ + 1)  # so far: a run cut short still leaves its rounds
+                sys.stdout.flush()
         finally:
             if gateway is not None:
                 gateway.stop()
-    report(cases, opts.runs)
 
 
 if __name__ == "__main__":

@@ -11,6 +11,8 @@ from __future__ import annotations
 import logging
 import os
 import signal
+import sys
+import threading
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager, suppress
@@ -153,13 +155,19 @@ async def _start_early(spec: ServerSpec, wire: Wire, stack: AsyncExitStack) -> S
                 await stop_process(process, wire)
 
     stack.push_async_callback(stop_unless_owned)
-    await anyio.to_thread.run_sync(_import_sdk, abandon_on_cancel=True)
+    if "mcp" not in sys.modules:  # once per process: later sessions (a gateway, the tests) find it loaded
+        await anyio.to_thread.run_sync(_import_sdk, abandon_on_cancel=True)
     return started
 
 
+_IMPORTING = threading.Lock()
+
+
 def _import_sdk() -> None:
-    """The SDK's client, imported (in a worker thread) while a server starts."""
-    import mcp  # noqa: F401
+    """The SDK's client, imported in a worker thread while a server starts; one thread at a time, so that
+    the servers of a pool never import it concurrently (Python's import locks could see a deadlock)."""
+    with _IMPORTING:
+        import mcp  # noqa: F401
 
 
 def _message_handler(on_tools_changed: Callable[[], None] | None) -> MessageHandlerFnT:
