@@ -11,6 +11,8 @@ from __future__ import annotations
 import logging
 import os
 import signal
+import sys
+import threading
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager, suppress
@@ -96,6 +98,15 @@ class Wire:
 
 
 @dataclass
+class Started:
+    """A stdio server's process, spawned before its transport exists; `owned` once the transport runs it."""
+
+    process: Any
+    stderr_path: str
+    owned: bool = False
+
+
+@dataclass
 class Connection:
     """An open, initialized session to one server."""
 
@@ -130,12 +141,13 @@ async def open_connection(
     """
     # Stored OAuth tokens, or AuthRequired before the SDK is even loaded (a CI run without a login fails at once).
     oauth = background_auth(spec) if spec.transport in ("streamable_http", "sse") else None
-    from mcp import Client
-    from mcp.types import Implementation
-
-    quiet_sdk_loggers()
     async with AsyncExitStack() as stack:
-        target = await _transport(spec, wire, stack, oauth)
+        started = await _start_early(spec, wire, stack)
+        from mcp import Client
+        from mcp.types import Implementation
+
+        quiet_sdk_loggers()
+        target = stdio_transport(spec, wire, started) if started else await _transport(spec, wire, stack, oauth)
         if tap is not None and spec.transport != "memory":
             target = tapped(target, tap)
         client = Client(
@@ -207,6 +219,40 @@ async def tapped(transport: Any, tap: TapFn) -> AsyncIterator[tuple[Any, ...]]:
                 tg.cancel_scope.cancel()
 
 
+async def _start_early(spec: ServerSpec, wire: Wire, stack: AsyncExitStack) -> Started | None:
+    """A stdio server's process, started before the SDK is imported: the SDK costs ~1 s of CPU to import, and
+    the server boots on another core meanwhile instead of after it. None for the other transports.
+
+    The import runs in a worker thread so that the event loop stays free: the other servers of a pool are
+    started too before any of them waits for the SDK. Until the transport owns the process, the stack stops
+    it if anything (a timeout, Ctrl-C, an import error, a client that never started) ends the start."""
+    if spec.transport != "stdio":
+        return None
+    process, stderr_path = await spawn(spec)
+    started = Started(process, stderr_path)
+    wire.pid, wire.spawned_at, wire.stderr_path = process.pid, time.perf_counter(), stderr_path
+
+    async def stop_unless_owned() -> None:
+        if not started.owned:
+            with anyio.CancelScope(shield=True):
+                await stop_process(process, wire)
+
+    stack.push_async_callback(stop_unless_owned)
+    if "mcp" not in sys.modules:  # once per process: later sessions (a gateway, the tests) find it loaded
+        await anyio.to_thread.run_sync(_import_sdk, abandon_on_cancel=True)
+    return started
+
+
+_IMPORTING = threading.Lock()
+
+
+def _import_sdk() -> None:
+    """The SDK's client, imported in a worker thread while a server starts; one thread at a time, so that
+    the servers of a pool never import it concurrently (Python's import locks could see a deadlock)."""
+    with _IMPORTING:
+        import mcp  # noqa: F401
+
+
 def _message_handler(on_tools_changed: Callable[[], None] | None) -> MessageHandlerFnT:
     """Server notifications miroctl does not relay are dropped; a tool-list change is passed on if asked."""
 
@@ -269,15 +315,20 @@ def quiet_sdk_loggers() -> None:
 
 
 @asynccontextmanager
-async def stdio_transport(spec: ServerSpec, wire: Wire) -> AsyncIterator[tuple[Any, Any]]:
-    """The server as a child process speaking newline-delimited JSON-RPC on stdin/stdout."""
+async def stdio_transport(
+    spec: ServerSpec, wire: Wire, started: Started | None = None
+) -> AsyncIterator[tuple[Any, Any]]:
+    """The server as a child process speaking newline-delimited JSON-RPC on stdin/stdout (`started`: a
+    process spawned already, which this transport now owns)."""
     from mcp.shared.message import SessionMessage
 
-    process, wire.stderr_path = await spawn(spec)
+    if started is None:
+        started = Started(*await spawn(spec))
+        wire.pid, wire.spawned_at = started.process.pid, time.perf_counter()
+    started.owned = True
+    process, wire.stderr_path = started.process, started.stderr_path
     stdin, stdout = process.stdin, process.stdout
     assert stdin is not None and stdout is not None, "spawn opens both pipes"
-    wire.pid = process.pid
-    wire.spawned_at = time.perf_counter()
     read_in, read_out = anyio.create_memory_object_stream[Any](0)
     write_in, write_out = anyio.create_memory_object_stream[SessionMessage](0)
 

@@ -1,0 +1,25 @@
+"""A cold command starts its stdio servers while it loads the SDK, and never leaves one behind."""
+
+import json
+
+from tests.conftest import fixture_yaml, run_miroctl
+
+
+def test_a_server_whose_start_times_out_while_miroctl_loads_the_sdk_is_stopped(write_config, leak_tag):
+    env = {"MIROCTL_TEST_TAG": leak_tag}
+    path = write_config({"alpha": fixture_yaml("alpha", env=env)})
+    # 50 ms ends the start while the fresh miroctl process is still importing the SDK (~1 s): the server
+    # was spawned already, so the start's own clean-up must stop it (leak_tag checks nothing survives).
+    result = run_miroctl("list", "--json", "--startup-timeout", "0.05", "--config", str(path))
+    assert result.returncode == 1, result.stderr
+    (server,) = json.loads(result.stdout)["servers"]
+    assert server["error"]["kind"] == "timeout"
+    assert "no answer to initialize within 0.05s" in server["error"]["message"]
+
+
+def test_a_cold_call_answers_after_starting_its_server_before_the_sdk(write_config, leak_tag):
+    env = {"MIROCTL_TEST_TAG": leak_tag}
+    path = write_config({"alpha": fixture_yaml("alpha", "--tools", "echo", env=env)})
+    result = run_miroctl("call", "--json", "--config", str(path), "alpha", "echo", "text=cold")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["result"] == "cold"
