@@ -14,8 +14,9 @@ from miroctl.base.text import suggest
 from miroctl.check import junit, lockfile
 from miroctl.check.probe import probe_all, warm_up
 from miroctl.check.report import CheckRun, ProbeReport
-from miroctl.cli import boundary, remote
-from miroctl.cli.common import load_config, manager_for, run
+from miroctl.cli import boundary, completion, remote
+from miroctl.cli.common import load_config, manager_for, remember, run
+from miroctl.cli.helptext import CHECK, CONNECTION, OUTPUT
 from miroctl.cli.options import (
     ConfigOpt,
     EnvOpt,
@@ -36,11 +37,24 @@ from miroctl.render.output import Output
 
 
 def check(
-    servers: Annotated[list[str] | None, typer.Argument(help="Servers to check (default: the profile's).")] = None,
+    servers: Annotated[
+        list[str] | None,
+        typer.Argument(
+            metavar="SERVER",
+            help="Servers to check (default: the profile's).",
+            show_default=False,
+            autocompletion=completion.servers,
+        ),
+    ] = None,
     json_mode: JsonOpt = False,
     junit: Annotated[
         str | None,
-        typer.Option("--junit", metavar="FILE", help="Also write JUnit XML (one testcase per server) to FILE."),
+        typer.Option(
+            "--junit",
+            metavar="FILE",
+            rich_help_panel=OUTPUT,
+            help="Also write JUnit XML (one testcase per server) to FILE.",
+        ),
     ] = None,
     timeout: Annotated[
         float | None,
@@ -49,6 +63,7 @@ def check(
             "-t",
             parser=seconds,
             metavar="SECONDS",
+            rich_help_panel=CHECK,
             help="Seconds each server's probe may take, all phases (default: its startup_timeout, 30).",
         ),
     ] = None,
@@ -58,29 +73,45 @@ def check(
             "--concurrency",
             "-j",
             min=1,
+            metavar="N",
+            rich_help_panel=CHECK,
             help="Servers probed at once (default: the profile's concurrency, 8).",
             show_default=False,
         ),
     ] = None,
     smoke: Annotated[
-        bool, typer.Option("--smoke", help="Also make each server's smoke call (smoke: {tool, arguments} in its file).")
+        bool,
+        typer.Option(
+            "--smoke",
+            rich_help_panel=CHECK,
+            help="Also make each server's smoke call (smoke: {tool, arguments} in its file).",
+        ),
     ] = False,
     lock: Annotated[
         str | None,
         typer.Option(
-            "--lock", metavar="FILE", help="Write the healthy servers' tool names, descriptions, schemas to FILE."
+            "--lock",
+            metavar="FILE",
+            rich_help_panel=CHECK,
+            help="Write the healthy servers' tool names, descriptions, schemas to FILE.",
         ),
     ] = None,
     against: Annotated[
         str | None,
         typer.Option(
-            "--against", metavar="FILE", help="Compare the tools with a lock file; any change fails the check."
+            "--against",
+            metavar="FILE",
+            rich_help_panel=CHECK,
+            help="Compare the tools with a lock file; any change fails the check.",
         ),
     ] = None,
     allow_fail: Annotated[
         list[str] | None,
         typer.Option(
-            "--allow-fail", metavar="NAME", help="A server known to be broken: reported, but not failing (repeatable)."
+            "--allow-fail",
+            metavar="NAME",
+            rich_help_panel=CHECK,
+            help="A server known to be broken: reported, but not failing (repeatable).",
         ),
     ] = None,
     mode: ModeOpt = None,
@@ -95,6 +126,8 @@ def check(
         str | None,
         typer.Option(
             "--via",
+            metavar="URL",
+            rich_help_panel=CONNECTION,
             help="Let a running `miroctl serve --transport http` at this URL probe its servers afresh. "
             "[env: MIROCTL_URL, unless --config/--stdio/--url is given]",
         ),
@@ -129,6 +162,7 @@ def check(
     manager = manager_for(loaded, out, mode, task_id=task_id, log=log)
     result = run(lambda: _probe(out, manager, specs, timeout, concurrency, smoke))
     result.allow(allowed)
+    remember(specs, {report.server: report.tools for report in result.reports if report.ok})
     _finish(out, result, locked, json_mode, junit, lock, against)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from miroctl.base import errors, models
 from miroctl.base.errors import ConfigError, MiroctlError
 from miroctl.base.models import CallRequest, ServerSpec
 from miroctl.base.text import suggest
@@ -51,12 +52,7 @@ async def list_document(body: Any, gateway: Gateway) -> dict[str, Any]:
     names = Body({} if body is None else body, {"servers"}, "the list").strings("servers")
     specs = [served(name, gateway) for name in names] or gateway.specs
     entries = await gateway.manager.list_tools(specs)
-    document = {
-        "schema": "miroctl.list/1",
-        "config": gateway.manager.config.source,
-        "servers": [entry.to_dict() for entry in entries],
-    }
-    return gateway.masker.data(document)
+    return gateway.masker.data(models.list_document(gateway.manager.config.source, entries))
 
 
 def served(name: str, gateway: Gateway) -> ServerSpec:
@@ -69,10 +65,4 @@ def served(name: str, gateway: Gateway) -> ServerSpec:
 
 def error_document(exc: MiroctlError) -> dict[str, Any]:
     """A request the API refused: the reason, the hint and the exit code the CLI would use."""
-    return {
-        "schema": "miroctl.error/1",
-        "error": exc.message,
-        "error_kind": exc.kind,
-        "hint": exc.hint,
-        "exit_code": int(exc.exit_code),
-    }
+    return errors.error_document(exc.message, exc.kind, exc.hint, exc.exit_code)

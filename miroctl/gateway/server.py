@@ -213,6 +213,21 @@ class Gateway:
         }
         return self.masker.data(document)
 
+    def ready(self, transport: str, url: str | None) -> dict[str, Any]:
+        """What `serve --json` prints once it serves: where, the exposed tool names, each server's state."""
+        health = self.health()
+        document = {
+            "schema": "miroctl.serve/1",
+            "transport": transport,
+            "url": url,
+            "separator": self.separator,
+            "lazy": self.lazy,
+            "tools": [tool["name"] for tool in self.exposed()],
+            "servers": health["servers"],
+            "collisions": health["collisions"],
+        }
+        return self.masker.data(document)
+
     def _server_health(self, spec: ServerSpec, entry: ServerTools | None) -> dict[str, Any]:
         handle = self.manager.handle(spec)
         failure = handle.failure or (entry.failure if entry else None) or handle.last_failure
@@ -222,7 +237,7 @@ class Gateway:
             "tools": len(entry.tools) if entry is not None and entry.ok else 0,
             "starts": handle.starts,
             "crashes": handle.crashes,
-            "error": failure.to_dict() if failure is not None and handle.state != "connected" else None,
+            "failure": failure.to_dict() if failure is not None and handle.state != "connected" else None,
         }
 
 

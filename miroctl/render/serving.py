@@ -22,8 +22,8 @@ def serve_report(out: Output, health: Mapping[str, Any], where: str, separator: 
     out.err.print(line, soft_wrap=True)
     for server in servers:
         if server.get("state") != "connected":
-            error = server.get("error") or {}
-            reason = f"{error.get('kind')}: {error.get('message')}" if error else server.get("state")
+            failure = server.get("failure") or {}
+            reason = f"{failure.get('kind')}: {failure.get('message')}" if failure else server.get("state")
             out.err.print(
                 Text(
                     f"  left out for now (tried again later): {out.safe(server['name'])}: {out.safe(reason)}",
