@@ -86,11 +86,11 @@ def call_target(ctx: typer.Context, incomplete: str) -> list[str]:
     if not words:
         if "." in incomplete:
             server, _, _ = incomplete.partition(".")
-            return [f"{server}.{tool}" for tool in _tools(config.get(server))]
+            return [f"{server}.{tool}" for tool in sorted(_tools(config.get(server)))]
         return _names(config)
     first, spec = words[0], config.get(words[0])
     if spec is not None and len(words) == 1:
-        return list(_tools(spec))
+        return sorted(_tools(spec))
     if spec is not None:
         tool = words[1]
     elif "." in first:

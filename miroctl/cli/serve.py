@@ -13,7 +13,7 @@ import typer
 from miroctl.base.errors import UsageError
 from miroctl.base.models import ServerSpec
 from miroctl.cli import boundary, completion
-from miroctl.cli.common import load_config, manager_for, run
+from miroctl.cli.common import load_config, manager_for, remember, run
 from miroctl.cli.helptext import HTTP, OUTPUT, SERVING
 from miroctl.cli.options import (
     ConfigOpt,
@@ -266,6 +266,7 @@ async def _gateway(
     async with manager_for(served, out, **manager_options, ask_on_terminal=False, follow_changes=True) as manager:
         gateway = Gateway(manager, specs, masker=out.masker, **options)
         await gateway.refresh()
+        remember(specs, {entry.server: entry.tools for entry in gateway.entries if entry.ok})
         async with anyio.create_task_group() as watching:
             watching.start_soon(gateway.watch, retry_every)
             await _serve(gateway, out, http)

@@ -39,9 +39,8 @@ def cache_dir(env: Mapping[str, str] | None = None) -> Path:
 
 
 def spec_key(spec: ServerSpec) -> str:
-    """A hash of what decides a server's tools: name, transport, command, args, URL, cwd and environment
-    (a secret value by its name alone, so the hash cannot be used to guess it; header values likewise)."""
-    env = {key: "<secret>" if value in spec.secrets else value for key, value in spec.env.items()}
+    """A hash of what decides a server's tools: name, transport, command, args, URL, cwd and environment,
+    with every secret value of the spec left out (so the hash cannot be used to guess one), headers by name."""
     fields = {
         "name": spec.name,
         "transport": spec.transport,
@@ -49,10 +48,13 @@ def spec_key(spec: ServerSpec) -> str:
         "args": list(spec.args),
         "url": spec.url,
         "cwd": spec.cwd,
-        "env": env,
+        "env": dict(spec.env),
         "headers": sorted(spec.headers),
     }
-    return hashlib.sha256(json.dumps(fields, sort_keys=True, default=str).encode()).hexdigest()
+    text = json.dumps(fields, sort_keys=True, default=str)
+    for secret in sorted(spec.secrets, key=len, reverse=True):
+        text = text.replace(json.dumps(secret)[1:-1], "<secret>")
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def completable(name: Any) -> bool:

@@ -207,7 +207,7 @@ class Gateway:
             "schema": "miroctl.health/1",
             "status": "ok" if all(s["state"] == "connected" for s in servers) else "degraded",
             "lazy": self.lazy,
-            "tools": len(self.map.tools),
+            "tool_count": len(self.map.tools),
             "servers": servers,
             "collisions": [c.to_dict() for c in self.map.collisions],
         }
@@ -234,7 +234,7 @@ class Gateway:
         return {
             "name": spec.name,
             "state": handle.state,
-            "tools": len(entry.tools) if entry is not None and entry.ok else 0,
+            "tool_count": len(entry.tools) if entry is not None and entry.ok else 0,
             "starts": handle.starts,
             "crashes": handle.crashes,
             "failure": failure.to_dict() if failure is not None and handle.state != "connected" else None,

@@ -17,7 +17,7 @@ def serve_report(out: Output, health: Mapping[str, Any], where: str, separator: 
     up = sum(1 for s in servers if s.get("state") == "connected")
     shape = "two meta-tools (list_tools, call_tool)" if health.get("lazy") else f"SERVER{separator}TOOL"
     line = Text("miroctl serve: ", style="bold green")
-    tools, total = health.get("tools", 0), len(servers)
+    tools, total = health.get("tool_count", 0), len(servers)
     line.append(f"{counted(tools, 'tool')} from {up} of {counted(total, 'server')} as {shape}, on {where}")
     out.err.print(line, soft_wrap=True)
     for server in servers:
