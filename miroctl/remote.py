@@ -299,7 +299,7 @@ def server_tools_from_dict(data: Mapping[str, Any]) -> ServerTools:
         )
         for t in _list(data, "tools")
     )
-    error = _mapping(data, "error")
+    failure = _mapping(data, "failure")
     rejected = tuple(
         RejectedTool(_text(r, "name") or "", _text(r, "reason") or "") for r in _list(data, "rejected_tools")
     )
@@ -307,7 +307,7 @@ def server_tools_from_dict(data: Mapping[str, Any]) -> ServerTools:
         name,
         _text(data, "transport") or "",
         tools=tools,
-        failure=failure_from_dict(error) if error else None,
+        failure=failure_from_dict(failure) if failure else None,
         duration_ms=_number(data, "duration_ms"),
         protocol_version=_text(data, "protocol_version"),
         server_version=_text(data, "server_version"),

@@ -43,6 +43,14 @@ def hostile_yaml(name: str, *broken: str, **fields: Any) -> dict[str, Any]:
     return {"name": name, "tool_command": "python", "args": [HOSTILE, "--name", name, *args], **fields}
 
 
+@pytest.fixture(autouse=True)
+def tool_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Where `list` and `check` keep tool names for completion: a directory of the test's own, never ~/.cache."""
+    directory = tmp_path_factory.mktemp("tool-cache")
+    monkeypatch.setenv("MIROCTL_CACHE_DIR", str(directory))
+    return directory
+
+
 @pytest.fixture
 def write_config(tmp_path: Path) -> Callable[..., Path]:
     """Write a profile and its tool/*.yaml files; returns the profile's path."""

@@ -36,7 +36,7 @@ def test_python_in_stdio_and_mcp_servers_json_is_the_paths_but_in_server_files_m
 ):
     adhoc = invoke("list", "--json", "--stdio", "python server.py")
     (server,) = parse_json(adhoc.stdout)["servers"]
-    assert server["error"]["stderr_tail"] == ["the python on PATH"]
+    assert server["failure"]["stderr_tail"] == ["the python on PATH"]
     config = tmp_path / ".mcp.json"
     config.write_text(json.dumps({"mcpServers": {"x": {"command": "python", "args": ["server.py"]}}}))
     assert loader.load(str(config)).get("x").command == "python"

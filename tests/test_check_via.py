@@ -159,7 +159,8 @@ def test_check_via_with_no_gateway_listening_exits_3_like_call_via():
     check = invoke("check", "--json", "--via", url)
     call = invoke("call", "good", "echo", "text=x", "--json", "--via", url)
     assert (check.exit_code, call.exit_code) == (3, 3)
-    assert check.stdout == ""
+    assert check.stdout == call.stdout  # the same miroctl.error/1 document
+    assert json.loads(check.stdout)["error_kind"] == "unavailable"
     assert check.stderr == call.stderr
     assert f"cannot reach the gateway at {url}" in check.stderr
 

@@ -35,12 +35,12 @@ def test_list_reports_each_failure_in_place_and_takes_the_slowest_timeout_not_th
     servers = {s["name"]: s for s in parse_json(result.stdout)["servers"]}
     assert {t["name"] for t in servers["beta"]["tools"]} == {"add", "echo"}
     assert servers["alpha"]["ok"] and servers["web"]["ok"] and len(servers["web"]["tools"]) > 5
-    assert servers["quitter"]["error"]["kind"] == "exited"
-    assert "exited with code 3" in servers["quitter"]["error"]["message"]
-    assert "fixture: giving up" in servers["quitter"]["error"]["stderr_tail"]
-    assert servers["sleeper"]["error"]["kind"] == "timeout"
-    assert servers["chatty"]["error"]["kind"] == "protocol"
-    assert "5 non-JSON lines" in servers["chatty"]["error"]["message"]
+    assert servers["quitter"]["failure"]["kind"] == "exited"
+    assert "exited with code 3" in servers["quitter"]["failure"]["message"]
+    assert "fixture: giving up" in servers["quitter"]["failure"]["stderr_tail"]
+    assert servers["sleeper"]["failure"]["kind"] == "timeout"
+    assert servers["chatty"]["failure"]["kind"] == "protocol"
+    assert "5 non-JSON lines" in servers["chatty"]["failure"]["message"]
     assert elapsed < 3 * BROKEN_TIMEOUT - 1, f"took {elapsed:.1f}s: the timeouts ran one after another"
     assert not wait_for_no_tagged(leak_tag, timeout=10)
 
@@ -50,7 +50,7 @@ def test_list_json_document_has_the_documented_keys(write_config):
     result = CliRunner().invoke(app, ["list", "--json", "--config", str(path)])
     assert result.exit_code == 0
     document = parse_json(result.stdout)
-    assert set(document) == {"schema", "config", "servers"}
+    assert set(document) == {"schema", "config", "ok", "exit_code", "servers"}
     server = document["servers"][0]
     assert set(server) == {
         "name",
@@ -60,7 +60,7 @@ def test_list_json_document_has_the_documented_keys(write_config):
         "server_version",
         "duration_ms",
         "tools",
-        "error",
+        "failure",
     }
     assert server["server_version"] == "alpha 9.9.9"
     tool = server["tools"][0]
@@ -111,7 +111,7 @@ def test_list_reports_a_missing_env_var_and_a_missing_command_as_config_and_not_
     )
     result = CliRunner().invoke(app, ["list", "--json", "--config", str(path)])
     assert result.exit_code == 1
-    errors = {s["name"]: s["error"] for s in parse_json(result.stdout)["servers"]}
+    errors = {s["name"]: s["failure"] for s in parse_json(result.stdout)["servers"]}
     assert errors["needs-env"]["kind"] == "config"
     assert "missing environment variable MIROCTL_ABSENT" in errors["needs-env"]["message"]
     assert errors["no-binary"] == {
@@ -134,7 +134,7 @@ def test_list_over_http_with_an_adhoc_url(http_fixture):
 def test_list_of_an_http_server_that_is_not_there_is_a_connect_failure():
     result = CliRunner().invoke(app, ["list", "--url", "http://127.0.0.1:9/mcp", "--json"])
     assert result.exit_code == 1
-    error = parse_json(result.stdout)["servers"][0]["error"]
+    error = parse_json(result.stdout)["servers"][0]["failure"]
     assert error["kind"] == "http" and "cannot connect to http://127.0.0.1:9/mcp" in error["message"]
 
 
@@ -146,7 +146,7 @@ def test_a_server_flooding_stdout_without_newlines_is_cut_off_as_a_protocol_fail
     path = write_config({"flood": fixture_yaml("flood", "--mode", "flood", env={"MIROCTL_TEST_TAG": leak_tag})})
     result = CliRunner().invoke(app, ["list", "--json", "--config", str(path)])
     assert result.exit_code == 1
-    error = parse_json(result.stdout)["servers"][0]["error"]
+    error = parse_json(result.stdout)["servers"][0]["failure"]
     assert error["kind"] == "protocol"
     assert error["message"] == "server wrote a line of over 1 MiB to stdout without a newline"
 

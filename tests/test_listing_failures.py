@@ -24,7 +24,7 @@ def test_one_malformed_tool_is_named_while_the_servers_valid_tools_are_listed_an
     listed = invoke("list", "--json", "--config", str(path))
     assert listed.exit_code == 1, listed.stderr
     (server,) = parse_json(listed.stdout)["servers"]
-    assert server["ok"] and server["error"] is None
+    assert server["ok"] and server["failure"] is None
     assert {"echo", "text", "model"} <= {tool["name"] for tool in server["tools"]}
     assert [item["name"] for item in server["rejected_tools"]] == REJECTED
     assert server["rejected_tools"][1]["reason"] == "inputSchema: Field required"
@@ -48,7 +48,7 @@ def test_each_way_a_listing_fails_is_that_servers_row_and_a_call_to_another_serv
     listed = invoke("list", "--json", "--config", str(path))
     assert listed.exit_code == 1, listed.stderr
     rows = {s["name"]: s for s in parse_json(listed.stdout)["servers"]}
-    errors = {name: (row["error"] or {}) for name, row in rows.items()}
+    errors = {name: (row["failure"] or {}) for name, row in rows.items()}
     assert {name: error.get("kind") for name, error in errors.items()} == {
         "erring": "protocol",
         "dying": "exited",
@@ -72,7 +72,7 @@ def test_an_endless_listing_stops_at_the_bound_and_says_so(write_config, monkeyp
     listed = invoke("list", "--json", "--config", str(path))
     assert listed.exit_code == 1
     (server,) = parse_json(listed.stdout)["servers"]
-    assert server["error"]["message"] == "tools/list still had more after 25 pages"
+    assert server["failure"]["message"] == "tools/list still had more after 25 pages"
 
 
 def test_check_finds_rejected_tools_and_looping_listings_unhealthy(write_config):
@@ -108,9 +108,9 @@ def test_resources_and_prompts_listing_failures_are_reported_and_missing_templat
         [],
         "greet",
     )
-    assert "twice" in rows["looping"]["error"]["message"]
-    assert rows["erring"]["error"]["kind"] == "protocol"
-    assert "resources/list is broken today" in rows["erring"]["error"]["message"]
+    assert "twice" in rows["looping"]["failure"]["message"]
+    assert rows["erring"]["failure"]["kind"] == "protocol"
+    assert "resources/list is broken today" in rows["erring"]["failure"]["message"]
     prompt = invoke("prompt", "--json", "--config", str(path), "looping", "greet", "who=x")
     assert prompt.exit_code == 1, prompt.stderr
     assert (

@@ -90,7 +90,7 @@ def test_a_server_with_bad_metadata_is_reported_in_place_by_list(write_config):
     path = write_config({"web": webtools_yaml("web", tools={"wipe": {"risk": "extreme"}})})
     result = CliRunner().invoke(app, ["list", "-c", str(path), "--json"])
     assert result.exit_code == 1
-    error = parse_json(result.stdout)["servers"][0]["error"]
+    error = parse_json(result.stdout)["servers"][0]["failure"]
     assert error["kind"] == "config" and "risk must be one of" in error["message"]
 
 

@@ -80,7 +80,7 @@ def test_a_server_ignoring_sigterm_and_eof_is_killed(pool, leak_tag):
     path, _ = pool
     result = run_miroctl("list", "stubborn", "--config", str(path), "--json")
     assert result.returncode == 1
-    assert json.loads(result.stdout)["servers"][0]["error"]["kind"] == "timeout"
+    assert json.loads(result.stdout)["servers"][0]["failure"]["kind"] == "timeout"
     assert not wait_for_no_tagged(leak_tag, timeout=5)
 
 

@@ -192,6 +192,6 @@ async def test_server_that_fails_at_start_is_left_out_then_served_once_it_can_st
         after = {tool.name for tool in (await client.list_tools()).tools}
         result = await client.call_tool("late__echo", {"text": "finally"})
     assert before == {"alpha__add"}
-    assert state["state"] == "failed" and state["error"]["kind"] == "exited"
+    assert state["state"] == "failed" and state["failure"]["kind"] == "exited"
     assert after == {"alpha__add", "late__echo"}
     assert result.content[0].text == "finally"

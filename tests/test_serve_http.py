@@ -178,7 +178,7 @@ def test_call_via_without_the_token_exits_3_and_says_how_to_fix_it(secured, monk
     monkeypatch.delenv("MIROCTL_TOKEN", raising=False)
     result = CliRunner().invoke(app, ["call", "beta", "echo", "text=x", "--via", secured["url"], "--json"])
     assert result.exit_code == 3
-    assert result.stdout == ""
+    assert json.loads(result.stdout)["is_error"] is True  # --json: the error is the one document
     assert "HTTP 401" in result.stderr
     assert "MIROCTL_TOKEN" in result.stderr
 

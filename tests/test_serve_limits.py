@@ -109,6 +109,7 @@ def test_a_chunked_body_over_the_limit_gets_the_same_json_413_as_a_sized_one(gat
     sized = _raw(gateway, head + b"Content-Length: 3000\r\n\r\n", chunk * 2)
     error = {
         "schema": "miroctl.error/1",
+        "is_error": True,
         "error": "the request body is larger than 1000 bytes",
         "error_kind": "http",
         "status": 413,

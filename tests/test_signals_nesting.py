@@ -84,9 +84,9 @@ def test_a_config_whose_server_starts_miroctl_on_that_config_is_refused_one_leve
     result = CliRunner().invoke(app, ["list", "--json", "--config", str(path)])
     assert result.exit_code == 1
     (server,) = json.loads(result.stdout)["servers"]
-    assert server["error"]["kind"] == "exited"
-    assert "exited with code 2" in server["error"]["message"]
-    assert any("starts miroctl on itself" in line for line in server["error"]["stderr_tail"])
+    assert server["failure"]["kind"] == "exited"
+    assert "exited with code 2" in server["failure"]["message"]
+    assert any("starts miroctl on itself" in line for line in server["failure"]["stderr_tail"])
 
 
 def test_nesting_is_refused_for_the_same_config_and_beyond_the_depth_limit(monkeypatch, tmp_path):

@@ -108,7 +108,7 @@ def test_via_with_no_gateway_listening_exits_3_with_a_reason():
     url = f"http://127.0.0.1:{free_port()}"
     result = invoke("call", "alpha", "echo", "text=x", "--json", "--via", url)
     assert result.exit_code == 3
-    assert result.stdout == ""
+    assert json.loads(result.stdout)["error_kind"] == "unavailable"  # --json: the error is the one document
     assert f"cannot reach the gateway at {url}" in result.stderr
 
 

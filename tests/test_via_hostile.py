@@ -126,7 +126,7 @@ WRONG_SHAPES = {
         ({"servers": {"a": 1}}, "servers is not a list of objects"),
         ({"servers": [{"tools": []}]}, "a server without a name"),
         ({"servers": [{"name": "a", "tools": [{"name": 5}]}]}, "name is int, not text"),
-        ({"servers": [{"name": "a", "error": "down"}]}, "error is str, not an object"),
+        ({"servers": [{"name": "a", "failure": "down"}]}, "failure is str, not an object"),
     ],
 }
 

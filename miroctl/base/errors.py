@@ -140,3 +140,21 @@ class Interrupted(MiroctlError):
     @property
     def exit_code(self) -> int:
         return int(ExitCode.INTERRUPTED) if self.signum == signal.SIGINT else 128 + self.signum
+
+
+ERROR_SCHEMA = "miroctl.error/1"
+
+
+def error_document(message: str, kind: str, hint: str | None, exit_code: int) -> dict[str, object]:
+    """The JSON of an error that ended a command before it had a document of its own (`miroctl.error/1`).
+
+    Its fields are named as in every envelope that carries an error: `error` (the one-line reason),
+    `error_kind`, `hint`, `exit_code`, and `is_error`, which is true."""
+    return {
+        "schema": ERROR_SCHEMA,
+        "is_error": True,
+        "error": message,
+        "error_kind": str(kind),
+        "hint": hint,
+        "exit_code": int(exit_code),
+    }

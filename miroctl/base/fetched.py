@@ -44,5 +44,5 @@ class Fetched(Envelope):
             body.update(error=self.error, error_kind=self.error_kind, hint=self.hint)
             if self.failure is not None:
                 body["failure"] = self.failure.to_dict()
-        body.update(duration_ms=round(self.duration_ms, 1), exit_code=int(self.exit_code))
+        body.update(is_error=not self.ok, duration_ms=round(self.duration_ms, 1), exit_code=int(self.exit_code))
         return body

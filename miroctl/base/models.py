@@ -181,7 +181,7 @@ class ServerTools:
             "server_version": self.server_version,
             "duration_ms": round(self.duration_ms, 1),
             "tools": [tool.to_dict() for tool in self.tools],
-            "error": self.failure.to_dict() if self.failure else None,
+            "failure": self.failure.to_dict() if self.failure else None,
         }
         if self.rejected:
             body["rejected_tools"] = [item.to_dict() for item in self.rejected]
@@ -189,6 +189,18 @@ class ServerTools:
             if getattr(self, key) is not None:
                 body[key] = list(getattr(self, key))
         return body
+
+
+def list_document(config: str, entries: Sequence[ServerTools]) -> dict[str, Any]:
+    """The document of `list --json` (and the gateway's /v1/list): exit 1 when any server is not healthy."""
+    ok = all(entry.healthy for entry in entries)
+    return {
+        "schema": "miroctl.list/1",
+        "config": config,
+        "ok": ok,
+        "exit_code": int(ExitCode.OK if ok else ExitCode.FAILED),
+        "servers": [entry.to_dict() for entry in entries],
+    }
 
 
 class Envelope:

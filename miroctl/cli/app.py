@@ -6,14 +6,14 @@ from typing import Annotated, Any
 
 import typer
 from typer import _click as click
-from typer.core import TyperGroup
 
 from miroctl import __version__
 from miroctl.base.errors import MiroctlError
 from miroctl.cli import auth, bench, boundary, check, commands, configs, fetch, replay, serve
+from miroctl.cli.helptext import WordedCommand, WordedGroup, epilog
 
 
-class _Guarded(TyperGroup):
+class _Guarded(WordedGroup):
     """Every command runs inside the boundary: its errors become a message and an exit code."""
 
     def invoke(self, ctx: click.Context) -> Any:
@@ -30,6 +30,7 @@ app = typer.Typer(
     name="miroctl",
     cls=_Guarded,
     help="Run, probe, check and serve pools of MCP servers.",
+    epilog=epilog("miroctl"),
     no_args_is_help=True,
     add_completion=True,
     pretty_exceptions_enable=False,
@@ -61,6 +62,7 @@ def main(
         typer.Option(
             "--config",
             "-c",
+            metavar="PROFILE",
             help="Profile for every command (`research`, a bundled one, or a file); a command's own --config wins.",
         ),
     ] = None,
@@ -73,13 +75,13 @@ def main(
         ctx.default_map = {name: {**(ctx.default_map or {}).get(name, {}), "config": config} for name in commands}
 
 
-app.command("list")(commands.list_)
-app.command()(commands.call)
-app.command()(fetch.read)
-app.command()(fetch.prompt)
-app.command(cls=check.CheckCommand)(check.check)
-app.command()(serve.serve)
-app.command()(auth.auth)
-app.command("bench")(bench.bench_)
+app.command("list", cls=WordedCommand, epilog=epilog("list"))(commands.list_)
+app.command(cls=WordedCommand, epilog=epilog("call"))(commands.call)
+app.command(cls=WordedCommand, epilog=epilog("read"))(fetch.read)
+app.command(cls=WordedCommand, epilog=epilog("prompt"))(fetch.prompt)
+app.command(cls=check.CheckCommand, epilog=epilog("check"))(check.check)
+app.command(cls=WordedCommand, epilog=epilog("serve"))(serve.serve)
+app.command(cls=WordedCommand, epilog=epilog("auth"))(auth.auth)
+app.command("bench", cls=WordedCommand, epilog=epilog("bench"))(bench.bench_)
 app.add_typer(configs.app)
-app.command()(replay.replay)
+app.command(cls=WordedCommand, epilog=epilog("replay"))(replay.replay)

@@ -14,7 +14,7 @@ import traceback
 from collections.abc import Callable
 from contextvars import ContextVar
 
-from miroctl.base.errors import ErrorKind, ExitCode, Interrupted, MiroctlError
+from miroctl.base.errors import ErrorKind, ExitCode, Interrupted, MiroctlError, error_document
 from miroctl.render.output import Output
 
 TRACEBACK_FLAG = "--traceback"
@@ -25,9 +25,9 @@ _current: ContextVar[Output | None] = ContextVar("miroctl_output", default=None)
 _traceback: ContextVar[bool] = ContextVar("miroctl_traceback", default=False)
 
 
-def output(json_mode: bool = False) -> Output:
+def output(json_mode: bool = False, *, json_to_stderr: bool = False) -> Output:
     """A command's Output, known to the boundary from now on."""
-    out = Output(json_mode=json_mode)
+    out = Output(json_mode=json_mode, json_to_stderr=json_to_stderr)
     _current.set(out)
     return out
 
@@ -53,20 +53,32 @@ def strip_traceback_flag(words: list[str]) -> list[str]:
     return [word for i, word in enumerate(words) if not (i < end and word == TRACEBACK_FLAG)]
 
 
-def report(exc: BaseException) -> int:
-    """Tell the user what went wrong, once, and return the exit code."""
-    out = _current.get() or Output()
+def report(exc: BaseException, *, json_mode: bool = False) -> int:
+    """Tell the user what went wrong, once, and return the exit code.
+
+    With --json (the command's, or `json_mode` for errors found before the command ran) the error is also
+    one `miroctl.error/1` document on stdout, unless the command already printed its own document."""
+    out = _current.get() or Output(json_mode=json_mode)
     wanted = _tracebacks_wanted()
     if wanted:
         traceback.print_exception(exc, file=sys.stderr)
     if isinstance(exc, KeyboardInterrupt):
         exc = Interrupted(stopped=False)
     if isinstance(exc, MiroctlError):
-        out.error(exc.message, exc.hint, label=exc.kind)
-        return exc.exit_code
-    hint = None if wanted else f"this is a defect in miroctl: run again with {TRACEBACK_FLAG} to see where"
-    out.error(f"{type(exc).__name__}: {exc}", hint, label=ErrorKind.INTERNAL)
-    return int(ExitCode.INTERNAL)
+        message, hint, kind, code = exc.message, exc.hint, str(exc.kind), exc.exit_code
+    else:
+        message, kind, code = f"{type(exc).__name__}: {exc}", str(ErrorKind.INTERNAL), int(ExitCode.INTERNAL)
+        hint = None if wanted else f"this is a defect in miroctl: run again with {TRACEBACK_FLAG} to see where"
+    out.error(message, hint, label=kind)
+    if out.json_mode and not out.documents:
+        out.json(error_document(message, kind, hint, code))
+    return code
+
+
+def json_wanted(words: list[str]) -> bool:
+    """Whether a command line asks for JSON (`--json` before any `--`), for errors found before it runs."""
+    end = words.index("--") if "--" in words else len(words)
+    return "--json" in words[:end]
 
 
 def guarded(work: Callable[[], int]) -> int:

@@ -8,7 +8,6 @@ from typing import Annotated, Any
 
 import typer
 from typer import _click as click
-from typer.core import TyperCommand
 
 from miroctl.base.errors import UsageError
 from miroctl.base.models import ServerSpec
@@ -16,8 +15,9 @@ from miroctl.base.text import suggest
 from miroctl.check import junit, lint, lockfile
 from miroctl.check.probe import probe_all, warm_up
 from miroctl.check.report import CheckRun, ProbeReport
-from miroctl.cli import boundary, remote
-from miroctl.cli.common import check_record, load_config, manager_for, run
+from miroctl.cli import boundary, completion, remote
+from miroctl.cli.common import check_record, load_config, manager_for, remember, run
+from miroctl.cli.helptext import CHECK, CONNECTION, OUTPUT, WordedCommand
 from miroctl.cli.options import (
     ConfigOpt,
     EnvOpt,
@@ -48,7 +48,7 @@ StrictOpt = Annotated[
 StrictForOpt = Annotated[str | None, typer.Option("--strict-for", hidden=True)]
 
 
-class CheckCommand(TyperCommand):
+class CheckCommand(WordedCommand):
     """`--strict=openai,gemini` is `--strict` for those providers: Typer has no options with an optional value,
     so the form with `=` is read as the hidden --strict-for before parsing."""
 
@@ -66,11 +66,24 @@ class CheckCommand(TyperCommand):
 
 
 def check(
-    servers: Annotated[list[str] | None, typer.Argument(help="Servers to check (default: the profile's).")] = None,
+    servers: Annotated[
+        list[str] | None,
+        typer.Argument(
+            metavar="SERVER",
+            help="Servers to check (default: the profile's).",
+            show_default=False,
+            autocompletion=completion.servers,
+        ),
+    ] = None,
     json_mode: JsonOpt = False,
     junit: Annotated[
         str | None,
-        typer.Option("--junit", metavar="FILE", help="Also write JUnit XML (one testcase per server) to FILE."),
+        typer.Option(
+            "--junit",
+            metavar="FILE",
+            rich_help_panel=OUTPUT,
+            help="Also write JUnit XML (one testcase per server) to FILE.",
+        ),
     ] = None,
     timeout: Annotated[
         float | None,
@@ -79,6 +92,7 @@ def check(
             "-t",
             parser=seconds,
             metavar="SECONDS",
+            rich_help_panel=CHECK,
             help="Seconds each server's probe may take, all phases (default: its startup_timeout, 30).",
         ),
     ] = None,
@@ -88,29 +102,45 @@ def check(
             "--concurrency",
             "-j",
             min=1,
+            metavar="N",
+            rich_help_panel=CHECK,
             help="Servers probed at once (default: the profile's concurrency, which is 4 unless it sets one).",
             show_default=False,
         ),
     ] = None,
     smoke: Annotated[
-        bool, typer.Option("--smoke", help="Also make each server's smoke call (smoke: {tool, arguments} in its file).")
+        bool,
+        typer.Option(
+            "--smoke",
+            rich_help_panel=CHECK,
+            help="Also make each server's smoke call (smoke: {tool, arguments} in its file).",
+        ),
     ] = False,
     lock: Annotated[
         str | None,
         typer.Option(
-            "--lock", metavar="FILE", help="Write the healthy servers' tool names, descriptions, schemas to FILE."
+            "--lock",
+            metavar="FILE",
+            rich_help_panel=CHECK,
+            help="Write the healthy servers' tool names, descriptions, schemas to FILE.",
         ),
     ] = None,
     against: Annotated[
         str | None,
         typer.Option(
-            "--against", metavar="FILE", help="Compare the tools with a lock file; any change fails the check."
+            "--against",
+            metavar="FILE",
+            rich_help_panel=CHECK,
+            help="Compare the tools with a lock file; any change fails the check.",
         ),
     ] = None,
     allow_fail: Annotated[
         list[str] | None,
         typer.Option(
-            "--allow-fail", metavar="NAME", help="A server known to be broken: reported, but not failing (repeatable)."
+            "--allow-fail",
+            metavar="NAME",
+            rich_help_panel=CHECK,
+            help="A server known to be broken: reported, but not failing (repeatable).",
         ),
     ] = None,
     strict: StrictOpt = False,
@@ -127,6 +157,8 @@ def check(
         str | None,
         typer.Option(
             "--via",
+            metavar="URL",
+            rich_help_panel=CONNECTION,
             help="Let a running `miroctl serve --transport http` at this URL probe its servers afresh. "
             "[env: MIROCTL_URL, unless --config/--stdio/--url is given]",
         ),
@@ -165,6 +197,7 @@ def check(
     result.allow(allowed)
     if providers is not None:
         result.lint_tools(providers)
+    remember(specs, {report.server: report.tools for report in result.reports if report.ok})
     _finish(out, result, locked, json_mode, junit, lock, against)
 
 

@@ -7,9 +7,10 @@ from typing import Annotated
 import typer
 
 from miroctl.base.errors import UsageError
-from miroctl.base.models import CallOutcome, CallRequest, ServerTools
-from miroctl.cli import boundary, remote
-from miroctl.cli.common import check_log, check_output, check_record, load_config, manager_for, run
+from miroctl.base.models import CallOutcome, CallRequest, ServerTools, list_document
+from miroctl.cli import boundary, completion, remote
+from miroctl.cli.common import check_log, check_output, check_record, load_config, manager_for, remember, run
+from miroctl.cli.helptext import CALL, OUTPUT, POLICY
 from miroctl.cli.options import (
     ConfigOpt,
     EnvOpt,
@@ -36,19 +37,33 @@ from miroctl.render.results import call_result
 
 
 def list_(
-    servers: Annotated[list[str] | None, typer.Argument(help="Servers to list (default: the profile's).")] = None,
+    servers: Annotated[
+        list[str] | None,
+        typer.Argument(
+            metavar="SERVER",
+            help="Servers to list (default: the profile's).",
+            show_default=False,
+            autocompletion=completion.servers,
+        ),
+    ] = None,
     json_mode: JsonOpt = False,
     schema: Annotated[
-        bool, typer.Option("--schema", help="Show each tool's full description and input schema.")
+        bool,
+        typer.Option("--schema", rich_help_panel=OUTPUT, help="Show each tool's full description and input schema."),
     ] = False,
     resources: Annotated[
         bool,
         typer.Option(
-            "--resources", help="Also list each server's resources and resource templates (read one with miroctl read)."
+            "--resources",
+            rich_help_panel=OUTPUT,
+            help="Also list each server's resources and resource templates (read one with miroctl read).",
         ),
     ] = False,
     prompts: Annotated[
-        bool, typer.Option("--prompts", help="Also list each server's prompts (get one with miroctl prompt).")
+        bool,
+        typer.Option(
+            "--prompts", rich_help_panel=OUTPUT, help="Also list each server's prompts (get one with miroctl prompt)."
+        ),
     ] = False,
     config: ConfigOpt = None,
     stdio: StdioOpt = None,
@@ -80,8 +95,9 @@ def list_(
             return await manager.list_tools(specs, extras)
 
     entries = run(work)
+    remember(specs, {entry.server: entry.tools for entry in entries if entry.ok})
     if json_mode:
-        out.json({"schema": "miroctl.list/1", "config": loaded.source, "servers": [e.to_dict() for e in entries]})
+        out.json(list_document(loaded.source, entries))
     else:
         list_tables(out, entries, schema=schema)
     raise typer.Exit(0 if all(e.healthy for e in entries) else 1)
@@ -91,13 +107,20 @@ def call(
     target: Annotated[
         list[str] | None,
         typer.Argument(
-            help="SERVER TOOL, SERVER.TOOL or TOOL, then key=value pairs (key:=json for raw JSON).", show_default=False
+            metavar="SERVER TOOL KEY=VALUE",
+            autocompletion=completion.call_target,
+            help="SERVER TOOL, SERVER.TOOL or TOOL, then key=value pairs (key:=json for raw JSON).",
+            show_default=False,
         ),
     ] = None,
     args: Annotated[
         str | None,
         typer.Option(
-            "--args", "-a", help="Base arguments: a JSON object, @file.json, or - for stdin; pairs override it."
+            "--args",
+            "-a",
+            metavar="JSON|@FILE|-",
+            rich_help_panel=CALL,
+            help="Base arguments: a JSON object, @file.json, or - for stdin; pairs override it.",
         ),
     ] = None,
     json_mode: JsonOpt = False,
@@ -108,16 +131,25 @@ def call(
             "-t",
             parser=seconds,
             metavar="SECONDS",
+            rich_help_panel=CALL,
             help="Seconds the call may take (default: server, profile, 900).",
         ),
     ] = None,
     no_autocorrect: Annotated[
-        bool, typer.Option("--no-autocorrect", help="Never re-route a call to the one server that has the tool.")
+        bool,
+        typer.Option(
+            "--no-autocorrect",
+            rich_help_panel=POLICY,
+            help="Never re-route a call to the one server that has the tool.",
+        ),
     ] = False,
     save_dir: Annotated[
         str | None,
         typer.Option(
-            "--save-dir", help="Where images, audio and blobs of the result are saved (default: a new temp dir)."
+            "--save-dir",
+            metavar="DIR",
+            rich_help_panel=OUTPUT,
+            help="Where images, audio and blobs of the result are saved (default: a new temp dir).",
         ),
     ] = None,
     config: ConfigOpt = None,
@@ -132,18 +164,31 @@ def call(
     log: LogOpt = None,
     output: Annotated[
         str | None,
-        typer.Option("--output", "-o", help="Write the whole result text to this file (no max_result_chars cut)."),
+        typer.Option(
+            "--output",
+            "-o",
+            metavar="FILE",
+            rich_help_panel=OUTPUT,
+            help="Write the whole result text to this file (no max_result_chars cut).",
+        ),
     ] = None,
     via: ViaOpt = None,
     batch_file: Annotated[
         str | None,
         typer.Option(
             "--batch",
+            metavar="FILE",
+            rich_help_panel=CALL,
             help="JSON lines of {server, tool, arguments} (- for stdin): every call over one pool, one "
             "envelope per output line, in input order.",
         ),
     ] = None,
-    jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, help="Calls in flight at once with --batch.")] = 8,
+    jobs: Annotated[
+        int,
+        typer.Option(
+            "--jobs", "-j", min=1, metavar="N", rich_help_panel=CALL, help="Calls in flight at once with --batch."
+        ),
+    ] = 8,
     record: RecordOpt = None,
 ) -> None:
     """Call one tool and print its result; the exit code says how it went."""

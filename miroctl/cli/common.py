@@ -17,8 +17,10 @@ from typing import TypeVar
 import anyio
 
 from miroctl.base.errors import Interrupted, MiroctlError, UsageError
+from miroctl.base.models import ServerSpec, ToolInfo
 from miroctl.config.loader import Config, load
 from miroctl.config.sections import Mode
+from miroctl.core import toolcache
 from miroctl.core.calllog import CallLog
 from miroctl.core.manager import Confirmation, ConfirmFn, Manager
 from miroctl.policy.decisions import Policy
@@ -125,6 +127,13 @@ def _confirm_on_terminal(out: Output) -> ConfirmFn | None:
         return await anyio.to_thread.run_sync(out.confirm, question, abandon_on_cancel=True)
 
     return confirm
+
+
+def remember(specs: list[ServerSpec], listed: dict[str, tuple[ToolInfo, ...]]) -> None:
+    """Keep what each server listed for shell completion (names only; see miroctl.core.toolcache)."""
+    for spec in specs:
+        if spec.name in listed:
+            toolcache.store(spec, listed[spec.name])
 
 
 def check_log(loaded: Config, path: str | None) -> None:

@@ -9,6 +9,7 @@ import typer
 
 from miroctl.base.errors import ConfigError
 from miroctl.cli import boundary
+from miroctl.cli.helptext import WordedCommand, epilog
 from miroctl.cli.options import JsonOpt
 from miroctl.config import clients, importing
 from miroctl.config.ecosystem import Template
@@ -21,7 +22,7 @@ app = typer.Typer(
 )
 
 
-@app.command()
+@app.command(cls=WordedCommand, epilog=epilog("sources"))
 def sources(
     json_mode: JsonOpt = False,
     client: Annotated[
@@ -41,7 +42,7 @@ def sources(
     raise typer.Exit(1 if any(row["problems"] for row in rows) else 0)
 
 
-@app.command("import")
+@app.command("import", cls=WordedCommand, epilog=epilog("import"))
 def import_(
     source: Annotated[str, typer.Argument(help=f"A client ({', '.join(clients.CLIENTS)}) or a config file.")],
     into: Annotated[str, typer.Option("--into", help="Directory for the server yaml files.")] = "config/tool",

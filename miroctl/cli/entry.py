@@ -69,17 +69,18 @@ def run_cli(words: list[str]) -> int:
 
     from miroctl.cli.app import app  # noqa: PLC0415 - the Typer app (see above)
 
+    json_mode = boundary.json_wanted(words)
     try:
         code = app(args=words, prog_name="miroctl", standalone_mode=False)
     except KeyboardInterrupt as exc:
-        return boundary.report(exc)
+        return boundary.report(exc, json_mode=json_mode)
     except typer.Abort:
-        return boundary.report(KeyboardInterrupt())
+        return boundary.report(KeyboardInterrupt(), json_mode=json_mode)
     except typer.TyperException as exc:  # the command line's own usage errors (click's, as Typer vendors it)
         context = getattr(exc, "ctx", None)
         where = context.command_path if context is not None else "miroctl"
         if exc.format_message():  # empty after a bare `miroctl`, whose help was just printed
-            return boundary.report(UsageError(exc.format_message(), hint=f"see: {where} --help"))
+            return boundary.report(UsageError(exc.format_message(), hint=f"see: {where} --help"), json_mode=json_mode)
         return int(getattr(exc, "exit_code", ExitCode.USAGE))
     return code if isinstance(code, int) else 0
 

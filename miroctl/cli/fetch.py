@@ -9,8 +9,9 @@ from typing import Annotated
 import typer
 
 from miroctl.base.errors import UsageError
-from miroctl.cli import boundary, remote
+from miroctl.cli import boundary, completion, remote
 from miroctl.cli.common import load_config, manager_for, run
+from miroctl.cli.helptext import CALL, OUTPUT
 from miroctl.cli.options import ConfigOpt, EnvOpt, HeaderOpt, JsonOpt, StartupOpt, StdioOpt, UrlOpt, ViaOpt, seconds
 from miroctl.config.loader import Config
 from miroctl.core import catalog
@@ -27,11 +28,18 @@ TimeoutOpt = Annotated[
         "-t",
         parser=seconds,
         metavar="SECONDS",
+        rich_help_panel=CALL,
         help="Seconds the request may take (default: server, profile, 900).",
     ),
 ]
 SaveDirOpt = Annotated[
-    str | None, typer.Option("--save-dir", help="Where binary contents are saved (default: a new temp dir).")
+    str | None,
+    typer.Option(
+        "--save-dir",
+        metavar="DIR",
+        rich_help_panel=OUTPUT,
+        help="Where binary contents are saved (default: a new temp dir).",
+    ),
 ]
 
 
@@ -42,6 +50,7 @@ def read(
             help="[SERVER] URI: the server (which may be left out when there is only one) and the resource's URI "
             "(miroctl list SERVER --resources lists them).",
             metavar="[SERVER] URI",
+            autocompletion=completion.server_first,
             show_default=False,
         ),
     ],
@@ -75,6 +84,7 @@ def prompt(
             help="[SERVER] NAME [key=value ...]: the server (which may be left out when there is only one), the "
             "prompt's name (miroctl list SERVER --prompts lists them) and its arguments.",
             metavar="[SERVER] NAME [KEY=VALUE]...",
+            autocompletion=completion.server_first,
             show_default=False,
         ),
     ],

@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from miroctl.cli.helptext import CONNECTION, OUTPUT, POLICY
 from miroctl.config.sections import Mode
 
 ConfigOpt = Annotated[
@@ -14,31 +15,56 @@ ConfigOpt = Annotated[
     typer.Option(
         "--config",
         "-c",
-        help="Profile yaml, one server yaml, an mcpServers JSON or Codex TOML file, or a client's own configs "
-        "(claude-desktop, claude-code, cursor, vscode, codex, gemini, windsurf). [env: MIROCTL_CONFIG]",
+        metavar="PROFILE",
+        rich_help_panel=CONNECTION,
+        help="A profile's name (research), a profile yaml, one server yaml, an mcpServers JSON or Codex TOML file, "
+        "or a client's own configs (claude-desktop, claude-code, cursor, vscode, codex, gemini, windsurf). "
+        "[env: MIROCTL_CONFIG]",
     ),
 ]
 StdioOpt = Annotated[
     list[str] | None,
-    typer.Option("--stdio", help='An ad-hoc stdio server: "CMD ARGS" (repeatable; replaces the configured servers).'),
+    typer.Option(
+        "--stdio",
+        metavar="COMMAND",
+        rich_help_panel=CONNECTION,
+        help='An ad-hoc stdio server: "CMD ARGS" (repeatable; replaces the configured servers).',
+    ),
 ]
 UrlOpt = Annotated[
     list[str] | None,
     typer.Option(
-        "--url", help="An ad-hoc HTTP server: streamable HTTP, or SSE when the path ends in /sse (repeatable)."
+        "--url",
+        metavar="URL",
+        rich_help_panel=CONNECTION,
+        help="An ad-hoc HTTP server: streamable HTTP, or SSE when the path ends in /sse (repeatable).",
     ),
 ]
-HeaderOpt = Annotated[list[str] | None, typer.Option("--header", "-H", help="'Name: value' for --url servers.")]
+HeaderOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--header", "-H", metavar="'NAME: VALUE'", rich_help_panel=CONNECTION, help="A header for --url servers."
+    ),
+]
 EnvOpt = Annotated[
     list[str] | None,
     typer.Option(
         "--env",
         "-e",
+        metavar="NAME=VALUE",
+        rich_help_panel=CONNECTION,
         help="NAME=value in the environment of --stdio servers (repeatable; they inherit only HOME, PATH, "
         "SHELL, TERM, USER, LOGNAME, LANG, LC_ALL and TMPDIR).",
     ),
 ]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
+JsonOpt = Annotated[
+    bool,
+    typer.Option(
+        "--json",
+        rich_help_panel=OUTPUT,
+        help="Print one JSON document on stdout, errors included (exit code unchanged).",
+    ),
+]
 
 
 def seconds(text: str) -> float:
@@ -58,6 +84,7 @@ StartupOpt = Annotated[
         "--startup-timeout",
         parser=seconds,
         metavar="SECONDS",
+        rich_help_panel=CONNECTION,
         help="Seconds a server may take to start and list its tools.",
     ),
 ]
@@ -65,6 +92,8 @@ ViaOpt = Annotated[
     str | None,
     typer.Option(
         "--via",
+        metavar="URL",
+        rich_help_panel=CONNECTION,
         help="Go through a running `miroctl serve --transport http` at this URL (fast: no SDK, warm "
         "servers). [env: MIROCTL_URL, unless --config/--stdio/--url is given]",
     ),
@@ -72,25 +101,46 @@ ViaOpt = Annotated[
 ModeOpt = Annotated[
     Mode | None,
     typer.Option(
-        "--mode", help="Permission mode (default: the profile's policy.mode, else normal).", show_default=False
+        "--mode",
+        metavar="MODE",
+        rich_help_panel=POLICY,
+        help="Permission mode: bypass, read_only, normal or ask (default: the profile's policy.mode, else normal).",
+        show_default=False,
     ),
 ]
 YesOpt = Annotated[
-    bool, typer.Option("--yes", "-y", help="Answer yes to mode ask's questions (destructive and high-risk tools).")
+    bool,
+    typer.Option(
+        "--yes",
+        "-y",
+        rich_help_panel=POLICY,
+        help="Answer yes to mode ask's questions (destructive and high-risk tools).",
+    ),
 ]
 TaskIdOpt = Annotated[
     str | None,
-    typer.Option("--task-id", help="Passed to every server as TASK_ID, so per-task state stays apart. [env: TASK_ID]"),
+    typer.Option(
+        "--task-id",
+        metavar="ID",
+        rich_help_panel=POLICY,
+        help="Passed to every server as TASK_ID, so per-task state stays apart. [env: TASK_ID]",
+    ),
 ]
 LogOpt = Annotated[
     str | None,
-    typer.Option("--log", help="Append one JSON line per step (start, decision, retry, fallback, end) to this file."),
+    typer.Option(
+        "--log",
+        metavar="FILE",
+        rich_help_panel=OUTPUT,
+        help="Append one JSON line per step (start, decision, retry, fallback, end) to this file.",
+    ),
 ]
 RecordOpt = Annotated[
     str | None,
     typer.Option(
         "--record",
         metavar="FILE",
+        rich_help_panel=OUTPUT,
         help="Write every server's JSON-RPC traffic to FILE, one JSON line per message (secrets masked); "
         "`miroctl replay FILE` serves it back.",
     ),

@@ -12,8 +12,9 @@ import typer
 
 from miroctl.base.errors import UsageError
 from miroctl.base.models import ServerSpec
-from miroctl.cli import boundary
-from miroctl.cli.common import check_record, load_config, manager_for, run
+from miroctl.cli import boundary, completion
+from miroctl.cli.common import check_record, load_config, manager_for, remember, run
+from miroctl.cli.helptext import HTTP, OUTPUT, SERVING
 from miroctl.cli.options import (
     ConfigOpt,
     EnvOpt,
@@ -43,33 +44,66 @@ from miroctl.render.serving import serve_report
 
 
 def serve(
-    servers: Annotated[list[str] | None, typer.Argument(help="Servers to serve (default: the profile's).")] = None,
+    servers: Annotated[
+        list[str] | None,
+        typer.Argument(
+            metavar="SERVER",
+            help="Servers to serve (default: the profile's).",
+            show_default=False,
+            autocompletion=completion.servers,
+        ),
+    ] = None,
     transport: Annotated[
         str,
         typer.Option(
             "--transport",
             "-T",
+            metavar="stdio|http",
+            rich_help_panel=SERVING,
             help="stdio (for an MCP host that starts miroctl) or http (streamable HTTP, plus the JSON API).",
         ),
     ] = "stdio",
     host: Annotated[
-        str, typer.Option("--host", help="Address to listen on (http); anything but loopback needs --token-env.")
+        str,
+        typer.Option(
+            "--host",
+            metavar="HOST",
+            rich_help_panel=SERVING,
+            help="Address to listen on (http); anything but loopback needs --token-env.",
+        ),
     ] = "127.0.0.1",
     port: Annotated[
-        int, typer.Option("--port", "-p", min=0, max=65535, help="Port (http); 0 picks a free one.")
+        int,
+        typer.Option(
+            "--port",
+            "-p",
+            min=0,
+            max=65535,
+            metavar="PORT",
+            rich_help_panel=SERVING,
+            help="Port (http); 0 picks a free one.",
+        ),
     ] = 8765,
     token_env: Annotated[
         str | None,
         typer.Option(
             "--token-env",
+            metavar="NAME",
+            rich_help_panel=SERVING,
             help="Require `Authorization: Bearer` with the token held by this environment variable (http).",
         ),
     ] = None,
-    separator: Annotated[str, typer.Option("--separator", help="Between server and tool in exposed names.")] = "__",
+    separator: Annotated[
+        str,
+        typer.Option(
+            "--separator", metavar="TEXT", rich_help_panel=SERVING, help="Between server and tool in exposed names."
+        ),
+    ] = "__",
     lazy: Annotated[
         bool,
         typer.Option(
             "--lazy",
+            rich_help_panel=SERVING,
             help="Expose two meta-tools, list_tools and call_tool, instead "
             "of every tool (saves a host's prompt tokens on big pools).",
         ),
@@ -85,28 +119,47 @@ def serve(
     allow_host: Annotated[
         list[str] | None,
         typer.Option(
-            "--allow-host", help="Another Host header to accept, e.g. gateway.lan:8765 or gateway.lan:* (http)."
+            "--allow-host",
+            metavar="HOST[:PORT]",
+            rich_help_panel=HTTP,
+            help="Another Host header to accept, e.g. gateway.lan:8765 or gateway.lan:* (http).",
         ),
     ] = None,
     allow_origin: Annotated[
         list[str] | None,
-        typer.Option("--allow-origin", help="Another browser Origin to accept, e.g. https://app.example (http)."),
+        typer.Option(
+            "--allow-origin",
+            metavar="ORIGIN",
+            rich_help_panel=HTTP,
+            help="Another browser Origin to accept, e.g. https://app.example (http).",
+        ),
     ] = None,
-    max_body: Annotated[int, typer.Option("--max-body", min=1, help="Largest request body in bytes (http).")] = 4
-    * 1024
-    * 1024,
+    max_body: Annotated[
+        int,
+        typer.Option(
+            "--max-body", min=1, metavar="BYTES", rich_help_panel=HTTP, help="Largest request body in bytes (http)."
+        ),
+    ] = 4 * 1024 * 1024,
     read_timeout: Annotated[
         float,
         typer.Option(
             "--read-timeout",
             parser=seconds,
             metavar="SECONDS",
+            rich_help_panel=HTTP,
             help="Seconds a client may take to send a request's headers (then the connection is closed), "
             "and three times that for its body (http).",
         ),
     ] = DEFAULT_READ_TIMEOUT,
     max_sessions: Annotated[
-        int, typer.Option("--max-sessions", min=1, help="MCP sessions open at once; more get 503 (http).")
+        int,
+        typer.Option(
+            "--max-sessions",
+            min=1,
+            metavar="N",
+            rich_help_panel=HTTP,
+            help="MCP sessions open at once; more get 503 (http).",
+        ),
     ] = DEFAULT_MAX_SESSIONS,
     session_idle: Annotated[
         float,
@@ -114,6 +167,7 @@ def serve(
             "--session-idle",
             parser=seconds,
             metavar="SECONDS",
+            rich_help_panel=HTTP,
             help="An MCP session with no request for this long is closed (http).",
         ),
     ] = DEFAULT_SESSION_IDLE,
@@ -122,6 +176,8 @@ def serve(
         typer.Option(
             "--retry-every",
             min=0,
+            metavar="SECONDS",
+            rich_help_panel=SERVING,
             help="While a server is down, look again "
             "this often (seconds; its own backoff still applies) and tell "
             "listening hosts when tools come or go; 0: only when a client "
@@ -148,9 +204,18 @@ def serve(
     task_id: TaskIdOpt = None,
     log: LogOpt = None,
     record: RecordOpt = None,
+    json_mode: Annotated[
+        bool,
+        typer.Option(
+            "--json",
+            rich_help_panel=OUTPUT,
+            help="Print the ready line (transport, URL, exposed tools, servers) as one JSON document: on "
+            "stdout with http, on stderr with stdio (whose stdout is the MCP channel); errors too.",
+        ),
+    ] = False,
 ) -> None:
     """Serve the selected servers as one MCP server (stdio or HTTP); stop it with Ctrl-C or SIGTERM."""
-    out = boundary.output(False)
+    out = boundary.output(json_mode, json_to_stderr=transport == "stdio")
     toolmap.check_separator(separator)
     if transport not in ("stdio", "http"):
         raise UsageError(f"unknown transport {transport!r}", hint="use stdio or http")
@@ -259,11 +324,12 @@ async def _pool(
         gateway = Gateway(manager, specs, masker=out.masker, **options)
         with startup:
             await gateway.refresh()
+        remember(specs, {entry.server: entry.tools for entry in gateway.entries if entry.ok})
         clashes = gateway.map.collisions if gateway.plain else ()
         if not clashes and not startup.cancel_called:
             async with anyio.create_task_group() as watching:
                 watching.start_soon(gateway.watch, retry_every)
-                await _serve(gateway, out, options["separator"], http, stopping, grace)
+                await _serve(gateway, out, http, stopping, grace)
                 watching.cancel_scope.cancel()
     toolmap.check_plain(clashes)  # raised here, outside the pool's task groups, as one line
 
@@ -271,16 +337,23 @@ async def _pool(
 async def _serve(
     gateway: Gateway,
     out: Output,
-    separator: str,
     http: tuple[HttpSettings, socket.socket] | None,
     stopping: anyio.Event,
     grace: float,
 ) -> None:
     """Report what is served, then serve it until the caller stops (stdio: until stdin ends)."""
     if http is None:
-        serve_report(out, gateway.health(), "stdio", separator)
+        _ready(out, gateway, "stdio", None)
         await serve_stdio(gateway)
         return
     settings, sock = http
-    serve_report(out, gateway.health(), f"{address_of(sock)}/mcp", separator)
+    _ready(out, gateway, "http", f"{address_of(sock)}/mcp")
     await serve_http(gateway, settings, sock, grace, stopping)
+
+
+def _ready(out: Output, gateway: Gateway, transport: str, url: str | None) -> None:
+    """The ready line: one JSON document with --json, else the human report on stderr."""
+    if out.json_mode:
+        out.json(gateway.ready_document(transport, url))
+    else:
+        serve_report(out, gateway.health(), url or transport, gateway.separator)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from miroctl.base import errors, models
 from miroctl.base.errors import ConfigError, MiroctlError, UsageError
 from miroctl.base.fetched import Fetched
 from miroctl.base.models import CallRequest, ServerSpec
@@ -55,12 +56,7 @@ async def list_document(body: Any, gateway: Gateway) -> dict[str, Any]:
     names = Body({} if body is None else body, {"servers"}, "the list").strings("servers")
     specs = [served(name, gateway) for name in names] or gateway.specs
     entries = await gateway.manager.list_tools(specs)
-    document = {
-        "schema": "miroctl.list/1",
-        "config": gateway.manager.config.source,
-        "servers": [entry.to_dict() for entry in entries],
-    }
-    return gateway.masker.data(document)
+    return gateway.masker.data(models.list_document(gateway.manager.config.source, entries))
 
 
 def served(name: str, gateway: Gateway) -> ServerSpec:
@@ -144,10 +140,4 @@ def _prompt_words(gateway: Gateway, words: list[str]) -> tuple[str, str, list[st
 
 def error_document(exc: MiroctlError) -> dict[str, Any]:
     """A request the API refused: the reason, the hint and the exit code the CLI would use."""
-    return {
-        "schema": "miroctl.error/1",
-        "error": exc.message,
-        "error_kind": exc.kind,
-        "hint": exc.hint,
-        "exit_code": int(exc.exit_code),
-    }
+    return errors.error_document(exc.message, exc.kind, exc.hint, exc.exit_code)

@@ -200,8 +200,8 @@ async def _preflight(scope: Any, receive: Any, send: Any) -> None:
 
 
 def refuse(status: int, message: str, headers: dict[str, str] | None = None) -> Any:
-    """A refusal as JSON: {"schema": "miroctl.error/1", "error", "error_kind": "http", "status"}."""
+    """A refusal as JSON: {"schema": "miroctl.error/1", "is_error": true, "error", "error_kind": "http", "status"}."""
     from starlette.responses import Response
 
-    body = {"schema": "miroctl.error/1", "error": message, "error_kind": "http", "status": status}
+    body = {"schema": "miroctl.error/1", "is_error": True, "error": message, "error_kind": "http", "status": status}
     return Response(escaping.dumps(body), status_code=status, headers=headers, media_type="application/json")

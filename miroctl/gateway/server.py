@@ -305,9 +305,24 @@ class Gateway:
             "schema": "miroctl.health/1",
             "status": "ok" if all(s["state"] == "connected" for s in servers) else "degraded",
             "lazy": self.lazy,
-            "tools": len(self.map.tools),
+            "tool_count": len(self.map.tools),
             "servers": servers,
             "collisions": [c.to_dict() for c in self.map.collisions],
+        }
+        return self.masker.data(document)
+
+    def ready_document(self, transport: str, url: str | None) -> dict[str, Any]:
+        """What `serve --json` prints once it serves: where, the exposed tool names, each server's state."""
+        health = self.health()
+        document = {
+            "schema": "miroctl.serve/1",
+            "transport": transport,
+            "url": url,
+            "separator": self.separator,
+            "lazy": self.lazy,
+            "tools": [tool["name"] for tool in self.exposed()],
+            "servers": health["servers"],
+            "collisions": health["collisions"],
         }
         return self.masker.data(document)
 
@@ -317,10 +332,10 @@ class Gateway:
         return {
             "name": spec.name,
             "state": handle.state,
-            "tools": len(entry.tools) if entry is not None and entry.ok else 0,
+            "tool_count": len(entry.tools) if entry is not None and entry.ok else 0,
             "starts": handle.starts,
             "crashes": handle.crashes,
-            "error": failure.to_dict() if failure is not None and handle.state != "connected" else None,
+            "failure": failure.to_dict() if failure is not None and handle.state != "connected" else None,
         }
 
 

@@ -35,9 +35,11 @@ class Output:
 
     _bar: Any = None  # the live progress bar, paused while a question is asked
 
-    def __init__(self, *, json_mode: bool = False, masker: Masker | None = None) -> None:
+    def __init__(self, *, json_mode: bool = False, masker: Masker | None = None, json_to_stderr: bool = False) -> None:
         self.json_mode = json_mode
         self.masker = masker or Masker()
+        self.json_to_stderr = json_to_stderr  # `serve --transport stdio --json`: stdout is the MCP channel
+        self.documents = 0  # JSON documents written: an error after one must not add a second
         self.out = Console(markup=False, highlight=False, emoji=False, soft_wrap=False)
         self.err = Console(stderr=True, markup=False, highlight=False, emoji=False, soft_wrap=True)
 
@@ -48,8 +50,10 @@ class Output:
         return literal(self.mask(str(text)))
 
     def json(self, document: Mapping[str, Any]) -> None:
-        sys.stdout.write(dumps(self.masker.data(document)) + "\n")
-        sys.stdout.flush()
+        stream = sys.stderr if self.json_to_stderr else sys.stdout
+        stream.write(dumps(self.masker.data(document)) + "\n")
+        stream.flush()
+        self.documents += 1
 
     def text(self, text: str) -> None:
         """Result text on stdout, literally."""

@@ -17,13 +17,13 @@ def serve_report(out: Output, health: Mapping[str, Any], where: str, separator: 
     up = sum(1 for s in servers if s.get("state") == "connected")
     shape = "two meta-tools (list_tools, call_tool)" if health.get("lazy") else f"SERVER{separator}TOOL"
     line = Text("miroctl serve: ", style="bold green")
-    tools, total = health.get("tools", 0), len(servers)
+    tools, total = health.get("tool_count", 0), len(servers)
     line.append(f"{counted(tools, 'tool')} from {up} of {counted(total, 'server')} as {shape}, on {where}")
     out.err.print(line, soft_wrap=True)
     for server in servers:
         if server.get("state") != "connected":
-            error = server.get("error") or {}
-            reason = f"{error.get('kind')}: {error.get('message')}" if error else server.get("state")
+            failure = server.get("failure") or {}
+            reason = f"{failure.get('kind')}: {failure.get('message')}" if failure else server.get("state")
             out.err.print(
                 Text(
                     f"  left out for now (tried again later): {out.safe(server['name'])}: {out.safe(reason)}",

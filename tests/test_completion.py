@@ -1,0 +1,124 @@
+"""Shell completion through Typer's machinery: servers, `SERVER TOOL`, `SERVER.TOOL`, `key=`, from the tool cache."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+
+import pytest
+from typer.testing import CliRunner
+
+from miroctl.base.models import ServerSpec, ToolInfo
+from miroctl.cli.app import app
+from miroctl.config.loader import load
+from miroctl.core import toolcache
+from tests.conftest import hostile_yaml, run_miroctl
+
+
+def complete(*words: str) -> list[str]:
+    """What bash would offer after `miroctl WORDS` (the last word is the one being completed)."""
+    line = ["miroctl", *words]
+    env = {"_MIROCTL_COMPLETE": "complete_bash", "COMP_WORDS": " ".join(line), "COMP_CWORD": str(len(line) - 1)}
+    result = CliRunner().invoke(app, [], env=env, prog_name="miroctl")
+    assert result.exit_code == 0, result.output
+    return result.stdout.split()
+
+
+@pytest.fixture
+def pool(write_config, tmp_path, monkeypatch, leak_tag):
+    """alpha and beta (tests/servers/hostile.py: quick to start, a dozen tools), and a `marker` server that
+    would leave a file behind if it were ever started."""
+    monkeypatch.chdir(tmp_path)
+    env = {"MIROCTL_TEST_TAG": leak_tag}
+    marker = {"name": "marker", "tool_command": "sh", "args": ["-c", f"touch {tmp_path / 'started'}; exit 1"]}
+    path = write_config(
+        {
+            "alpha": hostile_yaml("alpha", env=env),
+            "beta": hostile_yaml("beta", env=env),
+            "marker": marker,
+        },
+        tool_config=["alpha", "beta", "marker"],
+    )
+    monkeypatch.setenv("MIROCTL_CONFIG", str(path))
+    return path
+
+
+def test_server_names_complete_from_the_config_and_a_tab_starts_no_server(pool, tmp_path):
+    assert complete("call", "") == ["alpha", "beta", "marker"]
+    assert complete("list", "b") == ["beta"]
+    assert complete("check", "") == ["alpha", "beta", "marker"]
+    assert complete("read", "al") == ["alpha"]
+    assert complete("call", "alpha", "") == []  # not listed yet: no tools, and nothing started to find them
+    assert not (tmp_path / "started").exists()
+
+
+def test_after_list_tools_and_parameters_complete_in_both_spellings(pool):
+    listed = CliRunner().invoke(app, ["list", "alpha"])
+    assert listed.exit_code == 0, listed.output
+    assert complete("call", "alpha", "e") == ["echo", "env"]
+    assert complete("call", "alpha.te") == ["alpha.text"]
+    assert complete("call", "alpha", "text", "") == ["text="]
+    assert complete("call", "alpha.env", "") == ["name="]
+    assert complete("call", "items", "") == ["points="]  # TOOL alone: the server that has it
+    assert complete("call", "alpha", "text", "text=") == []  # values are the user's
+    assert complete("call", "beta", "") == []  # beta was not listed
+
+
+def test_parameters_already_given_are_not_offered_again(pool):
+    spec = load(str(pool)).get("alpha")
+    assert spec is not None
+    toolcache.store(spec, [ToolInfo("alpha", "add", input_schema={"properties": {"a": {}, "b": {}}})])
+    assert complete("call", "alpha", "add", "") == ["a=", "b="]
+    assert complete("call", "alpha.add", "a=1", "") == ["b="]
+    assert complete("call", "alpha", "add", "b:=2", "a=1", "") == []
+
+
+def test_the_cache_is_private_holds_no_secret_and_a_changed_server_is_a_miss(write_config, tool_cache, monkeypatch):
+    monkeypatch.setenv("CONTRACT_SECRET", "sk-contract-4f9a8b7c6d5e")
+    keyed = hostile_yaml("keyed", env={"API_KEY": "${oc.env:CONTRACT_SECRET}"})
+    path = write_config({"keyed": keyed})
+    assert CliRunner().invoke(app, ["check", "--config", str(path)]).exit_code == 0
+    (entry,) = tool_cache.iterdir()
+    assert stat.S_IMODE(entry.stat().st_mode) == 0o600
+    assert "sk-contract" not in entry.read_text() and "echo" in json.loads(entry.read_text())["tools"]
+    assert complete("call", "--config", str(path), "keyed", "ec") == ["echo"]
+    keyed["args"].append("--broken=prompts/list=error")  # another command line: what it lists is not known yet
+    write_config({"keyed": keyed})
+    assert complete("call", "--config", str(path), "keyed", "ec") == []
+
+
+def test_a_corrupt_cache_completes_nothing_quietly_and_list_mends_it(pool, tool_cache):
+    assert CliRunner().invoke(app, ["list", "alpha"]).exit_code == 0
+    (entry,) = tool_cache.iterdir()
+    for garbage in ("{not json", '{"version": 1, "tools": ["add"]}', "[]", json.dumps({"version": 99})):
+        entry.write_text(garbage)
+        assert complete("call", "alpha", "ec") == []
+    assert CliRunner().invoke(app, ["list", "alpha"]).exit_code == 0
+    assert complete("call", "alpha", "ec") == ["echo"]
+
+
+def test_names_a_shell_cannot_take_are_never_offered():
+    schema = {"properties": {"ok": {}, "two words": {}, "line\nbreak": {}, "\x1b[31m": {}}}
+    tools = [ToolInfo("s", "fine", input_schema=schema), ToolInfo("s", "rm -rf"), ToolInfo("s", "a\nb")]
+    assert toolcache.surface(tools) == {"fine": ["ok"]}
+
+
+def test_a_cache_that_cannot_be_written_does_not_fail_the_command(tmp_path):
+    blocked = tmp_path / "file"
+    blocked.write_text("not a directory")
+    toolcache.store(ServerSpec("s"), [ToolInfo("s", "t")], blocked / "tools")  # no exception
+    assert toolcache.lookup(ServerSpec("s"), blocked / "tools") is None
+
+
+def test_the_console_script_completes_tools_in_the_users_shell(pool):
+    assert CliRunner().invoke(app, ["list", "alpha"]).exit_code == 0
+    line = "miroctl call alpha.e"
+    env = {
+        "_MIROCTL_COMPLETE": "complete_bash",
+        "COMP_WORDS": line,
+        "COMP_CWORD": "2",
+    }
+    result = run_miroctl(env=env, cwd=os.getcwd())
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["alpha.echo", "alpha.env"]
