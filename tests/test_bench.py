@@ -14,7 +14,7 @@ from miroctl.base.models import CallOutcome
 from miroctl.cli.app import app
 from miroctl.core import bench
 from tests.conftest import HEALTHY_STARTUP, ROOT, parse_json
-from tests.gateway_support import running, wait_until
+from tests.gateway_support import READY, running, wait_until
 
 LOADTEST = str(ROOT / "tests" / "servers" / "loadtest.py")
 SUMMARY_KEYS = {
@@ -139,7 +139,7 @@ def test_bench_needs_exactly_one_of_duration_and_requests(load, args):
 def test_bench_through_a_serve_gateway_counts_every_call(load):
     config, stats = load
     with running("--config", str(config), "--transport", "http", "--port", "0") as gateway:
-        url = gateway.url()
+        url = started(gateway)
         result = CliRunner().invoke(
             app, ["bench", "load", "work", "ms=5", "-n", "12", "-j", "3", "--via", url, "--json"]
         )
@@ -152,7 +152,7 @@ def test_bench_through_a_serve_gateway_counts_every_call(load):
 def test_bench_through_a_gateway_refuses_an_unknown_tool_before_any_call(load):
     config, stats = load
     with running("--config", str(config), "--transport", "http", "--port", "0") as gateway:
-        result = CliRunner().invoke(app, ["bench", "load", "wrok", "-n", "50", "--via", gateway.url()])
+        result = CliRunner().invoke(app, ["bench", "load", "wrok", "-n", "50", "--via", started(gateway)])
     assert result.exit_code == 6
     assert "load has no tool 'wrok'" in result.stderr and "work" in result.stderr
     assert not stats.exists()
@@ -233,3 +233,8 @@ def test_calls_slower_than_the_timeout_are_counted_as_timeouts(write_config, tmp
     assert result.exit_code == 1
     assert document["errors_by_kind"] == {"timeout": 2}
     assert document["latency_ms"]["max"] < 5000
+
+
+def started(gateway):
+    """The gateway's URL once it is ready (a loaded CI machine may take minutes to start its servers)."""
+    return gateway.wait_for(READY.pattern, timeout=HEALTHY_STARTUP * 6).group(1)

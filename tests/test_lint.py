@@ -11,8 +11,8 @@ from miroctl.base.models import ToolInfo
 from miroctl.check import lint
 from miroctl.check.lint_rules import portable_name
 from miroctl.cli.app import app
-from tests.conftest import fixture_yaml, parse_json
-from tests.gateway_support import running
+from tests.conftest import HEALTHY_STARTUP, fixture_yaml, parse_json
+from tests.gateway_support import READY, running
 from tests.surface_support import surface_yaml
 
 STRICT_OBJECT = {"type": "object", "additionalProperties": False}
@@ -198,7 +198,7 @@ def test_findings_a_lock_no_longer_sees_are_listed_in_the_diff(profile, tmp_path
 def test_strict_check_through_a_gateway_lints_its_servers_tools(profile):
     config = profile(bad=UNPORTABLE)
     with running("--config", str(config), "--transport", "http", "--port", "0") as gateway:
-        result = CliRunner().invoke(app, ["check", "--via", gateway.url(), "--strict=anthropic", "--json"])
+        result = CliRunner().invoke(app, ["check", "--via", started(gateway), "--strict=anthropic", "--json"])
     assert result.exit_code == 7, result.stderr
     assert {f["rule"] for f in findings_of(parse_json(result.stdout), "bad")} == {
         "name",
@@ -272,3 +272,8 @@ def test_a_schema_that_breaks_every_rule_is_summed_up_after_fifty_findings():
     found = lint.lint_tool(tool({**STRICT_OBJECT, "properties": properties, "required": list(properties)}), ["openai"])
     assert len(found) == lint.MAX_PER_TOOL + 1
     assert found[-1].problem == "30 more"
+
+
+def started(gateway):
+    """The gateway's URL once it is ready (a loaded CI machine may take minutes to start its servers)."""
+    return gateway.wait_for(READY.pattern, timeout=HEALTHY_STARTUP * 6).group(1)
