@@ -10,10 +10,10 @@ import typer
 
 from miroctl.base.errors import UsageError
 from miroctl.base.models import ServerSpec
-from miroctl.base.text import suggest
+from miroctl.base.text import counted, suggest
 from miroctl.check import junit, lockfile
 from miroctl.check.probe import probe_all, warm_up
-from miroctl.check.report import CheckRun, ProbeReport
+from miroctl.check.report import CheckRun
 from miroctl.cli import boundary, remote
 from miroctl.cli.common import load_config, manager_for, run
 from miroctl.cli.options import (
@@ -126,8 +126,9 @@ def check(
     concurrency = concurrency or loaded.profile.concurrency
     specs = list({spec.name: spec for spec in loaded.select(servers or ())}.values())
     allowed, locked = _check_inputs(loaded, specs, allow_fail or [], against, (junit, lock))
-    manager = manager_for(loaded, out, mode, task_id=task_id, log=log)
-    result = run(lambda: _probe(out, manager, specs, timeout, concurrency, smoke))
+    with out.live(f"checking {counted(len(specs), 'server')}") as view:
+        manager = manager_for(loaded, out, mode, task_id=task_id, log=log, stages=view.on_stage if view else None)
+        result = run(lambda: _probe(manager, specs, timeout, concurrency, smoke))
     result.allow(allowed)
     _finish(out, result, locked, json_mode, junit, lock, against)
 
@@ -199,21 +200,12 @@ def _check_inputs(
 
 
 async def _probe(
-    out: Output, manager: Manager, specs: list[ServerSpec], timeout: float | None, concurrency: int, smoke: bool
+    manager: Manager, specs: list[ServerSpec], timeout: float | None, concurrency: int, smoke: bool
 ) -> CheckRun:
     warm_up(specs)  # miroctl's own import of the SDK is not part of any server's time, nor of the run's
     started = time.perf_counter()
-    with out.progress(f"checking {len(specs)} servers") as progress:
-        finished: list[str] = []
-
-        async def done(report: ProbeReport) -> None:
-            finished.append(report.server)
-            await progress(len(finished), len(specs), report.server)
-
-        async with manager:
-            reports = await probe_all(
-                manager, specs, timeout=timeout, concurrency=concurrency, smoke=smoke, on_done=done
-            )
+    async with manager:
+        reports = await probe_all(manager, specs, timeout=timeout, concurrency=concurrency, smoke=smoke)
     return CheckRun(
         reports,
         manager.config.source,

@@ -23,6 +23,7 @@ from miroctl.core.calllog import CallLog
 from miroctl.core.manager import Confirmation, ConfirmFn, Manager
 from miroctl.policy.decisions import Policy
 from miroctl.render.output import Output
+from miroctl.sessions.stages import StageFn
 
 T = TypeVar("T")
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -96,13 +97,22 @@ def manager_for(
     *,
     ask_on_terminal: bool = True,
     follow_changes: bool = False,
+    stages: StageFn | None = None,
 ) -> Manager:
     """A Manager with the profile's policy and the command line's --mode, --yes, --task-id and --log."""
     policy = Policy.from_profile(loaded.profile).with_overrides(
         mode=mode.value if mode else None, assume_yes=True if yes else None
     )
     confirm = _confirm_on_terminal(out) if ask_on_terminal else None
-    return Manager(loaded, policy=policy, confirm=confirm, log_path=log, task_id=task_id, follow_changes=follow_changes)
+    return Manager(
+        loaded,
+        policy=policy,
+        confirm=confirm,
+        log_path=log,
+        task_id=task_id,
+        follow_changes=follow_changes,
+        stages=stages,
+    )
 
 
 def _confirm_on_terminal(out: Output) -> ConfirmFn | None:

@@ -35,6 +35,7 @@ from miroctl.sessions.failures import REQUEST_TIMEOUT, died_during
 from miroctl.sessions.frames import unparsable
 from miroctl.sessions.pool import ServerHandle, Unavailable, closed
 from miroctl.sessions.processes import RUN_ID, RUN_MARKER, sweep_orphans
+from miroctl.sessions.stages import StageClock, StageFn
 
 EventFn = Callable[[str, Mapping[str, Any]], None]
 
@@ -67,8 +68,10 @@ class Manager:
         task_id: str | None = None,
         run_id: str | None = None,
         follow_changes: bool = False,
+        stages: StageFn | None = None,
     ) -> None:
-        """`confirm` answers mode ask's questions, `log_path` gets the call log, `task_id` goes to servers;
+        """`stages` hears each server's progress (starting, initialising, listing, calling, done, failed);
+        `confirm` answers mode ask's questions, `log_path` gets the call log, `task_id` goes to servers;
         with `follow_changes`, sessions follow their servers' tool-list changes (see `next_change`)."""
         # `run_id` (processes.sub_run_id) marks this Manager's stdio servers apart from others in the process,
         # so its sweep at exit leaves theirs alone (a gateway's check must not stop the served sessions).
@@ -92,6 +95,7 @@ class Manager:
         self.run_id = run_id
         self.follow_changes = follow_changes
         self._changed: anyio.Event | None = None
+        self.stages = StageClock(stages)
 
     @property
     def log_path(self) -> str | None:
@@ -141,6 +145,7 @@ class Manager:
                 self.config.profile.startup_timeout,
                 on_event=self.emit,
                 on_tools_changed=following,
+                stages=self.stages,
             )
         return self._handles[spec.name]
 
@@ -206,7 +211,9 @@ class Manager:
                 offered = await catalog.offered_by(handle, extras)
         except Unavailable as exc:
             self.emit("server_failed", server=spec.name, failure=exc.failure.to_dict())
+            handle.stage("failed", exc.failure.kind)
             return ServerTools(spec.name, spec.transport, failure=exc.failure, duration_ms=_ms(started))
+        handle.stage("done")
         connection = handle.connection
         return ServerTools(
             spec.name,
@@ -254,11 +261,20 @@ class Manager:
         except Unavailable as exc:
             outcome = envelopes.unavailable(request.server, request.tool, exc)
         outcome.duration_ms = _ms(started)
+        self._call_finished(outcome)
         if self._log is not None or self._on_event is not None:  # building these costs a copy of the result
             event, fields = envelopes.log_summary(outcome)
             self.emit(event, **fields)
             self.emit("call_end", outcome=outcome.to_dict())
         return outcome
+
+    def _call_finished(self, outcome: CallOutcome) -> None:
+        """The called server's last stage: done, or failed with the class of what went wrong."""
+        server = outcome.server_name
+        if server is None or not self.stages.started(server):
+            return
+        failure_kind = outcome.failure.kind if outcome.failure is not None else outcome.error_kind
+        self.stages(server, "done" if outcome.ok else "failed", "" if outcome.ok else failure_kind or "error")
 
     async def _call(self, request: CallRequest) -> CallOutcome:
         early = self.policy.check_urls(envelopes.raw_arguments(request))
@@ -361,6 +377,7 @@ class Manager:
             await handle.lost()
             connection = await handle.connect()
         timeout = request.timeout or spec.timeout or self.config.profile.timeout
+        handle.stage("calling", tool)
         answer = await within(
             connection.wire, timeout, lambda: handle.call_tool(connection, tool, dict(values), request.progress)
         )
