@@ -132,7 +132,8 @@ def test_the_table_shows_each_server_its_phases_and_the_reason_with_the_stderr_t
             "quitter": fixture_yaml("quitter", "--mode", "exit", env={"FIXTURE_SECRET": SECRET}),
         }
     )
-    result = invoke("--config", str(path))
+    # as a CI log without COLUMNS gets it (piped output honours COLUMNS, which test workers set to 80)
+    result = CliRunner().invoke(app, ["check", "--config", str(path)], env={"COLUMNS": "140"})
     assert result.exit_code == 1
     out = result.stdout
     good = next(line for line in out.splitlines() if " good " in line)

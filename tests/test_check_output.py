@@ -73,10 +73,18 @@ def test_an_80_column_terminal_keeps_every_line_within_80_and_puts_reasons_under
     assert "a-rather-long-server-name" in text
 
 
-def test_output_that_is_not_a_terminal_is_laid_out_wide_for_ci_logs():
+def test_output_that_is_not_a_terminal_is_laid_out_wide_for_ci_logs(monkeypatch):
+    monkeypatch.delenv("COLUMNS", raising=False)
     text = rendered(CheckRun([failing()], "cfg"), 80, terminal=False)
     row = next(line for line in text.splitlines() if "quitter" in line)
     assert "✗ unhealthy" in row and "exited: server exited with code 3" in row
+
+
+def test_output_that_is_not_a_terminal_keeps_the_width_columns_gives(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
+    text = rendered(CheckRun([failing()], "cfg"), 80, terminal=False)
+    assert max(len(line) for line in text.splitlines()) <= 80
+    assert "✗ quitter" in text and "exited: server exited with code 3" in text
 
 
 def test_server_text_in_the_table_is_shown_literally():

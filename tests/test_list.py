@@ -163,9 +163,10 @@ def test_secrets_in_a_failing_servers_stderr_are_masked(write_config, monkeypatc
         assert "FIXTURE_SECRET is ****" in result.stdout
 
 
-def test_list_schema_shows_full_descriptions_and_input_schemas(write_config):
+def test_list_schema_shows_full_descriptions_and_each_parameter(write_config):
     path = write_config({"alpha": fixture_yaml("alpha", "--tools", "echo")})
     result = CliRunner().invoke(app, ["list", "--schema", "--config", str(path)], env={"COLUMNS": "200"})
     assert result.exit_code == 0
     assert "Returns exactly what it was given." in result.stdout
-    assert '"required": [' in result.stdout and '"text"' in result.stdout
+    assert "text*  string  required" in result.stdout
+    assert "miroctl call alpha echo text='<text>'" in result.stdout

@@ -82,6 +82,8 @@ class Prober:
             error = leaf(exc)
             report.failure = Failure("crashed", f"probe failed: {type(error).__name__}: {error}")
         report.duration_ms = budget.elapsed_ms()
+        kind = report.failure.kind if report.failure is not None else ""
+        self.manager.handle(spec).stage("failed" if kind else "done", kind, report.duration_ms)
         return report
 
     async def _phases(self, spec: ServerSpec, report: ProbeReport, budget: Budget) -> None:
@@ -155,6 +157,7 @@ class Prober:
     async def _list(self, handle: ServerHandle, connection: Connection, report: ProbeReport, budget: Budget) -> bool:
         """Every page of tools/list; a server that cannot list its tools is not healthy."""
         began = time.perf_counter()
+        handle.stage("listing")
         answer = await within(
             connection.wire, budget.remaining(), lambda: list_tools(handle.spec.name, connection.client)
         )

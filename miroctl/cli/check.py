@@ -11,10 +11,10 @@ from typer import _click as click
 
 from miroctl.base.errors import UsageError
 from miroctl.base.models import ServerSpec
-from miroctl.base.text import suggest
+from miroctl.base.text import counted, suggest
 from miroctl.check import junit, lint, lockfile
 from miroctl.check.probe import probe_all, warm_up
-from miroctl.check.report import CheckRun, ProbeReport
+from miroctl.check.report import CheckRun
 from miroctl.cli import boundary, completion, remote
 from miroctl.cli.common import check_record, load_config, manager_for, remember, run
 from miroctl.cli.helptext import CHECK, CONNECTION, OUTPUT, WordedCommand
@@ -192,8 +192,10 @@ def check(
     concurrency = concurrency or loaded.profile.concurrency
     specs = list({spec.name: spec for spec in loaded.select(servers or ())}.values())
     allowed, locked = _check_inputs(loaded, specs, allow_fail or [], against, (junit, lock))
-    manager = manager_for(loaded, out, mode, task_id=task_id, log=log, record=record)
-    result = run(lambda: _probe(out, manager, specs, timeout, concurrency, smoke))
+    with out.live(f"checking {counted(len(specs), 'server')}") as view:
+        stages = view.on_stage if view else None
+        manager = manager_for(loaded, out, mode, task_id=task_id, log=log, record=record, stages=stages)
+        result = run(lambda: _probe(manager, specs, timeout, concurrency, smoke))
     result.allow(allowed)
     if providers is not None:
         result.lint_tools(providers)
@@ -270,21 +272,12 @@ def _check_inputs(
 
 
 async def _probe(
-    out: Output, manager: Manager, specs: list[ServerSpec], timeout: float | None, concurrency: int, smoke: bool
+    manager: Manager, specs: list[ServerSpec], timeout: float | None, concurrency: int, smoke: bool
 ) -> CheckRun:
     warm_up(specs)  # miroctl's own import of the SDK is not part of any server's time, nor of the run's
     started = time.perf_counter()
-    with out.progress(f"checking {len(specs)} servers") as progress:
-        finished: list[str] = []
-
-        async def done(report: ProbeReport) -> None:
-            finished.append(report.server)
-            await progress(len(finished), len(specs), report.server)
-
-        async with manager:
-            reports = await probe_all(
-                manager, specs, timeout=timeout, concurrency=concurrency, smoke=smoke, on_done=done
-            )
+    async with manager:
+        reports = await probe_all(manager, specs, timeout=timeout, concurrency=concurrency, smoke=smoke)
     return CheckRun(
         reports,
         manager.config.source,

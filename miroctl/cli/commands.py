@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Annotated
 
 import typer
 
-from miroctl.base.errors import UsageError
+from miroctl.base.errors import NotFound, UsageError
 from miroctl.base.models import CallOutcome, CallRequest, ServerTools, list_document
+from miroctl.base.text import counted, suggest
 from miroctl.cli import boundary, completion, remote
 from miroctl.cli.common import check_log, check_output, check_record, load_config, manager_for, remember, run
 from miroctl.cli.helptext import CALL, OUTPUT, POLICY
@@ -27,6 +29,7 @@ from miroctl.cli.options import (
     YesOpt,
     seconds,
 )
+from miroctl.config.loader import Config
 from miroctl.core import batch
 from miroctl.core.arguments import load_base, split_pair, split_target
 from miroctl.core.manager import Manager
@@ -41,7 +44,7 @@ def list_(
         list[str] | None,
         typer.Argument(
             metavar="SERVER",
-            help="Servers to list (default: the profile's).",
+            help="Servers to list (default: the profile's), or SERVER TOOL for one tool in detail.",
             show_default=False,
             autocompletion=completion.servers,
         ),
@@ -49,7 +52,11 @@ def list_(
     json_mode: JsonOpt = False,
     schema: Annotated[
         bool,
-        typer.Option("--schema", rich_help_panel=OUTPUT, help="Show each tool's full description and input schema."),
+        typer.Option(
+            "--schema",
+            rich_help_panel=OUTPUT,
+            help="Each tool in detail: parameters, nested and output schemas, an example call.",
+        ),
     ] = False,
     resources: Annotated[
         bool,
@@ -87,20 +94,47 @@ def list_(
     if gateway_url and not extras:  # MIROCTL_URL set: resources and prompts come from the servers directly
         raise typer.Exit(remote.list_servers(gateway_url, servers or [], out=out, schema=schema))
     loaded = load_config(config, stdio, url, header, out, startup_timeout, env)
-    specs = loaded.select(servers or ())
+    servers, tool = _tool_target(loaded, servers or [])
+    specs = loaded.select(servers)
     check_log(loaded, log)
 
-    async def work() -> list[ServerTools]:
-        async with manager_for(loaded, out, mode, task_id=task_id, log=log, record=record) as manager:
-            return await manager.list_tools(specs, extras)
+    with out.live(f"listing {counted(len(specs), 'server')}") as view:
 
-    entries = run(work)
+        async def work() -> list[ServerTools]:
+            stages = view.on_stage if view else None
+            async with manager_for(
+                loaded, out, mode, task_id=task_id, log=log, record=record, stages=stages
+            ) as manager:
+                return await manager.list_tools(specs, extras)
+
+        entries = run(work)
     remember(specs, {entry.server: entry.tools for entry in entries if entry.ok})
+    if tool is not None:
+        entries = [_only_tool(entry, tool) for entry in entries]
     if json_mode:
         out.json(list_document(loaded.source, entries))
     else:
-        list_tables(out, entries, schema=schema)
+        list_tables(out, entries, schema=schema or tool is not None)
     raise typer.Exit(0 if all(e.healthy for e in entries) else 1)
+
+
+def _tool_target(loaded: Config, words: list[str]) -> tuple[list[str], str | None]:
+    """`list SERVER TOOL` (one tool in detail) when the second word names no server; else server names."""
+    if len(words) == 2 and loaded.get(words[0]) is not None and loaded.get(words[1]) is None:
+        return [words[0]], words[1]
+    return words, None
+
+
+def _only_tool(entry: ServerTools, tool: str) -> ServerTools:
+    """The server's entry with that one tool; NotFound (exit 6) with the near names when it has none."""
+    if not entry.ok:
+        return entry
+    found = tuple(t for t in entry.tools if t.name == tool)
+    if not found:
+        names = [t.name for t in entry.tools]
+        hint = suggest(tool, names) or f"its tools: {', '.join(names) or '(none)'}"
+        raise NotFound(f"server {entry.server!r} has no tool {tool!r}", hint=hint)
+    return replace(entry, tools=found)
 
 
 def call(
@@ -237,9 +271,11 @@ def call(
         split_pair(pair)
     base = load_base(args)
 
-    async def work() -> CallOutcome:
-        async with manager_for(loaded, out, mode, yes, task_id, log, record=record) as manager:
-            with out.progress(f"{tool}") as progress:
+    with out.live(f"call {server + '.' if server else ''}{tool}" if tool else f"call {server}") as view:
+
+        async def work() -> CallOutcome:
+            stages = view.on_stage if view else None
+            async with manager_for(loaded, out, mode, yes, task_id, log, record=record, stages=stages) as manager:
                 request = CallRequest(
                     server,
                     tool,
@@ -247,12 +283,12 @@ def call(
                     pairs,
                     timeout=timeout,
                     autocorrect=not no_autocorrect,
-                    progress=progress,
+                    progress=view.on_progress if view else None,
                     output=output,
                 )
                 return await manager.call(request)
 
-    outcome = run(work)
+        outcome = run(work)
     if json_mode:
         out.json(outcome.to_dict())
     else:

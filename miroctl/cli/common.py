@@ -25,6 +25,7 @@ from miroctl.core.calllog import CallLog
 from miroctl.core.manager import Confirmation, ConfirmFn, Manager
 from miroctl.policy.decisions import Policy
 from miroctl.render.output import Output
+from miroctl.sessions.stages import StageFn
 from miroctl.sessions.tokens import stored_secrets
 
 T = TypeVar("T")
@@ -101,6 +102,7 @@ def manager_for(
     ask_on_terminal: bool = True,
     follow_changes: bool = False,
     record: str | None = None,
+    stages: StageFn | None = None,
 ) -> Manager:
     """A Manager with the profile's policy and the command line's --mode, --yes, --task-id and --log."""
     policy = Policy.from_profile(loaded.profile).with_overrides(
@@ -115,6 +117,7 @@ def manager_for(
         task_id=task_id,
         follow_changes=follow_changes,
         record_path=record,
+        stages=stages,
     )
 
 

@@ -14,9 +14,10 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from miroctl.base.errors import ExitCode, UsageError
-from miroctl.cli import boundary, remote
-from miroctl.remote import URL_ENV
+from miroctl.render import early
+
+# Nothing else at the top: on a terminal, the first line of live feedback is drawn before Rich, the
+# boundary and the warm client are imported (render/early.py); `run` imports them for start-up time.
 
 _FLAGS = {
     "call": {"--json": "json_mode", "--no-autocorrect": "no_autocorrect"},
@@ -41,11 +42,15 @@ _VALUES = {
 
 def main(argv: Sequence[str] | None = None) -> None:
     """The console script: exits with miroctl's exit code."""
-    sys.exit(run(list(sys.argv[1:] if argv is None else argv)))
+    words = list(sys.argv[1:] if argv is None else argv)
+    early.first_line(words, os.environ)
+    sys.exit(run(words))
 
 
 def run(words: list[str]) -> int:
     """The exit code of one miroctl command line."""
+    from miroctl.cli import boundary, remote  # noqa: PLC0415 - after the first line (see above)
+
     words = boundary.strip_traceback_flag(words)
     parsed = parse(words, os.environ)
     if parsed is None:
@@ -64,9 +69,22 @@ def run(words: list[str]) -> int:
 
 def run_cli(words: list[str]) -> int:
     """The Typer app, with its usage errors as one line (and a hint) instead of a framed block."""
+    from miroctl.render import progress  # noqa: PLC0415 - after the first line (see above)
+
+    if early.drawn is not None:  # the first line comes alive (a spinner, a clock) while Typer and the core load
+        progress.adopt(progress.stderr_console(), early.drawn)
+    try:
+        return _run_app(words)
+    finally:
+        progress.stop_active()
+
+
+def _run_app(words: list[str]) -> int:
     # Typer costs ~0.2 s at start-up: only the full command line pays it, never a call through a gateway.
     import typer  # noqa: PLC0415
 
+    from miroctl.base.errors import ExitCode, UsageError  # noqa: PLC0415 - after the first line (see above)
+    from miroctl.cli import boundary  # noqa: PLC0415 - after the first line (see above)
     from miroctl.cli.app import app  # noqa: PLC0415 - the Typer app (see above)
 
     json_mode = boundary.json_wanted(words)
@@ -87,6 +105,8 @@ def run_cli(words: list[str]) -> int:
 
 def parse(argv: Sequence[str], env: Mapping[str, str]) -> tuple[str, dict[str, Any], list[str]] | None:
     """(command, options, words) for a call, list, read or prompt through a gateway; None: the CLI decides."""
+    from miroctl.remote import URL_ENV  # noqa: PLC0415 - after the first line (see above)
+
     if not argv or argv[0] not in _FLAGS:
         return None
     command, words = argv[0], []

@@ -74,7 +74,15 @@ def read(
         raise UsageError("read takes SERVER and URI (SERVER may be left out when there is only one)")
     loaded = load_config(config, stdio, url, header, out, startup_timeout, env)
     server, uri = (target[0], target[1]) if len(target) == 2 else (_only_server(loaded, "read"), target[0])
-    _fetch(out, loaded, json_mode, save_dir, lambda manager: catalog.read_resource(manager, server, uri, timeout))
+    _fetch(
+        out,
+        loaded,
+        json_mode,
+        save_dir,
+        lambda manager: catalog.read_resource(manager, server, uri, timeout),
+        f"reading {uri}",
+        server,
+    )
 
 
 def prompt(
@@ -108,7 +116,13 @@ def prompt(
     server, name, pairs = _prompt_words(loaded, words)
     arguments = {key: value for key, value, _ in map(split_pair, pairs)}  # a prompt's arguments are text
     _fetch(
-        out, loaded, json_mode, save_dir, lambda manager: catalog.get_prompt(manager, server, name, arguments, timeout)
+        out,
+        loaded,
+        json_mode,
+        save_dir,
+        lambda manager: catalog.get_prompt(manager, server, name, arguments, timeout),
+        f"prompt {name}",
+        server,
     )
 
 
@@ -139,15 +153,19 @@ def _fetch(
     json_mode: bool,
     save_dir: str | None,
     ask: Callable[[Manager], Awaitable[catalog.Fetched]],
+    what: str,
+    server: str,
 ) -> None:
     """Ask on a fresh manager, print the envelope (JSON) or its content (human), exit with its code."""
     blobs.check_dir(save_dir)
 
-    async def work() -> catalog.Fetched:
-        async with manager_for(loaded, out) as manager:
-            return await ask(manager)
+    with out.live(f"{what} on {server}") as view:
 
-    fetched = run(work)
+        async def work() -> catalog.Fetched:
+            async with manager_for(loaded, out, stages=view.on_stage if view else None) as manager:
+                return await ask(manager)
+
+        fetched = run(work)
     if json_mode:
         out.json(fetched.to_dict())
     else:

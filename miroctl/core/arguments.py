@@ -243,7 +243,8 @@ def signature(tool: ToolInfo) -> str:
 
 
 def split_target(words: list[str], config: Config) -> tuple[str | None, str, list[str]]:
-    """SERVER TOOL [k=v...], SERVER.TOOL [k=v...], or TOOL [k=v...] (the server found by its tool)."""
+    """SERVER TOOL [k=v...], SERVER.TOOL [k=v...], or TOOL [k=v...] (the server found by its tool); a
+    server's name alone gives an empty tool name (the router answers with that server's tools)."""
     if not words:
         raise UsageError("call needs a tool: miroctl call SERVER TOOL [key=value ...]")
     first, rest = words[0], words[1:]
@@ -256,5 +257,8 @@ def split_target(words: list[str], config: Config) -> tuple[str | None, str, lis
         return first, rest[0], rest[1:]
     if "=" in first:
         raise UsageError(f"expected a tool name before the arguments, got {first!r}")
+    named = config.get(first)
+    if named is not None:  # a server's name alone: the tool name is missing (its tools say which)
+        return named.name, "", rest
     only = config.select() if len(config.default_names) == 1 else []
     return (only[0].name if only else None), first, rest

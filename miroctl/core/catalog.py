@@ -165,6 +165,19 @@ async def _on_session(
     manager: Sessions, spec: ServerSpec, asked: Fetched, timeout: float, fetch: Callable[[Client], Awaitable[Fetched]]
 ) -> Fetched:
     handle = manager.handle(spec)
+    outcome = await _asked_on_session(handle, spec, asked, timeout, fetch)
+    failure_kind = outcome.failure.kind if outcome.failure is not None else outcome.error_kind
+    handle.stage("done" if outcome.ok else "failed", "" if outcome.ok else failure_kind or "error")
+    return outcome
+
+
+async def _asked_on_session(
+    handle: ServerHandle,
+    spec: ServerSpec,
+    asked: Fetched,
+    timeout: float,
+    fetch: Callable[[Client], Awaitable[Fetched]],
+) -> Fetched:
     try:
         connection = await handle.connect()
     except Unavailable as exc:
@@ -172,6 +185,7 @@ async def _on_session(
         outcome = _failed(asked, kind, exc.failure.message, exc.failure.hint)
         outcome.failure = exc.failure
         return outcome
+    handle.stage("calling", "resources/read" if asked.what == "resource" else "prompts/get")
     answer = await within(connection.wire, timeout, lambda: fetch(connection.client))
     if isinstance(answer, BaseException):
         return await _request_failed(handle, asked, answer)

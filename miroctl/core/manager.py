@@ -36,6 +36,7 @@ from miroctl.sessions.frames import unparsable
 from miroctl.sessions.pool import ServerHandle, Unavailable, closed
 from miroctl.sessions.processes import RUN_ID, RUN_MARKER, sweep_orphans
 from miroctl.sessions.recording import Recorder
+from miroctl.sessions.stages import StageClock, StageFn
 from miroctl.sessions.transports import Relay
 
 EventFn = Callable[[str, Mapping[str, Any]], None]
@@ -70,8 +71,10 @@ class Manager:
         run_id: str | None = None,
         follow_changes: bool = False,
         record_path: str | None = None,
+        stages: StageFn | None = None,
     ) -> None:
-        """`confirm` answers mode ask's questions, `log_path` gets the call log, `task_id` goes to servers;
+        """`stages` hears each server's progress (starting, initialising, listing, calling, done, failed);
+        `confirm` answers mode ask's questions, `log_path` gets the call log, `task_id` goes to servers;
         with `follow_changes`, sessions follow their servers' tool-list changes (see `next_change`);
         `record_path` gets every server's JSON-RPC traffic (--record)."""
         # `run_id` (processes.sub_run_id) marks this Manager's stdio servers apart from others in the process,
@@ -99,6 +102,7 @@ class Manager:
         self.relay: Relay | None = None  # a gateway's: servers' own requests go to its hosts (set before listing)
         self._record_path = record_path
         self._recorder: Recorder | None = None
+        self.stages = StageClock(stages)
 
     @property
     def log_path(self) -> str | None:
@@ -153,6 +157,7 @@ class Manager:
                 on_tools_changed=following,
                 relay=self.relay,
                 recorder=self._recorder,
+                stages=self.stages,
             )
         return self._handles[spec.name]
 
@@ -220,7 +225,9 @@ class Manager:
                 offered = await catalog.offered_by(handle, extras)
         except Unavailable as exc:
             self.emit("server_failed", server=spec.name, failure=exc.failure.to_dict())
+            handle.stage("failed", exc.failure.kind)
             return ServerTools(spec.name, spec.transport, failure=exc.failure, duration_ms=_ms(started))
+        handle.stage("done")
         connection = handle.connection
         return ServerTools(
             spec.name,
@@ -268,11 +275,20 @@ class Manager:
         except Unavailable as exc:
             outcome = envelopes.unavailable(request.server, request.tool, exc)
         outcome.duration_ms = _ms(started)
+        self._call_finished(outcome)
         if self._log is not None or self._on_event is not None:  # building these costs a copy of the result
             event, fields = envelopes.log_summary(outcome)
             self.emit(event, **fields)
             self.emit("call_end", outcome=outcome.to_dict())
         return outcome
+
+    def _call_finished(self, outcome: CallOutcome) -> None:
+        """The called server's last stage: done, or failed with the class of what went wrong."""
+        server = outcome.server_name
+        if server is None or not self.stages.started(server):
+            return
+        failure_kind = outcome.failure.kind if outcome.failure is not None else outcome.error_kind
+        self.stages(server, "done" if outcome.ok else "failed", "" if outcome.ok else failure_kind or "error")
 
     async def _call(self, request: CallRequest) -> CallOutcome:
         early = self.policy.check_urls(envelopes.raw_arguments(request))
@@ -375,6 +391,7 @@ class Manager:
             await handle.lost()
             connection = await handle.connect()
         timeout = request.timeout or spec.timeout or self.config.profile.timeout
+        handle.stage("calling", tool)
         answer = await within(
             connection.wire, timeout, lambda: handle.call_tool(connection, tool, dict(values), request.progress)
         )

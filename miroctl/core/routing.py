@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
-from miroctl.base.errors import NotFound, PolicyDenied
+from miroctl.base.errors import NotFound, PolicyDenied, UsageError
 from miroctl.base.models import ServerSpec, ToolInfo
 from miroctl.base.text import suggest
 from miroctl.config.loader import Config
@@ -37,6 +37,8 @@ class Router:
         spec = self.config.get(server) if server else None
         if spec is None:
             return await self._without_server(server, tool, autocorrect)
+        if not tool:
+            return await self._missing_tool(spec)
         self._check_blacklist(spec, tool)
         tools = await self.tools_of(spec)
         found = next((t for t in tools if t.name == tool), None)
@@ -53,6 +55,18 @@ class Router:
             if holders:
                 raise _ambiguous(tool, holders, f"server {spec.name!r} has no tool {tool!r}")
         raise NotFound(f"server {spec.name!r} has no tool {tool!r}", hint=f"its tools: {', '.join(names) or '(none)'}")
+
+    async def _missing_tool(self, spec: ServerSpec) -> Route:
+        """`miroctl call SERVER` without a tool: that server alone is asked for its tools, to name them. A
+        server with a tool of its own name takes the word as that tool."""
+        tools = [t for t in await self.tools_of(spec) if self.policy.visible(spec, t)]
+        own = next((t for t in tools if t.name == spec.name), None)
+        if own is not None:
+            self._check_blacklist(spec, own.name)
+            return Route(spec, own)
+        names = ", ".join(t.name for t in tools) or "(none)"
+        example = f"miroctl call {spec.name} {tools[0].name} [key=value ...]" if tools else f"miroctl list {spec.name}"
+        raise UsageError(f"missing tool name; tools of {spec.name}: {names}", hint=example)
 
     async def reroute(self, route: Route) -> Route | None:
         """The server answered "Unknown tool": the one other server that has it, if exactly one."""

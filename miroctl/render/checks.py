@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 
 from rich import box
@@ -13,13 +14,13 @@ from miroctl.check.report import CheckRun, Phase, ProbeReport
 from miroctl.render.output import Output
 
 _PHASE_COLUMNS = (("start", "start"), ("initialize", "init"), ("tools", "list"), ("ping", "ping"))
-CHECK_LOG_WIDTH = 140  # a CI log has no width of its own; rows this wide stay one line each
+CHECK_LOG_WIDTH = 140  # a CI log has no width of its own (unless COLUMNS says): rows this wide stay one line each
 CHECK_WIDE = 120  # narrower terminals get the reasons under the table instead of in a column
 
 
 def check_table(out: Output, run: CheckRun) -> None:
     """The check as one table (a row per server), failure details under it, then lock changes and a summary."""
-    if not out.out.is_terminal and out.out.width < CHECK_LOG_WIDTH:
+    if not out.out.is_terminal and not os.environ.get("COLUMNS") and out.out.width < CHECK_LOG_WIDTH:
         out.out.width = CHECK_LOG_WIDTH
     wide = out.out.width >= CHECK_WIDE
     out.out.print(_check_rows(out, run, wide, reasons=wide and any(not r.ok for r in run.reports)))

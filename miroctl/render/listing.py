@@ -1,48 +1,136 @@
-"""`list`: one table per server (tools, then resources, templates and prompts when asked); failures in place."""
+"""`list`: one table per server (tools, then resources, templates and prompts when asked); failures in place.
+
+What a user types is never cut: tool and parameter names and types, and resource URIs, keep their whole
+width; descriptions wrap or shorten to make room, and a screen too narrow for a table gets the same
+facts as indented lines. One tool in detail is render/tooldetail.py.
+"""
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable, Mapping
+import textwrap
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from rich import box
 from rich.table import Table
 from rich.text import Text
 
 from miroctl.base.models import ServerTools, ToolInfo
 from miroctl.base.text import counted
 from miroctl.core import schemas
-from miroctl.render.output import Output
+from miroctl.render.output import Output, without_tail_line
+from miroctl.render.tooldetail import tool_detail
+
+FRAME = 10  # a three-column table's borders and padding
+DESCRIPTION_MIN = 16  # narrower than this, the description goes under the tool name instead
+DESCRIPTION_LINES = 3  # a description longer than this many lines of its column is shortened (… at the end)
+PARAMETERS = "parameters (* required)"
 
 
 def list_tables(out: Output, entries: Iterable[ServerTools], *, schema: bool = False) -> None:
-    """One table per healthy server; failing servers in place with their reason."""
+    """One table per healthy server (each tool in detail with `schema`); failing servers in place."""
     for entry in entries:
         if not entry.ok:
             _failed_server(out, entry)
             continue
-        title = Text(out.safe(entry.server), style="bold")
-        meta = [entry.transport, counted(len(entry.tools), "tool"), entry.server_version, f"{entry.duration_ms:.0f} ms"]
-        title.append("  " + out.safe(" · ".join(m for m in meta if m)), style="dim")
-        table = Table(title=title, title_justify="left", show_lines=schema, expand=False)
-        table.add_column("tool", style="cyan", no_wrap=True)
-        table.add_column("description")
-        table.add_column("parameters (* required)")
-        for tool in entry.tools:
-            table.add_row(
-                Text(_folded(out.safe(tool.name), max(36, out.out.width // 3))),
-                Text(out.safe(_summary(tool, schema))),
-                _parameters(out, tool),
-            )
-        out.out.print(table)
+        out.out.print(_title(out, entry))
+        if schema:
+            for tool in entry.tools:
+                tool_detail(out, entry.server, tool)
+        elif entry.tools:
+            out.out.print(_tools_table(out, entry.tools))
+        else:
+            out.out.print(Text("  no tools", style="dim"))
         _rejected(out, entry)
         _offered(out, entry)
 
 
-def _folded(name: str, width: int) -> str:
-    """A name kept whole up to `width`; a longer one in lines of `width`, so it cannot squeeze the other
-    columns of the table to nothing."""
-    return "\n".join(name[start : start + width] for start in range(0, len(name), width)) or name
+def _title(out: Output, entry: ServerTools) -> Text:
+    title = Text(out.safe(entry.server), style="bold")
+    meta = [entry.transport, counted(len(entry.tools), "tool"), entry.server_version, f"{entry.duration_ms:.0f} ms"]
+    title.append("  " + out.safe(" · ".join(m for m in meta if m)), style="dim")
+    return title
+
+
+def parameter_lines(out: Output, tool: ToolInfo) -> list[tuple[str, str]]:
+    """(name with * when required, type) for each parameter of a tool."""
+    schema = tool.input_schema
+    required = set(schemas.resolve(schema, schema).get("required") or [])
+    return [
+        (out.safe(name) + ("*" if name in required else ""), out.safe(schemas.type_label(prop, schema)))
+        for name, prop in schemas.properties(schema).items()
+    ]
+
+
+def _tools_table(out: Output, tools: Sequence[ToolInfo]) -> Table:
+    """tool | description | parameters, sized so that names and types keep their whole width."""
+    width = out.out.width
+    params = {tool.name: parameter_lines(out, tool) for tool in tools}
+    lines = [p for found in params.values() for p in found]
+    tool_w = min(max(len(out.safe(t.name)) for t in tools), max(12, width // 4))
+    full = max((len(name) + 2 + len(kind) for name, kind in lines), default=0)
+    least = max((len(name) + 1 for name, _ in lines), default=0)
+    params_w = max(full, least, 10)
+    if width - FRAME - tool_w - params_w < DESCRIPTION_MIN:  # the type goes under its name instead
+        params_w = max(least, 10, width - FRAME - tool_w - DESCRIPTION_MIN)
+    description_w = width - FRAME - tool_w - params_w
+    if description_w < DESCRIPTION_MIN:
+        return _stacked_table(out, tools, params, width, (least, full))
+    table = Table(expand=False, box=box.HEAVY_HEAD)
+    table.add_column("tool", style="cyan", width=tool_w, overflow="fold")
+    table.add_column("description", max_width=description_w)
+    table.add_column(PARAMETERS if params_w >= len(PARAMETERS) else "parameters*", width=params_w, overflow="fold")
+    for tool in tools:
+        room = max(DESCRIPTION_LINES, len(params[tool.name]))
+        summary = _shortened(out.safe(tool.summary), description_w, room)
+        table.add_row(Text(out.safe(tool.name)), Text(summary), _parameters(params[tool.name]))
+    return table
+
+
+def _stacked_table(
+    out: Output,
+    tools: Sequence[ToolInfo],
+    params: Mapping[str, list[tuple[str, str]]],
+    width: int,
+    params_range: tuple[int, int],
+) -> Table:
+    """Too narrow for three columns: the description under the tool's name, the parameters beside it."""
+    least, full = params_range
+    longest_tool = max(len(out.safe(t.name)) for t in tools)
+    params_w = max(least, 10, min(full, width - 7 - max(longest_tool, DESCRIPTION_MIN)))
+    tool_w = max(10, width - 7 - params_w)
+    table = Table(expand=False, box=box.HEAVY_HEAD)
+    table.add_column("tool / description", width=tool_w, overflow="fold")
+    table.add_column("parameters*", width=params_w, overflow="fold")
+    for tool in tools:
+        cell = Text(out.safe(tool.name), style="cyan")
+        if tool.summary:
+            room = max(DESCRIPTION_LINES, len(params[tool.name]) - 1)
+            cell.append("\n" + _shortened(out.safe(tool.summary), tool_w, room), style="")
+        table.add_row(cell, _parameters(params[tool.name]))
+    return table
+
+
+def _shortened(text: str, width: int, lines: int) -> str:
+    """The text in at most `lines` lines of `width`, ending in … when some of it is left out."""
+    wrapped = textwrap.wrap(text, width) or [""]
+    if len(wrapped) <= lines:
+        return text
+    kept = wrapped[:lines]
+    last = kept[-1]
+    kept[-1] = (last if len(last) < width else last[: width - 1].rstrip()) + "…"
+    return "\n".join(kept)
+
+
+def _parameters(lines: Sequence[tuple[str, str]]) -> Text:
+    """`name*: type` a line each; a narrow column wraps the type under its name, never cuts either."""
+    text = Text()
+    for index, (name, kind) in enumerate(lines):
+        if index:
+            text.append("\n")
+        text.append(name, style="bold" if name.endswith("*") else "")
+        text.append(": " + kind, style="dim")
+    return text
 
 
 def _rejected(out: Output, entry: ServerTools) -> None:
@@ -58,27 +146,49 @@ def _rejected(out: Output, entry: ServerTools) -> None:
     out.out.print()
 
 
+_SECTIONS = (
+    ("resources", "resource", ("uri", "name", "mimeType")),
+    ("resource_templates", "resource template", ("uriTemplate", "name", "mimeType")),
+    ("prompts", "prompt", ("name", "arguments")),
+)
+
+
 def _offered(out: Output, entry: ServerTools) -> None:
     """The resources, templates and prompts of `list --resources --prompts`, when asked for and offered."""
-    sections = (
-        ("resources", "resource", ("uri", "name", "mimeType")),
-        ("resource_templates", "resource template", ("uriTemplate", "name", "mimeType")),
-        ("prompts", "prompt", ("name", "arguments")),
-    )
-    for key, noun, columns in sections:
+    for key, noun, columns in _SECTIONS:
         items = getattr(entry, key)
         if items is None or (not items and key == "resource_templates"):
             continue
         if not items:
             out.out.print(Text(f"{out.safe(entry.server)}  no {noun}s", style="dim"))
             continue
-        title = Text(f"{out.safe(entry.server)}  {counted(len(items), noun)}", style="dim")
-        table = Table(title=title, title_justify="left", expand=False)
-        for column in (*columns, "description"):
-            table.add_column(column, style="cyan" if column in ("uri", "uriTemplate", "name") else "")
-        for item in items:
-            table.add_row(*(Text(out.safe(_offer_cell(item, column))) for column in (*columns, "description")))
-        out.out.print(table)
+        out.out.print(Text(f"{out.safe(entry.server)}  {counted(len(items), noun)}", style="dim"))
+        cells = [[out.safe(_offer_cell(item, column)) for column in (*columns, "description")] for item in items]
+        key_w = max(len(columns[0]), *(len(row[0]) for row in cells))
+        if out.out.width - key_w - 3 * len(columns) - 4 < DESCRIPTION_MIN * 2:
+            _offer_lines(out, cells)
+        else:
+            out.out.print(_offer_table(cells, columns, key_w))
+
+
+def _offer_lines(out: Output, cells: Sequence[Sequence[str]]) -> None:
+    """Narrow: each URI (or name) alone on its line, never broken by miroctl, the rest indented under it."""
+    for row in cells:
+        out.out.print(Text("  " + row[0], style="cyan"), soft_wrap=True)
+        detail = " · ".join(cell for cell in row[1:] if cell)
+        if detail:
+            out.out.print(Text("      " + detail, style="dim"))
+
+
+def _offer_table(cells: Sequence[Sequence[str]], columns: Sequence[str], key_w: int) -> Table:
+    """The first column (a URI, a template or a name: what `read` and `prompt` take) keeps its whole width."""
+    table = Table(expand=False, box=box.HEAVY_HEAD)
+    table.add_column(columns[0], style="cyan", width=key_w, no_wrap=True)
+    for column in (*columns[1:], "description"):
+        table.add_column(column, ratio=2 if column == "description" else 1)
+    for row in cells:
+        table.add_row(*(Text(cell) for cell in row))
+    return table
 
 
 def _offer_cell(item: Mapping[str, Any], column: str) -> str:
@@ -87,25 +197,6 @@ def _offer_cell(item: Mapping[str, Any], column: str) -> str:
     if column == "description":
         return next((line.strip() for line in str(item.get("description") or "").splitlines() if line.strip()), "")
     return str(item.get(column) or "")
-
-
-def _summary(tool: ToolInfo, full: bool) -> str:
-    if full:
-        schema = json.dumps(tool.input_schema, indent=2, ensure_ascii=False)
-        return f"{tool.description.strip()}\n\ninput schema:\n{schema}"
-    return tool.summary
-
-
-def _parameters(out: Output, tool: ToolInfo) -> Text:
-    properties = schemas.properties(tool.input_schema)
-    required = set(schemas.resolve(tool.input_schema, tool.input_schema).get("required") or [])
-    text = Text()
-    for index, (name, prop) in enumerate(properties.items()):
-        if index:
-            text.append("\n")
-        text.append(out.safe(name) + ("*" if name in required else ""), style="bold" if name in required else "")
-        text.append(": " + out.safe(schemas.type_label(prop, tool.input_schema)), style="dim")
-    return text
 
 
 def _failed_server(out: Output, entry: ServerTools) -> None:
@@ -117,8 +208,10 @@ def _failed_server(out: Output, entry: ServerTools) -> None:
     line.append(f"  {failure.kind}: ", style="red")
     line.append(out.safe(failure.message))
     out.out.print(line)
-    if failure.hint:
-        out.out.print(Text(f"  hint: {out.safe(failure.hint)}", style="yellow"))
-    for text in failure.stderr_tail[-5:]:
+    tail = failure.stderr_tail[-5:]
+    hint = without_tail_line(failure.hint, tail)
+    if hint:
+        out.out.print(Text(f"  hint: {out.safe(hint)}", style="yellow"))
+    for text in tail:
         out.out.print(Text(f"  | {out.safe(text)}", style="dim"))
     out.out.print()

@@ -15,6 +15,9 @@ from rich.text import Text
 from miroctl.base import escaping
 from miroctl.base.escaping import visible
 from miroctl.base.masking import Masker
+from miroctl.render import early
+from miroctl.render import progress as live_progress
+from miroctl.render.progress import ServerProgress
 
 if TYPE_CHECKING:  # the type only: a call through a gateway must not load the core
     from miroctl.core.manager import Confirmation
@@ -41,7 +44,13 @@ class Output:
         self.json_to_stderr = json_to_stderr  # `serve --transport stdio --json`: stdout is the MCP channel
         self.documents = 0  # JSON documents written: an error after one must not add a second
         self.out = Console(markup=False, highlight=False, emoji=False, soft_wrap=False)
-        self.err = Console(stderr=True, markup=False, highlight=False, emoji=False, soft_wrap=True)
+        running = live_progress.active()
+        if json_mode:  # the console entry could not tell: nothing of the live lines with --json
+            live_progress.stop_active()
+            running = None
+        self.err = running.console if running is not None else live_progress.stderr_console()
+        if not json_mode and early.drawn is not None:  # the entry's first line comes alive (a spinner, a clock)
+            live_progress.adopt(self.err, early.drawn)
 
     def mask(self, text: str) -> str:
         return self.masker.text(text)
@@ -64,7 +73,9 @@ class Output:
         self.err.print(Text(self.safe(message), style=style))
 
     def error(self, message: str, hint: str | None = None, tail: Sequence[str] = (), label: str = "error") -> None:
-        """A one-line reason on stderr, then its hint and the server's last stderr lines."""
+        """A one-line reason on stderr, then its hint and the server's last stderr lines (each line once)."""
+        live_progress.stop_active()
+        hint = without_tail_line(hint, tail)
         line = Text("miroctl: ", style="bold red")
         line.append(f"{label}: ", style="bold red")
         line.append(self.safe(message))
@@ -78,6 +89,22 @@ class Output:
             self.err.print(Text(f"{indent}server stderr (last {len(tail)} lines):", style="dim"))
             for line in tail:
                 self.err.print(Text(f"{indent}| {self.safe(line)}", style="dim"))
+
+    @contextmanager
+    def live(self, label: str) -> Iterator[ServerProgress | None]:
+        """Live per-server lines on stderr while the block runs (a terminal only, never with --json); erased
+        at its end, so the result takes their place."""
+        if self.json_mode or not self.err.is_terminal:
+            live_progress.stop_active()
+            yield None
+            return
+        view = live_progress.adopt(self.err, self.safe(label))
+        self._bar = view
+        try:
+            yield view
+        finally:
+            self._bar = None
+            live_progress.stop_active()
 
     @contextmanager
     def progress(self, label: str) -> Iterator[Any]:
@@ -120,6 +147,13 @@ class Output:
         finally:
             if self._bar is not None:
                 self._bar.start()
+
+
+def without_tail_line(hint: str | None, tail: Sequence[str]) -> str | None:
+    """A hint that only repeats the server's last stderr line is left out when that tail is shown anyway."""
+    if hint and tail and hint.startswith("its stderr ends:"):
+        return None
+    return hint
 
 
 async def _silent_progress(progress: float, total: float | None, message: str | None) -> None:

@@ -99,13 +99,9 @@ def policy_notes(out: Output, outcome: CallOutcome) -> None:
 
 
 def _pretty(outcome: CallOutcome) -> str:
+    """The result's text exactly as the server sent it (a script sees the same bytes as with --json); only
+    structured content without any text is drawn here, as indented JSON."""
     text = outcome.result or ""
     if outcome.structured_content is not None and not text.strip():
         return json.dumps(outcome.structured_content, indent=2, ensure_ascii=False)
-    stripped = text.strip()
-    if stripped[:1] in "[{":
-        try:
-            return json.dumps(json.loads(stripped), indent=2, ensure_ascii=False)
-        except ValueError:
-            pass
     return text

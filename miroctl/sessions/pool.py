@@ -27,6 +27,7 @@ from miroctl.sessions.failures import (
 )
 from miroctl.sessions.listing import ListingError, list_tools
 from miroctl.sessions.recording import Recorder
+from miroctl.sessions.stages import Stage, StageClock
 from miroctl.sessions.transports import Connection, Relay, Wire, open_connection
 
 if TYPE_CHECKING:
@@ -80,13 +81,16 @@ class ServerHandle:
         on_tools_changed: Callable[[str], None] | None = None,
         relay: Relay | None = None,
         recorder: Recorder | None = None,
+        stages: StageClock | None = None,
     ) -> None:
         """With `on_tools_changed`, the session follows the server's tool-list changes and reports them;
         with `relay`, the server's own requests and log messages go there (a gateway's hosts); with
-        `recorder`, every session's messages are recorded (--record)."""
+        `recorder`, every session's messages are recorded (--record); `stages` hears how far a start and a
+        listing have got."""
         self.relay = relay
         self._recorder = recorder
         self.spec = spec
+        self._stages = stages or StageClock()
         self._on_event = on_event
         self._on_tools_changed = on_tools_changed
         self.startup_timeout = spec.startup_timeout or startup_timeout
@@ -103,6 +107,10 @@ class ServerHandle:
         self._crash_backoff = Backoff(CRASH_BACKOFF, RETRY_MAX, free=1)  # after sessions lost without an answer
         self.call_slots = anyio.CapacityLimiter(CALLS_PER_SERVER)
         self.last_failure: Failure | None = None  # why the latest session ended or failed to start
+
+    def stage(self, stage: Stage, detail: str = "", ms: float | None = None) -> None:
+        """Report how far this server has got (see sessions/stages.py)."""
+        self._stages(self.spec.name, stage, detail, ms)
 
     @property
     def connected(self) -> bool:
@@ -192,7 +200,10 @@ class ServerHandle:
     async def _start(self) -> None:
         if problem := self.spec.config_error(os.environ):
             raise Unavailable(Failure("config", problem, phase="config"))
-        gen = _Generation(wire=Wire(self.spec))
+        name = self.spec.name
+        stdio = self.spec.transport == "stdio"
+        self._stages(name, "starting" if stdio else "initialising")
+        gen = _Generation(wire=Wire(self.spec, on_spawned=lambda: self._stages(name, "initialising")))
         self.restarted = self._current is not None
         self._current, self._tools = gen, None
         self._gens.append(gen)
@@ -245,6 +256,7 @@ class ServerHandle:
         if self._tools is not None:
             return self._tools
         name = self.spec.name
+        self._stages(name, "listing")
         listed = await self.ask(connection, "tools/list", self.startup_timeout, lambda c: list_tools(name, c))
         self._tools, self.rejected = listed.tools, listed.rejected
         return self._tools

@@ -73,6 +73,7 @@ class Wire:
     hurry: bool = False  # the server is known to be stuck: skip most of the grace period
     spawned_at: float | None = None  # perf_counter() when the process was started (stdio)
     first_response_at: float | None = None  # perf_counter() when the first HTTP response arrived
+    on_spawned: Callable[[], None] | None = None  # told when the process runs (stdio): the handshake begins
 
     def stderr_tail(self, lines: int = TAIL_LINES) -> tuple[str, ...]:
         """The last lines the server wrote to stderr, secrets masked."""
@@ -329,6 +330,8 @@ async def stdio_transport(
     process, wire.stderr_path = started.process, started.stderr_path
     stdin, stdout = process.stdin, process.stdout
     assert stdin is not None and stdout is not None, "spawn opens both pipes"
+    if wire.on_spawned is not None:  # the process runs (spawned here, or early): the handshake begins
+        wire.on_spawned()
     read_in, read_out = anyio.create_memory_object_stream[Any](0)
     write_in, write_out = anyio.create_memory_object_stream[SessionMessage](0)
 

@@ -2,7 +2,8 @@
 
     python tests/servers/surface.py --spec FILE [--name N] [--record FILE]
 
-FILE is JSON: {"tools": [{"name": ..., "inputSchema": ..., "outputSchema": ..., "result": {...}}]}.
+FILE is JSON: {"tools": [{"name": ..., "inputSchema": ..., "outputSchema": ..., "result": {...}}],
+"resources": [{"uri": ..., "name": ...}]} (resources optional).
 Each tool is listed as written (without "result"), and a call answers its "result" (a CallToolResult);
 a tool with "echo": "KEY" answers the call's argument KEY as text instead. With --record, each call's
 tool name is appended to that file. It speaks the initialize-era protocol and starts in milliseconds
@@ -26,13 +27,15 @@ def answer(method: str, params: dict, spec: dict, name: str) -> dict | None:
     if method == "initialize":
         return {
             "protocolVersion": "2025-06-18",
-            "capabilities": {"tools": {"listChanged": False}},
+            "capabilities": {"tools": {"listChanged": False}, **({"resources": {}} if "resources" in spec else {})},
             "serverInfo": {"name": name, "version": "1.0.0"},
         }
     if method == "ping":
         return {}
     if method == "tools/list":
         return {"tools": [{k: v for k, v in tool.items() if k not in ("result", "echo")} for tool in tools]}
+    if method == "resources/list" and "resources" in spec:
+        return {"resources": spec["resources"]}
     if method == "tools/call":
         tool = next((t for t in tools if t["name"] == params.get("name")), None)
         if tool is None:

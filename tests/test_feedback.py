@@ -1,0 +1,162 @@
+"""Live feedback while servers start: on a terminal only (a real pseudo-terminal as stderr), never when stderr
+is piped or with --json, and the result on stdout is the same either way."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import pty
+import re
+import struct
+import subprocess
+import sys
+import termios
+import threading
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from miroctl.cli.app import app
+from tests.conftest import ROOT, parse_json
+from tests.surface_support import echo, surface_yaml
+
+TIMEOUT = 120
+
+
+def _env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES", "MIROCTL_URL", "MIROCTL_CONFIG")}
+    return {**env, "PYTHONPATH": str(ROOT), "TERM": "xterm-256color"}
+
+
+def on_terminal(*argv: str) -> tuple[int, str, str]:
+    """Run the real CLI with stderr on a pseudo-terminal and stdout on a pipe: (exit code, stdout, terminal)."""
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "miroctl", *argv],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=slave,
+        env=_env(),
+    )
+    os.close(slave)
+    seen = bytearray()
+
+    def drain() -> None:
+        while True:
+            try:
+                data = os.read(master, 65536)
+            except OSError:  # EIO: the last holder of the terminal's other end has gone
+                return
+            if not data:
+                return
+            seen.extend(data)
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    stdout, _ = proc.communicate(timeout=TIMEOUT)
+    reader.join(TIMEOUT)
+    os.close(master)
+    return proc.returncode, stdout.decode(), seen.decode(errors="replace")
+
+
+def piped(*argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "miroctl", *argv], capture_output=True, text=True, env=_env(), timeout=TIMEOUT
+    )
+
+
+def _pool(tmp_path: Path, write_config, tag: str) -> Path:
+    env = {"MIROCTL_TEST_TAG": tag}
+    good = surface_yaml(tmp_path, [echo()], name="good", env=env)
+    broken = {"name": "broken", "tool_command": "python", "args": ["-c", "import sys; sys.exit(3)"], "env": env}
+    return write_config({"good": good, "broken": broken})
+
+
+def _plain(terminal: str) -> str:
+    """What the terminal was sent, without its colour and cursor sequences."""
+    return re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", terminal)
+
+
+def _without_times(text: str) -> str:
+    """The text with its numbers (times differ from run to run) and the column widths they set taken out."""
+    text = re.sub(r"\d+(\.\d+)?", "N", text)
+    return re.sub(r"([ ━─])\1+", r"\1", text)
+
+
+@pytest.mark.parametrize("command", ["list", "check"])
+def test_a_terminal_sees_each_servers_stage_and_then_the_same_result(tmp_path, write_config, leak_tag, command):
+    path = _pool(tmp_path, write_config, leak_tag)
+    code, stdout, terminal = on_terminal(command, "-c", str(path))
+    assert code == 1  # broken is unhealthy
+    assert f"miroctl {command}: loading the configuration" in terminal
+    assert re.search(r"✓ good\s+done in \d+ ms", _plain(terminal))
+    assert re.search(r"✗ broken\s+failed: exited", _plain(terminal))
+    assert re.search(r"(starting|initialising)…", _plain(terminal))
+    assert terminal.rstrip(" ").endswith("\x1b[2K") or "\x1b[?25h" in terminal[-40:]  # erased at the end
+    plain = piped(command, "-c", str(path))
+    assert plain.returncode == code
+    assert _without_times(stdout) == _without_times(plain.stdout)
+
+
+def test_a_call_on_a_terminal_shows_its_server_and_prints_the_result_alone_on_stdout(tmp_path, write_config):
+    path = write_config({"good": surface_yaml(tmp_path, [echo()], name="good")})
+    code, stdout, terminal = on_terminal("call", "good", "echo", "text=hi", "-c", str(path))
+    assert code == 0
+    assert stdout == "hi\n"
+    assert "miroctl call: loading the configuration" in terminal
+    assert re.search(r"✓ good\s+done in", _plain(terminal))
+
+
+def test_piped_stderr_gets_no_progress_at_all(tmp_path, write_config):
+    path = write_config({"good": surface_yaml(tmp_path, [echo()], name="good")})
+    done = piped("list", "-c", str(path))
+    assert done.returncode == 0
+    assert done.stderr == ""
+    assert "good  stdio · 1 tool" in done.stdout
+
+
+def test_json_on_a_terminal_gets_no_progress_at_all(tmp_path, write_config):
+    path = write_config({"good": surface_yaml(tmp_path, [echo()], name="good")})
+    code, stdout, terminal = on_terminal("list", "--json", "-c", str(path))
+    assert code == 0
+    assert terminal == ""
+    assert [s["name"] for s in parse_json(stdout)["servers"]] == ["good"]
+    code, stdout, terminal = on_terminal("call", "good", "echo", "text=hi", "--json", "-c", str(path))
+    assert code == 0 and terminal == ""
+    assert parse_json(stdout)["result"] == "hi"
+
+
+def _with_a_server_that_must_not_start(tmp_path: Path, write_config) -> tuple[Path, Path]:
+    marker = tmp_path / "started"
+    slow = {"name": "slow", "tool_command": "sh", "args": ["-c", f"touch {marker}; exec sleep 30"]}
+    path = write_config({"system": surface_yaml(tmp_path, [echo(), echo("now")], name="system"), "slow": slow})
+    return path, marker
+
+
+@pytest.mark.parametrize("words", [["system"], ["system", "text=hi"]])
+def test_a_call_with_only_a_server_name_lists_its_tools_without_starting_the_others(tmp_path, write_config, words):
+    path, marker = _with_a_server_that_must_not_start(tmp_path, write_config)
+    result = CliRunner().invoke(app, ["call", *words, "-c", str(path)])
+    assert result.exit_code == 2
+    assert "missing tool name; tools of system: echo, now" in result.stderr
+    assert "hint: miroctl call system echo [key=value ...]" in result.stderr
+    assert not marker.exists()
+
+
+def test_a_call_with_only_a_server_name_answers_json_with_the_same_reason(tmp_path, write_config):
+    path, marker = _with_a_server_that_must_not_start(tmp_path, write_config)
+    result = CliRunner().invoke(app, ["call", "system", "--json", "-c", str(path)])
+    assert result.exit_code == 2
+    envelope = parse_json(result.stdout)
+    assert envelope["error_kind"] == "usage" and envelope["server_name"] == "system"
+    assert envelope["error"] == "missing tool name; tools of system: echo, now"
+    assert not marker.exists()
+
+
+def test_a_server_with_a_tool_of_its_own_name_takes_the_word_as_that_tool(tmp_path, write_config):
+    path = write_config({"echo": surface_yaml(tmp_path, [echo()], name="echo")})
+    result = CliRunner().invoke(app, ["call", "echo", "text=hi", "-c", str(path)])
+    assert result.exit_code == 0
+    assert result.stdout == "hi\n"
