@@ -15,6 +15,7 @@ from miroctl.cli.app import app
 from miroctl.core import bench
 from tests.conftest import HEALTHY_STARTUP, ROOT, parse_json
 from tests.gateway_support import READY, running, wait_until
+from tests.json_contract import validate
 
 LOADTEST = str(ROOT / "tests" / "servers" / "loadtest.py")
 SUMMARY_KEYS = {
@@ -107,7 +108,7 @@ def test_bench_json_is_one_document_with_the_bench_schema(load):
     result, document = bench_json(config, "load.work", "--requests", "3", "--warmup", "2")
     assert result.exit_code == 0, result.stderr
     assert set(document) == SUMMARY_KEYS
-    assert document["schema"] == "miroctl.bench/1"
+    assert validate(document)["schema"] == "miroctl.bench/1"
     assert (document["server"], document["tool"], document["via"]) == ("load", "work", None)
     assert set(document["latency_ms"]) == {"min", "mean", "p50", "p90", "p99", "max"}
     assert document["plan"]["warmup"] == 2 and document["completed"] == 3
@@ -117,7 +118,8 @@ def test_bench_refuses_a_blacklisted_tool_before_any_call(load):
     config, stats = load
     result, document = bench_json(config, "load", "slow", "seconds=0", "-n", "5")
     assert result.exit_code == 5
-    assert document is None and "denied" in result.stderr
+    assert "denied" in result.stderr
+    assert (validate(document)["schema"], document["error_kind"]) == ("miroctl.error/1", "denied")
     assert not stats.exists()
 
 

@@ -13,6 +13,7 @@ from miroctl.check.lint_rules import portable_name
 from miroctl.cli.app import app
 from tests.conftest import HEALTHY_STARTUP, fixture_yaml, parse_json
 from tests.gateway_support import READY, running
+from tests.json_contract import validate
 from tests.surface_support import surface_yaml
 
 STRICT_OBJECT = {"type": "object", "additionalProperties": False}
@@ -72,8 +73,8 @@ def profile(write_config, tmp_path):
 
 
 def check(config, *args):
-    result = CliRunner().invoke(app, ["check", "--config", str(config), *args])
-    return result
+    # wide enough that a finding's line is never folded (piped output honours COLUMNS)
+    return CliRunner().invoke(app, ["check", "--config", str(config), *args], env={"COLUMNS": "200"})
 
 
 def findings_of(document, server):
@@ -83,7 +84,7 @@ def findings_of(document, server):
 def test_strict_check_of_unportable_tools_exits_7_with_path_problem_and_fix_for_each(profile):
     result = check(profile(bad=UNPORTABLE), "--strict", "--json")
     assert result.exit_code == ExitCode.LINT == 7
-    document = parse_json(result.stdout)
+    document = validate(parse_json(result.stdout))  # the check schema, lint findings included
     found = findings_of(document, "bad")
     by_place = {(f["tool"], f["path"], f["rule"]) for f in found}
     assert {
@@ -182,7 +183,7 @@ def test_the_lock_records_findings_and_against_fails_only_on_new_ones(profile, t
 
     wider = check(config, "--strict", "--against", str(lock), "--json")
     assert wider.exit_code == 7
-    new = parse_json(wider.stdout)["lock"]["lint_new"]
+    new = validate(parse_json(wider.stdout))["lock"]["lint_new"]
     assert new and all("anthropic" not in f["providers"] for f in new)
 
 

@@ -45,16 +45,18 @@ def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]
         stderr=subprocess.DEVNULL,
         env={**_env(), "MIROCTL_TEST_TAG": tag},
     )
-    wait_for_port(port)
-    files = pool_files(tag, web={"name": "web", "url": f"http://127.0.0.1:{port}/mcp"})
-    config = write_pool(tmp_path_factory.mktemp("secured"), files)
-    gateway, url = start_http_gateway(
-        config, "--token-env", "GATEWAY_TOKEN", "--max-body", "20000", env={"GATEWAY_TOKEN": TOKEN}
-    )
-    yield {"url": url, "gateway": gateway, "tag": tag}
-    assert gateway.stop() == 143
-    web.terminate()
-    web.wait(timeout=10)
+    try:  # the web server is stopped even when the gateway never comes up
+        wait_for_port(port)
+        files = pool_files(tag, web={"name": "web", "url": f"http://127.0.0.1:{port}/mcp"})
+        config = write_pool(tmp_path_factory.mktemp("secured"), files)
+        gateway, url = start_http_gateway(
+            config, "--token-env", "GATEWAY_TOKEN", "--max-body", "20000", env={"GATEWAY_TOKEN": TOKEN}
+        )
+        yield {"url": url, "gateway": gateway, "tag": tag}
+        assert gateway.stop() == 143
+    finally:
+        web.terminate()
+        web.wait(timeout=10)
     assert not wait_for_no_tagged(tag, timeout=10)
 
 

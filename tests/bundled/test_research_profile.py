@@ -37,12 +37,12 @@ def test_miroctl_list_with_the_research_profile_shows_every_server_with_truthful
     unhealthy = [s for s in servers.values() if not s["ok"]]
     assert result.exit_code == (1 if unhealthy else 0), result.stderr
     for entry in unhealthy:  # a server that cannot run here (no key, no browser) is reported, never fatal
-        assert entry["name"] not in RESEARCH + ALSO and entry["error"]["message"].strip()
-        if entry["error"]["kind"] == "config":
-            assert "missing environment variable" in entry["error"]["message"]
+        assert entry["name"] not in RESEARCH + ALSO and entry["failure"]["message"].strip()
+        if entry["failure"]["kind"] == "config":
+            assert "missing environment variable" in entry["failure"]["message"]
     config = config_.load("research")
     for name in RESEARCH + ALSO:
-        assert servers[name]["ok"], servers[name]["error"]
+        assert servers[name]["ok"], servers[name]["failure"]
     for name in RESEARCH:
         spec = config.get(name)
         assert {t["name"] for t in servers[name]["tools"]} == set(spec.tools), name
