@@ -1,6 +1,7 @@
 """Config loading: server files, profiles, ecosystem JSON, ad-hoc servers, lookup, broken files."""
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -53,10 +54,14 @@ def test_requires_env_names_a_missing_variable_or_its_alternatives_and_a_bad_ent
         "bad": fixture_yaml("bad", requires_env=[["MIROCTL_NEED_A", 3]]),
     }
     loaded = config.load(str(write_config(servers)))
-    assert loaded.get("plain").error.endswith("missing environment variable: set MIROCTL_NEED_A")
-    assert loaded.get("either").error.endswith("set one of MIROCTL_NEED_A, MIROCTL_NEED_B")
-    assert loaded.get("inenv").error is None and loaded.get("outer").error is None
-    assert loaded.get("blanked").error.endswith("set MIROCTL_NEED_C")  # the server's own env wins, and '' is unset
+
+    def problem(name: str) -> str | None:
+        return loaded.get(name).config_error(os.environ)
+
+    assert problem("plain").endswith("missing environment variable: set MIROCTL_NEED_A")
+    assert problem("either").endswith("set one of MIROCTL_NEED_A, MIROCTL_NEED_B")
+    assert problem("inenv") is None and problem("outer") is None
+    assert problem("blanked").endswith("set MIROCTL_NEED_C")  # the server's own env wins, and '' is unset
     assert "requires_env entries must be variable names" in loaded.get("bad").error
 
 

@@ -13,6 +13,7 @@ from miroctl.base.errors import AuthRequired, ConfigError, NotFound, ServerUnava
 from miroctl.base.models import ServerSpec
 from miroctl.cli import boundary
 from miroctl.cli.common import load_config, run
+from miroctl.cli.helptext import LOGIN
 from miroctl.cli.options import ConfigOpt, HeaderOpt, JsonOpt, UrlOpt, seconds
 from miroctl.render.output import Output
 from miroctl.sessions import oauth
@@ -26,16 +27,26 @@ def auth(
         typer.Argument(help="The server to log in to (an HTTP or SSE server of the config).", metavar="SERVER"),
     ] = None,
     reset: Annotated[
-        bool, typer.Option("--reset", help="Forget the stored tokens and client registration first.")
+        bool,
+        typer.Option("--reset", rich_help_panel=LOGIN, help="Forget the stored tokens and client registration first."),
     ] = False,
     no_browser: Annotated[
         bool,
-        typer.Option("--no-browser", help="Print the authorization URL on stdout instead of opening a browser."),
+        typer.Option(
+            "--no-browser",
+            rich_help_panel=LOGIN,
+            help="Print the authorization URL on stdout instead of opening a browser.",
+        ),
     ] = False,
     timeout: Annotated[
         float,
         typer.Option(
-            "--timeout", "-t", parser=seconds, metavar="SECONDS", help="Seconds to wait for the browser to come back."
+            "--timeout",
+            "-t",
+            parser=seconds,
+            metavar="SECONDS",
+            rich_help_panel=LOGIN,
+            help="Seconds to wait for the browser to come back.",
         ),
     ] = DEFAULT_TIMEOUT,
     json_mode: JsonOpt = False,

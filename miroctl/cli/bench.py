@@ -13,6 +13,7 @@ from miroctl.base.errors import ErrorKind, Interrupted, MiroctlError, UsageError
 from miroctl.base.models import CallRequest
 from miroctl.cli import boundary, remote
 from miroctl.cli.common import check_log, load_config, manager_for, run
+from miroctl.cli.helptext import CALL, LOAD
 from miroctl.cli.options import (
     ConfigOpt,
     EnvOpt,
@@ -62,35 +63,66 @@ def bench_(
         list[str] | None,
         typer.Argument(help="SERVER TOOL (or SERVER.TOOL, or TOOL), then key=value pairs.", show_default=False),
     ] = None,
-    concurrency: Annotated[int, typer.Option("--concurrency", "-j", min=1, max=10000, help="Calls in flight.")] = 1,
+    concurrency: Annotated[
+        int, typer.Option("--concurrency", "-j", rich_help_panel=LOAD, min=1, max=10000, help="Calls in flight.")
+    ] = 1,
     duration: Annotated[
         float | None,
-        typer.Option("--duration", "-d", parser=seconds, metavar="SECONDS", help="Run this long (or --requests)."),
+        typer.Option(
+            "--duration",
+            "-d",
+            rich_help_panel=LOAD,
+            parser=seconds,
+            metavar="SECONDS",
+            help="Run this long (or --requests).",
+        ),
     ] = None,
     requests: Annotated[
-        int | None, typer.Option("--requests", "-n", min=1, help="Make exactly this many calls (or --duration).")
+        int | None,
+        typer.Option(
+            "--requests", "-n", rich_help_panel=LOAD, min=1, help="Make exactly this many calls (or --duration)."
+        ),
     ] = None,
     rate: Annotated[
         float | None,
         typer.Option(
             "--rate",
+            rich_help_panel=LOAD,
             parser=_rate,
             metavar="PER_SECOND",
             help="Open loop: start calls on this schedule, answered or not (latency from the scheduled start).",
         ),
     ] = None,
-    warmup: Annotated[int, typer.Option("--warmup", min=0, help="Calls made first and not counted.")] = 0,
+    warmup: Annotated[
+        int, typer.Option("--warmup", rich_help_panel=LOAD, min=0, help="Calls made first and not counted.")
+    ] = 0,
     max_error_rate: Annotated[
         float,
         typer.Option(
-            "--max-error-rate", parser=_fraction, metavar="FRACTION", help="Exit 1 above this share of failed calls."
+            "--max-error-rate",
+            rich_help_panel=LOAD,
+            parser=_fraction,
+            metavar="FRACTION",
+            help="Exit 1 above this share of failed calls.",
         ),
     ] = 0.0,
     timeout: Annotated[
         float,
-        typer.Option("--timeout", "-t", parser=seconds, metavar="SECONDS", help="Seconds each call may take."),
+        typer.Option(
+            "--timeout",
+            "-t",
+            rich_help_panel=LOAD,
+            parser=seconds,
+            metavar="SECONDS",
+            help="Seconds each call may take.",
+        ),
     ] = DEFAULT_TIMEOUT,
-    args: Annotated[str | None, typer.Option("--args", "-a", help="Base arguments: JSON, @file.json or -.")] = None,
+    args: Annotated[
+        str | None,
+        typer.Option(
+            "--args", "-a", metavar="JSON", rich_help_panel=CALL, help="Base arguments: JSON, @file.json or -."
+        ),
+    ] = None,
     json_mode: JsonOpt = False,
     config: ConfigOpt = None,
     stdio: StdioOpt = None,

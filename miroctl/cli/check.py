@@ -41,6 +41,7 @@ StrictOpt = Annotated[
     bool,
     typer.Option(
         "--strict",
+        rich_help_panel=CHECK,
         help="Also lint the tools' names and schemas for model providers: --strict (all of them) or "
         "--strict=openai,anthropic,gemini; findings alone exit 7.",
     ),

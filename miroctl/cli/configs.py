@@ -9,7 +9,7 @@ import typer
 
 from miroctl.base.errors import ConfigError
 from miroctl.cli import boundary
-from miroctl.cli.helptext import WordedCommand, epilog
+from miroctl.cli.helptext import OUTPUT, WordedCommand, WordedGroup, epilog
 from miroctl.cli.options import JsonOpt
 from miroctl.config import clients, importing
 from miroctl.config.ecosystem import Template
@@ -19,14 +19,17 @@ app = typer.Typer(
     name="config",
     help="Find the MCP servers configured in Claude, Cursor, VS Code, Codex, Gemini CLI and Windsurf; import them.",
     no_args_is_help=True,
+    cls=WordedGroup,
+    epilog=epilog("config"),
 )
 
 
-@app.command(cls=WordedCommand, epilog=epilog("sources"))
+@app.command(cls=WordedCommand, epilog=epilog("config sources"))
 def sources(
     json_mode: JsonOpt = False,
     client: Annotated[
-        str | None, typer.Option("--client", help=f"Only this client ({', '.join(clients.CLIENTS)}).")
+        str | None,
+        typer.Option("--client", rich_help_panel=OUTPUT, help=f"Only this client ({', '.join(clients.CLIENTS)})."),
     ] = None,
 ) -> None:
     """List every client config found here and in HOME: path, servers, problems (exit 1 when any)."""
@@ -42,11 +45,15 @@ def sources(
     raise typer.Exit(1 if any(row["problems"] for row in rows) else 0)
 
 
-@app.command("import", cls=WordedCommand, epilog=epilog("import"))
+@app.command("import", cls=WordedCommand, epilog=epilog("config import"))
 def import_(
     source: Annotated[str, typer.Argument(help=f"A client ({', '.join(clients.CLIENTS)}) or a config file.")],
-    into: Annotated[str, typer.Option("--into", help="Directory for the server yaml files.")] = "config/tool",
-    force: Annotated[bool, typer.Option("--force", help="Replace server files that already exist.")] = False,
+    into: Annotated[
+        str, typer.Option("--into", metavar="DIR", rich_help_panel=OUTPUT, help="Directory for the server yaml files.")
+    ] = "config/tool",
+    force: Annotated[
+        bool, typer.Option("--force", rich_help_panel=OUTPUT, help="Replace server files that already exist.")
+    ] = False,
 ) -> None:
     """Write one miroctl server yaml per server of a client (or file); never overwrites without --force."""
     out = boundary.output(False)

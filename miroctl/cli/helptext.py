@@ -21,6 +21,8 @@ CALL = "Call"
 CHECK = "Check"
 SERVING = "Serving"
 HTTP = "HTTP limits"
+LOGIN = "Login"
+LOAD = "Load"
 
 EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
     "miroctl": (
@@ -73,12 +75,17 @@ EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
         ("miroctl replay run.ndjson", "answer from it as a stdio MCP server"),
         ("miroctl replay run.ndjson --transport http --port 8766", "or over HTTP"),
     ),
-    "sources": (
+    "config": (
+        ("miroctl config sources", "every editor's and client's MCP config found here and in HOME"),
+        ("miroctl config import cursor", "write Cursor's servers as miroctl server files"),
+        ("miroctl list -c claude-code", "or use one client's servers directly"),
+    ),
+    "config sources": (
         ("miroctl config sources", "every editor's and client's MCP config found here and in HOME"),
         ("miroctl config sources --client cursor --json", "one client's, as JSON"),
         ("miroctl list -c cursor", "use one client's servers directly"),
     ),
-    "import": (
+    "config import": (
         ("miroctl config import cursor", "write Cursor's servers as config/tool/*.yaml"),
         ("miroctl config import .vscode/mcp.json --into tools", "a file, into another directory"),
         ("miroctl config import claude-code --force", "replace files that already exist"),
@@ -98,8 +105,9 @@ EXIT_CODES = {
     "auth": "0 logged in (or no login needed), 2 usage, 3 the login failed or was refused, 4 no answer in time",
     "bench": "0 error rate within --max-error-rate, 1 above it, 2 usage, 3 unavailable, 5 denied, 6 not found, 130",
     "replay": "0 stopped by end of input, 2 not a readable recording, 130/143 stopped by Ctrl-C/SIGTERM",
-    "sources": "0 every source read, 1 a source has a problem, 2 usage",
-    "import": "0 files written, 1 nothing written (every file exists: use --force), 2 usage or no such source",
+    "config": "0 done, 1 a source has a problem or nothing was written, 2 usage",
+    "config sources": "0 every source read, 1 a source has a problem, 2 usage",
+    "config import": "0 files written, 1 nothing written (every file exists: use --force), 2 usage or no such source",
 }
 
 

@@ -9,6 +9,7 @@ import typer
 from miroctl.base.errors import UsageError
 from miroctl.cli import boundary
 from miroctl.cli.common import run
+from miroctl.cli.helptext import SERVING
 from miroctl.gateway import replay as replaying
 from miroctl.gateway.guard import HttpSettings, check_bind
 from miroctl.gateway.http import address_of, bind
@@ -17,12 +18,30 @@ from miroctl.gateway.http import address_of, bind
 def replay(
     file: Annotated[str, typer.Argument(help="A recording written by --record.", show_default=False)],
     server: Annotated[
-        str | None, typer.Option("--server", help="Which recorded server to answer as (when it records several).")
+        str | None,
+        typer.Option(
+            "--server",
+            metavar="NAME",
+            rich_help_panel=SERVING,
+            help="Which recorded server to answer as (when it records several).",
+        ),
     ] = None,
-    transport: Annotated[str, typer.Option("--transport", help="stdio or http.")] = "stdio",
-    host: Annotated[str, typer.Option("--host", help="Address to listen on (http).")] = "127.0.0.1",
+    transport: Annotated[
+        str, typer.Option("--transport", metavar="stdio|http", rich_help_panel=SERVING, help="stdio or http.")
+    ] = "stdio",
+    host: Annotated[
+        str, typer.Option("--host", metavar="HOST", rich_help_panel=SERVING, help="Address to listen on (http).")
+    ] = "127.0.0.1",
     port: Annotated[
-        int, typer.Option("--port", min=0, max=65535, help="Port to listen on (http; 0: any free).")
+        int,
+        typer.Option(
+            "--port",
+            min=0,
+            max=65535,
+            metavar="PORT",
+            rich_help_panel=SERVING,
+            help="Port to listen on (http; 0: any free).",
+        ),
     ] = 8766,
 ) -> None:
     """Answer as the recorded server: the same requests get the recorded answers, others a clear error."""

@@ -112,6 +112,7 @@ def serve(
         bool,
         typer.Option(
             "--plain-names",
+            rich_help_panel=SERVING,
             help="Expose tools and prompts under their own names (no SERVER__ prefix); two servers offering one "
             "name is an error at start-up.",
         ),
@@ -190,6 +191,7 @@ def serve(
             "--grace",
             parser=seconds,
             metavar="SECONDS",
+            rich_help_panel=SERVING,
             help="When stopped (SIGTERM, Ctrl-C), the calls in flight get this long to finish; new connections "
             "are refused meanwhile (http).",
         ),

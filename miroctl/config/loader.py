@@ -320,6 +320,6 @@ def server_from_file(path: Path) -> ServerSpec:
         if not isinstance(data, Mapping):
             raise ConfigError(f"{path}: expected a mapping of server settings")
         return server_from_mapping(data, where=str(path), secrets=interpolated_values(raw, data))
-    except ConfigError as exc:  # the hint (a did-you-mean) stays with the message: a spec has one line
-        error = f"{exc.message}: {exc.hint}" if exc.hint else exc.message
+    except ConfigError as exc:  # a did-you-mean stays with the message: a spec's error is one line
+        error = f"{exc.message}: {exc.hint}" if exc.hint and exc.hint.startswith("did you mean") else exc.message
         return ServerSpec(name=fallback_name, error=error, source=str(path))
