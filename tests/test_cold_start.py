@@ -13,8 +13,8 @@ def test_a_server_whose_start_times_out_while_miroctl_loads_the_sdk_is_stopped(w
     result = run_miroctl("list", "--json", "--startup-timeout", "0.05", "--config", str(path))
     assert result.returncode == 1, result.stderr
     (server,) = json.loads(result.stdout)["servers"]
-    assert server["error"]["kind"] == "timeout"
-    assert "no answer to initialize within 0.05s" in server["error"]["message"]
+    assert server["failure"]["kind"] == "timeout"
+    assert "no answer to initialize within 0.05s" in server["failure"]["message"]
 
 
 def test_a_cold_call_answers_after_starting_its_server_before_the_sdk(write_config, leak_tag):

@@ -127,8 +127,7 @@ def test_a_ci_run_without_tokens_fails_at_once_without_touching_the_network(tmp_
     assert result.returncode == code, result.stderr
     assert time.monotonic() - started < 90  # far below the 300 s a login waits (the machine may be loaded)
     document = parse_json(result.stdout)
-    key = {"call": "failure", "list": "error", "check": "failure"}[command[0]]
-    failure = document[key] if command[0] == "call" else document["servers"][0][key]
+    failure = document["failure"] if command[0] == "call" else document["servers"][0]["failure"]
     assert failure["kind"] == "auth" and failure["message"] == HINT
     assert "no token is stored" in failure["hint"]
 

@@ -39,15 +39,15 @@ PROBES = ("/livez", "/readyz")
 
 
 class Inflight:
-    """ASGI middleware: counts the requests being answered (a host's listening GET /mcp stream is not a
-    call), and answers 503 to new ones while the gateway drains."""
+    """ASGI middleware: counts the requests being answered (a host's listening GET /mcp stream, the probes
+    and a metrics scrape are not calls), and answers 503 to new ones while the gateway drains."""
 
     def __init__(self, app: Any, gateway: Gateway) -> None:
         self.app, self.gateway = app, gateway
         self.count = 0
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] != "http" or scope["path"] in PROBES:
+        if scope["type"] != "http" or scope["path"] in PROBES or scope["path"] == "/metrics":  # a scrape is no call
             await self.app(scope, receive, send)
             return
         if self.gateway.draining:

@@ -101,7 +101,7 @@ class _StateCollector:
             up.add_metric([name], 1 if server["state"] == "connected" else 0)
             for known in STATES:
                 state.add_metric([name, known], 1 if server["state"] == known else 0)
-            tools.add_metric([name], server["tools"])
+            tools.add_metric([name], server["tool_count"])
             starts.add_metric([name], server["starts"])
             crashes.add_metric([name], server["crashes"])
         yield from (up, state, tools, starts, crashes)
