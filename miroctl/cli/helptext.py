@@ -107,7 +107,7 @@ EXIT_CODES = {
     "replay": "0 stopped by end of input, 2 not a readable recording, 130/143 stopped by Ctrl-C/SIGTERM",
     "config": "0 done, 1 a source has a problem or nothing was written, 2 usage",
     "config sources": "0 every source read, 1 a source has a problem, 2 usage",
-    "config import": "0 files written, 1 nothing written (every file exists: use --force), 2 usage or no such source",
+    "config import": "0 files written, 1 no server could be imported, 2 a file exists (use --force) or no such source",
 }
 
 
