@@ -28,8 +28,10 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]
     tag = uuid.uuid4().hex
     config = write_pool(tmp_path_factory.mktemp("deploy"), pool_files(tag))
     process, url = start_http_gateway(config, "--token-env", "GATEWAY_TOKEN", env={"GATEWAY_TOKEN": TOKEN})
-    yield {"url": url, "process": process}
-    assert process.stop() == 143
+    try:
+        yield {"url": url, "process": process}
+    finally:
+        assert process.stop() == 143
     assert not wait_for_no_tagged(tag, timeout=10)
 
 
@@ -114,12 +116,15 @@ def test_sigterm_drains_a_slow_call_refuses_new_connections_and_exits_within_gra
         )
     )
     slow.start()
-    wait_until(lambda: "miroctl_inflight_requests 1.0" in metrics_open(url), message="the slow call in flight")
-    stopped = time.monotonic()
-    process.proc.send_signal(signal.SIGTERM)
-    wait_until(lambda: _refused(url), timeout=5, message="new connections refused")
-    slow.join(timeout=30)
-    code = process.stop(timeout=30)
+    try:
+        wait_until(lambda: "miroctl_inflight_requests 1.0" in metrics_open(url), message="the slow call in flight")
+        stopped = time.monotonic()
+        process.proc.send_signal(signal.SIGTERM)
+        wait_until(lambda: _refused(url), timeout=5, message="new connections refused")
+        slow.join(timeout=30)
+        code = process.stop(timeout=30)
+    finally:  # a failed step never leaves the gateway running
+        _kill(process)
     elapsed = time.monotonic() - stopped
     assert code == 143
     assert answers and answers[0][0] == 200
@@ -132,11 +137,19 @@ def test_a_call_longer_than_the_grace_is_cut_when_it_ends(tmp_path, leak_tag):
     process, url = start_http_gateway(write_pool(tmp_path, files), "--grace", "1")
     slow = threading.Thread(target=lambda: _try_call(url), daemon=True)
     slow.start()
-    wait_until(lambda: "miroctl_inflight_requests 1.0" in metrics_open(url), message="the slow call in flight")
-    stopped = time.monotonic()
-    process.proc.send_signal(signal.SIGTERM)
-    assert process.stop(timeout=30) == 143
-    assert time.monotonic() - stopped < 1 + 10
+    try:
+        wait_until(lambda: "miroctl_inflight_requests 1.0" in metrics_open(url), message="the slow call in flight")
+        stopped = time.monotonic()
+        process.proc.send_signal(signal.SIGTERM)
+        assert process.stop(timeout=30) == 143
+        assert time.monotonic() - stopped < 1 + 10
+    finally:
+        _kill(process)
+
+
+def _kill(process: Any) -> None:
+    if process.proc.poll() is None:
+        process.stop(signal.SIGKILL)
 
 
 def metrics_open(url: str) -> str:
