@@ -11,16 +11,22 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from urllib.parse import urlsplit
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, ToolAnnotations
 
-from miroctl.policy import urls
 from miroctl.servers.helpers.common import number_setting, result, setting
 from miroctl.servers.helpers.markdown_convert import read_url
-from miroctl.servers.helpers.webapi import USER_AGENT, Answer, HttpSettings, call, json_message, one_line
+from miroctl.servers.helpers.webapi import (
+    USER_AGENT,
+    Answer,
+    HttpSettings,
+    call,
+    json_message,
+    one_line,
+    page_url,
+)
 
 mcp = MCPServer("scrape", version="0.1.0", log_level="WARNING")
 
@@ -77,19 +83,7 @@ def scrape_website(url: str) -> CallToolResult:
 
 
 def _target(url: str, notes: list[str]) -> str:
-    target = url.strip()
-    if not target:
-        raise ToolError("url is empty: give the address of the page to read")
-    if "://" not in target:
-        target = f"https://{target}"
-        notes.append(f"no scheme was given: read {target}")
-    parts = urlsplit(target)
-    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
-        raise ToolError(f"url must be an http(s) address, got {url!r}")
-    pattern = urls.from_env().blocked_by(target)
-    if pattern is not None:
-        raise ToolError(f"{target} is blocked by the url rule {pattern!r}: it may not be read")
-    return target
+    return page_url(url, notes, verb="read", done="read", refusal="it may not be read")
 
 
 def _scrape(target: str, notes: list[str]) -> Scraped:

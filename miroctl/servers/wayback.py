@@ -21,10 +21,9 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
-from miroctl.policy import urls
 from miroctl.servers.helpers.common import number_setting, result, setting
 from miroctl.servers.helpers.markdown_convert import read_url
-from miroctl.servers.helpers.webapi import USER_AGENT, HttpSettings, call
+from miroctl.servers.helpers.webapi import USER_AGENT, HttpSettings, call, page_url
 
 mcp = MCPServer("wayback", version="0.1.0", log_level="WARNING")
 
@@ -104,19 +103,10 @@ def search_archived_webpage(
 
 
 def _target(url: str, notes: list[str]) -> str:
-    target = url.strip()
-    if not target:
-        raise ToolError("url is empty: give the address of the page to look up")
-    if "://" not in target:
-        target = f"https://{target}"
-        notes.append(f"no scheme was given: looked up {target}")
-    parts = urlsplit(target)
-    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
-        raise ToolError(f"url must be an http(s) address, got {url!r}")
-    pattern = urls.from_env().blocked_by(target)
-    if pattern is not None:
-        raise ToolError(f"{target} is blocked by the url rule {pattern!r}: its archived copies may not be read either")
-    if parts.hostname.endswith("wikipedia.org"):
+    target = page_url(
+        url, notes, verb="look up", done="looked up", refusal="its archived copies may not be read either"
+    )
+    if (urlsplit(target).hostname or "").endswith("wikipedia.org"):
         notes.append("for a Wikipedia page, search_wiki_revision lists its edits month by month")
     return target
 

@@ -23,6 +23,7 @@ from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_aft
 from miroctl import __version__
 from miroctl.base.text import human_bytes
 from miroctl.base.webpages import reason
+from miroctl.policy import urls
 from miroctl.servers.helpers.common import number_setting
 
 USER_AGENT = f"miroctl/{__version__} (bundled research tools)"
@@ -238,3 +239,22 @@ def _preview(body: bytes) -> str:
 def _origin(url: str) -> str:
     parts = urlsplit(url)
     return f"{parts.scheme}://{parts.netloc}"
+
+
+def page_url(given: str, notes: list[str], *, verb: str, done: str, refusal: str) -> str:
+    """A page address from a tool's argument: https:// added when no scheme is given (said in `notes`), anything
+    but http(s) refused, and miroctl's URL rules applied. `verb`/`done` say what the tool does with the page
+    ("read"/"read", "look up"/"looked up"); `refusal` ends the message of a blocked page."""
+    target = given.strip()
+    if not target:
+        raise ToolError(f"url is empty: give the address of the page to {verb}")
+    if "://" not in target:
+        target = f"https://{target}"
+        notes.append(f"no scheme was given: {done} {target}")
+    parts = urlsplit(target)
+    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+        raise ToolError(f"url must be an http(s) address, got {given!r}")
+    pattern = urls.from_env().blocked_by(target)
+    if pattern is not None:
+        raise ToolError(f"{target} is blocked by the url rule {pattern!r}: {refusal}")
+    return target
