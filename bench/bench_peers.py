@@ -23,17 +23,17 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import resource
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from bench_serve import Gateway  # bench/ is on sys.path when a script there runs
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = ROOT / "tests" / "servers" / "fixture.py"
@@ -169,31 +169,6 @@ def build_cases(modules: Path, trees: dict[str, Path], directory: Path, only: se
         if "help" in only:
             cases.append(Case(f"--help {label}", [*argv, "--help"], "call", env))
     return cases
-
-
-class Gateway:
-    """`miroctl serve --transport http` in the background, for the warm `--via` row."""
-
-    def __init__(self, config: Path, env: dict[str, str]) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "miroctl", "serve", "-c", str(config), "--transport", "http", "--port", "0"],
-            stderr=subprocess.PIPE,
-            stdout=subprocess.DEVNULL,
-            text=True,
-            env={**os.environ, **env},
-        )
-        self.lines: list[str] = []
-        threading.Thread(target=lambda: self.lines.extend(self.proc.stderr), daemon=True).start()  # type: ignore[arg-type]
-        deadline = time.monotonic() + 120
-        while not (found := re.search(r"on (http://\S+)/mcp", "".join(self.lines))):
-            if time.monotonic() > deadline or self.proc.poll() is not None:
-                raise SystemExit("gateway did not start:\n" + "".join(self.lines))
-            time.sleep(0.05)
-        self.url = found.group(1)
-
-    def stop(self) -> None:
-        self.proc.terminate()
-        self.proc.wait(timeout=30)
 
 
 def report(cases: list[Case], runs: int) -> None:

@@ -54,13 +54,14 @@ def wall(command: list[str], stdin: str | None = None) -> float:
 class Gateway:
     """`miroctl serve --transport http` in the background."""
 
-    def __init__(self, config: Path) -> None:
+    def __init__(self, config: Path, env: dict[str, str] | None = None) -> None:
         self.proc = subprocess.Popen(
             [*MIROCTL, "serve", "-c", str(config), "--transport", "http", "--port", "0"],
             stderr=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
             text=True,
             cwd=ROOT,
+            env={**os.environ, **(env or {})},
         )
         self.lines: list[str] = []
         threading.Thread(target=lambda: self.lines.extend(self.proc.stderr), daemon=True).start()  # type: ignore[arg-type]
