@@ -103,7 +103,7 @@ def list_(
         async def work() -> list[ServerTools]:
             stages = view.on_stage if view else None
             async with manager_for(
-                loaded, out, mode, task_id=task_id, log=log, record=record, stages=stages
+                loaded, out, mode, task_id=task_id, log=log, record=record, stages=stages, lean=not extras
             ) as manager:
                 return await manager.list_tools(specs, extras)
 
@@ -243,7 +243,7 @@ def call(
         raise typer.Exit(
             _batch(
                 out,
-                manager_for(loaded, out, mode, yes, task_id, log, record=record),
+                manager_for(loaded, out, mode, yes, task_id, log, record=record, lean=True),
                 text,
                 jobs,
                 timeout,
@@ -275,7 +275,8 @@ def call(
 
         async def work() -> CallOutcome:
             stages = view.on_stage if view else None
-            async with manager_for(loaded, out, mode, yes, task_id, log, record=record, stages=stages) as manager:
+            manager = manager_for(loaded, out, mode, yes, task_id, log, record=record, stages=stages, lean=True)
+            async with manager:
                 request = CallRequest(
                     server,
                     tool,

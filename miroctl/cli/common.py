@@ -103,6 +103,7 @@ def manager_for(
     follow_changes: bool = False,
     record: str | None = None,
     stages: StageFn | None = None,
+    lean: bool = False,
 ) -> Manager:
     """A Manager with the profile's policy and the command line's --mode, --yes, --task-id and --log."""
     policy = Policy.from_profile(loaded.profile).with_overrides(
@@ -118,6 +119,7 @@ def manager_for(
         follow_changes=follow_changes,
         record_path=record,
         stages=stages,
+        lean=lean,
     )
 
 

@@ -14,21 +14,24 @@ if TYPE_CHECKING:
     from miroctl.sessions.pool import Unavailable
 
 
-def outcome_from_result(server: str, tool: str, result: Any) -> CallOutcome:
-    """An SDK CallToolResult as the envelope: text joined, blocks and structured content kept."""
-    blocks = [block.model_dump(mode="json", by_alias=True, exclude_none=True) for block in result.content or []]
+def outcome_from_result(server: str, tool: str, result: dict[str, Any]) -> CallOutcome:
+    """A CallToolResult (as JSON) as the envelope: text joined, blocks and structured content kept."""
+    blocks = [block for block in result.get("content") or [] if isinstance(block, dict)]
     texts = [b["text"] for b in blocks if b.get("type") == "text" and isinstance(b.get("text"), str)]
     texts += [
         b["resource"]["text"]
         for b in blocks
-        if b.get("type") == "resource" and isinstance(b.get("resource", {}).get("text"), str)
+        if b.get("type") == "resource"
+        and isinstance(b.get("resource"), dict)
+        and isinstance(b["resource"].get("text"), str)
     ]
-    structured = result.structured_content
+    structured = result.get("structuredContent")
     text = "\n".join(texts)
     if not texts and structured is not None:
         text = json.dumps(structured, ensure_ascii=False)
-    outcome = CallOutcome(server, tool, content=blocks, structured_content=structured, is_error=bool(result.is_error))
-    if result.is_error:
+    is_error = bool(result.get("isError"))
+    outcome = CallOutcome(server, tool, content=blocks, structured_content=structured, is_error=is_error)
+    if is_error:
         outcome.error, outcome.error_kind = text or "the tool reported an error without a message", "tool_error"
     else:
         outcome.result = text
@@ -44,11 +47,9 @@ def raw_arguments(request: CallRequest) -> dict[str, Any]:
     return values
 
 
-def text_result(text: str) -> Any:
-    """A plain text answer (the fallback's) as an SDK result, so --output and limits treat it alike."""
-    from mcp.types import CallToolResult, TextContent
-
-    return CallToolResult(content=[TextContent(type="text", text=text)])
+def text_result(text: str) -> dict[str, Any]:
+    """A plain text answer (the fallback's) as a CallToolResult, so --output and limits treat it alike."""
+    return {"content": [{"type": "text", "text": text}]}
 
 
 def denied(server: str | None, tool: str, decision: Decision, unanswered: bool = False) -> CallOutcome:

@@ -72,11 +72,13 @@ class Manager:
         follow_changes: bool = False,
         record_path: str | None = None,
         stages: StageFn | None = None,
+        lean: bool = False,
     ) -> None:
         """`stages` hears each server's progress (starting, initialising, listing, calling, done, failed);
         `confirm` answers mode ask's questions, `log_path` gets the call log, `task_id` goes to servers;
         with `follow_changes`, sessions follow their servers' tool-list changes (see `next_change`);
-        `record_path` gets every server's JSON-RPC traffic (--record)."""
+        `record_path` gets every server's JSON-RPC traffic (--record); with `lean`, stdio servers get the lean
+        client (sessions/lean.py): a cold list or call that needs no more of a session never imports the SDK."""
         # `run_id` (processes.sub_run_id) marks this Manager's stdio servers apart from others in the process,
         # so its sweep at exit leaves theirs alone (a gateway's check must not stop the served sessions).
         # Without `confirm`, ask mode means denied unless the policy assumes yes (a gateway with no one to ask).
@@ -103,6 +105,7 @@ class Manager:
         self._record_path = record_path
         self._recorder: Recorder | None = None
         self.stages = StageClock(stages)
+        self.lean = lean
 
     @property
     def log_path(self) -> str | None:
@@ -158,6 +161,7 @@ class Manager:
                 relay=self.relay,
                 recorder=self._recorder,
                 stages=self.stages,
+                lean=self.lean,
             )
         return self._handles[spec.name]
 
@@ -401,16 +405,16 @@ class Manager:
             return await self._call_failed(route, handle, answer, timeout)
         return await self._outcome(route, answer, request)
 
-    async def _outcome(self, route: Route, result: Any, request: CallRequest) -> CallOutcome:
-        """The envelope of an SDK result: the whole text to --output first, then the max_result_chars cut."""
+    async def _outcome(self, route: Route, result: dict[str, Any], request: CallRequest) -> CallOutcome:
+        """The envelope of a CallToolResult (JSON): the whole text to --output first, then the max_result_chars cut."""
         output, notes = None, []
-        if request.output and not result.is_error:
+        if request.output and not result.get("isError"):
             try:
                 output = await anyio.to_thread.run_sync(truncation.write_kept, request.output, result, self.masker)
             except OSError as exc:  # not even a temp file: the result is shown instead, as without --output
                 notes.append(f"cannot write {request.output} nor a temp file ({exc.strerror or exc}): shown here")
         limit = self.policy.result_limit(route.spec, route.tool.name)
-        if limit is not None and result.is_error:  # a reason is worth more room than a result
+        if limit is not None and result.get("isError"):  # a reason is worth more room than a result
             limit = max(limit, truncation.ERROR_MIN_CHARS)
         truncated = truncation.limit_result(result, limit)
         outcome = envelopes.outcome_from_result(route.spec.name, route.tool.name, result)

@@ -1,7 +1,7 @@
 """Result limits: cut a long result to max_result_chars with a marker, or write all of it to a file.
 
-Both work on the SDK's CallToolResult before miroctl copies anything out of it, so a huge result is
-held once (as the SDK parsed it) and never joined, dumped or printed whole. The text is read in the
+Both work on the result as the server sent it (the JSON of a Result) before miroctl copies anything
+out of it, so a huge result is held once and never joined, dumped or printed whole. The text is read in the
 order the envelope joins it: text blocks, then embedded text resources, separated by newlines.
 """
 
@@ -11,12 +11,11 @@ import json
 import os
 import tempfile
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from miroctl.base.masking import Masker
 
-if TYPE_CHECKING:
-    from mcp.types import CallToolResult, EmbeddedResource, TextContent
+Result = dict[str, Any]  # a Result as JSON: content, structuredContent, isError
 
 CHUNK = 1 << 20  # characters written at a time, so a huge text is never encoded whole
 ERROR_MIN_CHARS = 2000  # error texts are cut too, but never shorter than this
@@ -31,13 +30,13 @@ def record(original: int, limit: int, **extra: Any) -> dict[str, Any]:
     return {"original_chars": original, "kept_chars": limit, "limit": limit, **extra}
 
 
-def text_length(result: CallToolResult) -> int:
+def text_length(result: Result) -> int:
     """Characters of the result's joined text, counted without joining it."""
     lengths = [len(text) for _, text in _texts(result)]
     return sum(lengths) + max(0, len(lengths) - 1)
 
 
-def limit_result(result: CallToolResult, limit: int | None) -> dict[str, Any] | None:
+def limit_result(result: Result, limit: int | None) -> dict[str, Any] | None:
     """Cut the result's text to `limit` characters in place; the `truncated` record, or None if it fits."""
     if limit is None:
         return None
@@ -53,13 +52,13 @@ def limit_result(result: CallToolResult, limit: int | None) -> dict[str, Any] | 
             budget = 0
         else:
             budget -= len(text) + 1
-    result.content = [block for block in result.content if not any(block is d for d in dropped)]
+    result["content"] = [block for block in result.get("content") or [] if not any(block is d for d in dropped)]
     kept = next(reversed(list(_texts(result))), None)
     if kept is not None:
         _set_text(kept[0], kept[1] + marker(original, limit))
     extra: dict[str, Any] = {}
-    if result.structured_content is not None and not _fits(result.structured_content, limit):
-        result.structured_content = None  # a copy of the same data, too big to keep as well
+    if result.get("structuredContent") is not None and not _fits(result["structuredContent"], limit):
+        result.pop("structuredContent")  # a copy of the same data, too big to keep as well
         extra["structured_content_dropped"] = True
     return record(original, limit, **extra)
 
@@ -77,7 +76,7 @@ def _fits(value: Any, limit: int) -> bool:
     return True
 
 
-def write_kept(path: str, result: CallToolResult, masker: Masker) -> dict[str, Any]:
+def write_kept(path: str, result: Result, masker: Masker) -> dict[str, Any]:
     """write_full to `path`; if that fails, to a new temp file so the result is never lost (the record then
     names the path asked for and why it failed). OSError only if the temp file cannot be written either."""
     try:
@@ -89,13 +88,13 @@ def write_kept(path: str, result: CallToolResult, masker: Masker) -> dict[str, A
     return {**write_full(kept, result, masker), "requested": path, "error": f"cannot write {path}: {reason}"}
 
 
-def write_full(path: str, result: CallToolResult, masker: Masker) -> dict[str, Any]:
+def write_full(path: str, result: Result, masker: Masker) -> dict[str, Any]:
     """Write the result's whole text to `path` (secrets masked); returns {"path", "chars"}."""
     chars = 0
     with open(path, "w", encoding="utf-8", newline="") as handle:
         texts = [text for _, text in _texts(result)]
-        if not texts and result.structured_content is not None:
-            texts = [json.dumps(result.structured_content, ensure_ascii=False)]
+        if not texts and result.get("structuredContent") is not None:
+            texts = [json.dumps(result["structuredContent"], ensure_ascii=False)]
         for index, text in enumerate(texts):
             if index:
                 chars += handle.write("\n")
@@ -105,19 +104,20 @@ def write_full(path: str, result: CallToolResult, masker: Masker) -> dict[str, A
     return {"path": path, "chars": chars}
 
 
-def _texts(result: CallToolResult) -> Iterator[tuple[TextContent | EmbeddedResource, str]]:
+def _texts(result: Result) -> Iterator[tuple[dict[str, Any], str]]:
     """(block, text) for every text-bearing block, in the envelope's order."""
-    blocks = result.content or []
+    blocks = result.get("content") or []
     for block in blocks:
-        if block.type == "text":
-            yield block, block.text
+        if block.get("type") == "text" and isinstance(block.get("text"), str):
+            yield block, block["text"]
     for block in blocks:
-        if block.type == "resource" and isinstance(text := getattr(block.resource, "text", None), str):
-            yield block, text
+        resource = block.get("resource")
+        if block.get("type") == "resource" and isinstance(resource, dict) and isinstance(resource.get("text"), str):
+            yield block, resource["text"]
 
 
-def _set_text(block: TextContent | EmbeddedResource, text: str) -> None:
-    if block.type == "text":
-        block.text = text
+def _set_text(block: dict[str, Any], text: str) -> None:
+    if block.get("type") == "text":
+        block["text"] = text
     else:
-        block.resource = block.resource.model_copy(update={"text": text})
+        block["resource"] = {**block["resource"], "text": text}

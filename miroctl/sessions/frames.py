@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import Any, cast
 
 UNPARSABLE = -32700  # JSON-RPC's "Parse error"
 UNPARSABLE_PREFIX = "the server's answer could not be parsed: "
 _TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[{}\[\]]', re.DOTALL)
 _VALUE = re.compile(r'\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")')
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+_ESCAPED_SURROGATE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 
 
 def parse_line(text: str) -> Any:
@@ -38,6 +39,56 @@ def parse_line(text: str) -> Any:
         return None
     error = {"code": UNPARSABLE, "message": UNPARSABLE_PREFIX + cause}
     return mcp_types.jsonrpc_message_adapter.validate_python({"jsonrpc": "2.0", "id": ident, "error": error})
+
+
+def parse_plain(text: str) -> dict[str, Any] | None:
+    """parse_line without the SDK's types (the lean client's): the message as a dict, a synthesized error for
+    an unreadable answer, or None (noise). Shape is checked as JSON-RPC 2.0 frames are, members are not."""
+    try:
+        data = json.loads(text)
+    except RecursionError:
+        cause = "recursion limit exceeded"
+    except ValueError as exc:
+        cause = str(exc).split(": line ")[0]
+    else:
+        data = _replace_surrogates(data) if _ESCAPED_SURROGATE.search(text) else data
+        problem = frame_problem(data)
+        if problem is None:
+            return cast("dict[str, Any]", data)
+        cause = f"not a valid JSON-RPC message ({problem})"
+    ident = answer_id(text)
+    if ident is None:
+        return None
+    return {"jsonrpc": "2.0", "id": ident, "error": {"code": UNPARSABLE, "message": UNPARSABLE_PREFIX + cause}}
+
+
+def frame_problem(data: Any) -> str | None:
+    """Why `data` is not a JSON-RPC 2.0 request, notification or answer; None when it is one."""
+    if not isinstance(data, dict):
+        return f"a {type(data).__name__}, not an object"
+    if data.get("jsonrpc") != "2.0":
+        return "jsonrpc: Input should be '2.0'"
+    ident = data.get("id")
+    if "id" in data and (isinstance(ident, bool) or not isinstance(ident, (int, str))):
+        return "id: Input should be a valid integer or string"
+    if "method" in data:
+        if not isinstance(data["method"], str):
+            return "method: Input should be a valid string"
+        if "params" in data and data["params"] is not None and not isinstance(data["params"], dict):
+            return "params: Input should be a valid dictionary"
+        return None
+    if "id" not in data:
+        return "id: Field required"
+    if "result" in data:
+        return None if isinstance(data["result"], dict) else "result: Input should be a valid dictionary"
+    error = data.get("error")
+    if not isinstance(error, dict):
+        return "result: Field required"
+    if isinstance(error.get("code"), bool) or not isinstance(error.get("code"), int):
+        return "error.code: Input should be a valid integer"
+    if not isinstance(error.get("message"), str):
+        return "error.message: Input should be a valid string"
+    return None
 
 
 def _cause(exc: Any) -> str:

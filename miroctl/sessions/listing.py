@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 from miroctl.base.models import RejectedTool, ToolInfo
 from miroctl.sessions import sdk_private
 from miroctl.sessions.exchange import every_page
+from miroctl.sessions.lean import LeanClient
+from miroctl.sessions.toolcheck import annotations_of, page_problem, tool_problem
 
 if TYPE_CHECKING:
     from mcp import Client
@@ -44,8 +46,10 @@ class _Page:
     next_cursor: str | None
 
 
-async def list_tools(server: str, client: Client) -> Listing:
+async def list_tools(server: str, client: Client | LeanClient) -> Listing:
     """Every page of tools/list (PagingError for an endless or looping listing, ListingError for a bad page)."""
+    if isinstance(client, LeanClient):
+        return await _lean_listing(server, client)
     raw = sdk_private.can_send_raw(client)
 
     async def fetch(cursor: str | None) -> _Page:
@@ -58,6 +62,51 @@ async def list_tools(server: str, client: Client) -> Listing:
     tools = tuple(tool for page in pages for tool in page.tools)
     rejected = tuple(item for page in pages for item in page.rejected)
     return Listing(tools, rejected, count)
+
+
+async def _lean_listing(server: str, client: LeanClient) -> Listing:
+    """list_tools on the lean client: each page checked as the SDK path checks it (sessions/toolcheck.py)."""
+
+    async def fetch(cursor: str | None) -> _Page:
+        return _read_lean_page(server, client, await client.request(METHOD, _params(cursor)))
+
+    pages, count = await every_page(fetch, lambda page: [page], METHOD)
+    tools = tuple(tool for page in pages for tool in page.tools)
+    return Listing(tools, tuple(item for page in pages for item in page.rejected), count)
+
+
+def _read_lean_page(server: str, client: LeanClient, raw: Any) -> _Page:
+    if not isinstance(raw, Mapping) or not isinstance(raw.get("tools"), list):
+        raise ListingError(f"the answer to {METHOD} is not a page of tools: {_shape(raw)}")
+    next_cursor = raw.get("nextCursor")
+    if next_cursor is not None and not isinstance(next_cursor, str):
+        raise ListingError(
+            f"the answer to {METHOD} does not fit the protocol: nextCursor: Input should be a valid string"
+        )
+    version = client.protocol_version or "2025-11-25"
+    valid: list[dict[str, Any]] = []
+    rejected: list[RejectedTool] = []
+    for index, item in enumerate(raw["tools"]):
+        problem = tool_problem(item, version)
+        if problem is None:
+            valid.append(item)
+        else:
+            rejected.append(RejectedTool(_name(item, index), problem))
+    client.learn_tools({tool["name"]: tool.get("outputSchema") for tool in valid}, complete=False)
+    return _Page([_plain_tool_info(server, tool) for tool in valid], rejected, next_cursor or None)
+
+
+def _plain_tool_info(server: str, tool: dict[str, Any]) -> ToolInfo:
+    """A tools/list item (checked) as miroctl's ToolInfo, as tool_info makes it of the SDK's Tool."""
+    return ToolInfo(
+        server=server,
+        name=tool["name"],
+        title=tool.get("title"),
+        description=tool.get("description") or "",
+        input_schema=tool.get("inputSchema") or {},
+        output_schema=tool.get("outputSchema"),
+        annotations=annotations_of(tool.get("annotations")),
+    )
 
 
 def _params(cursor: str | None) -> dict[str, Any] | None:

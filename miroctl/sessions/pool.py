@@ -25,6 +25,7 @@ from miroctl.sessions.failures import (
     startup_failure,
     startup_timeout,
 )
+from miroctl.sessions.lean import open_lean_connection
 from miroctl.sessions.listing import ListingError, list_tools
 from miroctl.sessions.recording import Recorder
 from miroctl.sessions.stages import Stage, StageClock
@@ -32,7 +33,6 @@ from miroctl.sessions.transports import Connection, Relay, Wire, open_connection
 
 if TYPE_CHECKING:
     from mcp import Client
-    from mcp.types import CallToolResult
 
 T = TypeVar("T")
 RETRY_AFTER = 5.0  # a server that failed to start is not tried again sooner (doubling up to RETRY_MAX)
@@ -82,11 +82,14 @@ class ServerHandle:
         relay: Relay | None = None,
         recorder: Recorder | None = None,
         stages: StageClock | None = None,
+        lean: bool = False,
     ) -> None:
         """With `on_tools_changed`, the session follows the server's tool-list changes and reports them;
         with `relay`, the server's own requests and log messages go there (a gateway's hosts); with
         `recorder`, every session's messages are recorded (--record); `stages` hears how far a start and a
-        listing have got."""
+        listing have got. With `lean`, a stdio server that needs neither a relay nor change-following gets the
+        lean client (sessions/lean.py) instead of the SDK's: a cold list or call never imports the SDK."""
+        self.lean = lean
         self.relay = relay
         self._recorder = recorder
         self.spec = spec
@@ -170,12 +173,15 @@ class ServerHandle:
 
     async def call_tool(
         self, connection: Connection, name: str, arguments: dict[str, Any], progress: ProgressFn | None = None
-    ) -> CallToolResult:
-        """One tools/call on the session: at most CALLS_PER_SERVER at once; a closed connection marks its
-        session dead (so `lost()` knows which one broke), an answer resets the crash count."""
+    ) -> dict[str, Any]:
+        """One tools/call on the session, its result as JSON: at most CALLS_PER_SERVER at once; a closed
+        connection marks its session dead (so `lost()` knows which one broke), an answer resets the crash count."""
         async with self.call_slots:
             try:
-                result = await connection.client.call_tool(name, arguments, progress_callback=progress)
+                answer = await connection.client.call_tool(name, arguments, progress_callback=progress)
+                result: dict[str, Any] = (
+                    answer if isinstance(answer, dict) else answer.model_dump(by_alias=True, exclude_none=True)
+                )
             except Exception as exc:
                 gen = next((g for g in self._gens if g.opened is connection), None)
                 if gen is not None and closed(exc):
@@ -224,10 +230,14 @@ class ServerHandle:
             with gen.scope:
                 following = self._tools_changed if self._on_tools_changed is not None else None
                 tap = self._recorder.tap(self.spec.name) if self._recorder is not None else None
+                lean = self.lean and self.spec.transport == "stdio" and self.relay is None and following is None
+                opened = (
+                    open_lean_connection(self.spec, gen.wire, tap=tap)
+                    if lean
+                    else open_connection(self.spec, gen.wire, on_tools_changed=following, relay=self.relay, tap=tap)
+                )
                 async with (
-                    open_connection(
-                        self.spec, gen.wire, on_tools_changed=following, relay=self.relay, tap=tap
-                    ) as connection,
+                    opened as connection,
                     anyio.create_task_group() as changes,
                 ):
                     gen.connection = gen.opened = connection

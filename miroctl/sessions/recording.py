@@ -39,11 +39,16 @@ class Recorder:
         self._line({"schema": SCHEMA, "time": _now()})
 
     def tap(self, server: str) -> TapFn:
-        """A function recording the messages of a new session of `server` (given the SDK's message objects)."""
+        """A function recording the messages of a new session of `server` (the SDK's message objects, or the
+        lean client's dicts)."""
         self._sessions[server] = session = self._sessions.get(server, 0) + 1
 
         def record(direction: str, message: Any) -> None:
-            data = message.model_dump(mode="json", by_alias=True, exclude_unset=True)
+            data = (
+                message
+                if isinstance(message, dict)
+                else message.model_dump(mode="json", by_alias=True, exclude_unset=True)
+            )
             self._line({"time": _now(), "server": server, "session": session, "direction": direction, "message": data})
 
         return record

@@ -32,7 +32,6 @@ from miroctl.sessions.recording import FROM_SERVER, TO_SERVER, TapFn
 
 if TYPE_CHECKING:  # the SDK and its HTTP client cost ~1 s to import: only the code paths that talk load them
     import httpx2
-    from mcp import Client
     from mcp.client.session import IncomingMessage, MessageHandlerFnT
 
 
@@ -111,12 +110,13 @@ class Started:
 class Connection:
     """An open, initialized session to one server."""
 
-    client: Client
+    client: Any  # mcp.Client; a cold stdio list or call has sessions.lean.LeanClient, which answers the same
     wire: Wire
 
     @property
     def protocol_version(self) -> str | None:
-        return self.client.protocol_version
+        version: str | None = self.client.protocol_version
+        return version
 
     @property
     def server_version(self) -> str | None:
@@ -337,7 +337,7 @@ async def stdio_transport(
 
     async def pump_stdout() -> None:
         async with read_in:
-            async for line in _lines(process.stdout, wire):
+            async for line in read_lines(process.stdout, wire):
                 message = _parse(line, wire)
                 if message is not None:
                     await read_in.send(message)
@@ -369,7 +369,7 @@ async def _guard(pump: Any) -> None:
         await pump()
 
 
-async def _lines(stream: Any, wire: Wire) -> AsyncIterator[bytes]:
+async def read_lines(stream: Any, wire: Wire) -> AsyncIterator[bytes]:
     """Split a byte stream into lines, scanning each byte once; an endless line ends the stream."""
     buffer = bytearray()
     async for chunk in stream:
@@ -396,10 +396,15 @@ def _parse(line: bytes, wire: Wire) -> Any:
     message = parse_line(text)
     if message is not None:
         return SessionMessage(message)
+    count_noise(text, wire)
+    return None
+
+
+def count_noise(text: str, wire: Wire) -> None:
+    """A stdout line that is not JSON-RPC: counted, and the first few kept (masked) for the report."""
     wire.noise_lines += 1
     if len(wire.noise_samples) < NOISE_SAMPLES:
         wire.noise_samples.append(Masker(wire.spec.secrets).text(text[:200]))
-    return None
 
 
 async def stop_process(process: Any, wire: Wire) -> None:

@@ -1,0 +1,427 @@
+"""A lean MCP client for the cold `list` and `call`: plain JSON-RPC over miroctl's own stdio transport.
+
+Importing the mcp SDK costs ~0.9 s of CPU (building its pydantic models), and a cold `miroctl call` would
+spend most of its life there while the server it started waits. This client says on the wire what the
+SDK's `Client(mode="auto")` says (tests/test_lean.py compares the two message by message): `server/discover`
+at the newest modern version, the `initialize` handshake as the fallback (with the SDK's retry on -32022),
+the modern `_meta` stamp on every request, progress tokens, `notifications/cancelled` for an abandoned
+call, the SDK's answers to a server's own requests (ping; sampling, elicitation and roots refused), and
+the same checks of what comes back: each listed tool alone (sessions/toolcheck.py), a call's result shape,
+and its structured content against the tool's output schema.
+
+It serves a stdio server's `list` and `call` only; the SDK keeps everything else (HTTP, SSE, OAuth, the
+gateway's relays, `check`, resources and prompts).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import asynccontextmanager, suppress
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+
+from miroctl import __version__
+from miroctl.base.models import ProgressFn, ServerSpec
+from miroctl.sessions.frames import parse_plain
+from miroctl.sessions.processes import spawn
+from miroctl.sessions.recording import FROM_SERVER, TO_SERVER, TapFn
+from miroctl.sessions.toolcheck import output_validator
+from miroctl.sessions.transports import Connection, Wire, count_noise, read_lines, stop_process
+
+# The SDK's (mcp_types.version), repeated because importing them loads every model; tests/test_lean.py
+# fails when the SDK's lists change.
+HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
+MODERN_VERSIONS = ("2026-07-28",)
+LATEST_HANDSHAKE = HANDSHAKE_VERSIONS[-1]
+LATEST_MODERN = MODERN_VERSIONS[-1]
+DISCOVER_TIMEOUT = 10.0  # as the SDK's: a server that never answers server/discover gets the handshake
+META_VERSION = "io.modelcontextprotocol/protocolVersion"
+META_CLIENT = "io.modelcontextprotocol/clientInfo"
+META_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
+META_SERVER = "io.modelcontextprotocol/serverInfo"
+
+CONNECTION_CLOSED, REQUEST_TIMEOUT = -32000, -32001
+INVALID_REQUEST, METHOD_NOT_FOUND, UNSUPPORTED_VERSION = -32600, -32601, -32022
+REFUSED = {  # a server's requests that need a capability miroctl does not declare here: the SDK's answers
+    "sampling/createMessage": "Sampling not supported",
+    "elicitation/create": "Elicitation not supported",
+    "roots/list": "List roots not supported",
+}
+
+
+class RpcError(Exception):
+    """A request answered with a JSON-RPC error (or ended by a closed connection): `code`, `message`, `data`."""
+
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(message)
+        self.code, self.message, self.data = code, message, data
+
+    @property
+    def error(self) -> RpcError:
+        return self  # as the SDK's MCPError.error, for code that reads `exc.error.data`
+
+
+class InvalidResult(Exception):
+    """An answer whose shape the protocol rejects (the SDK raises a ValidationError for these)."""
+
+
+@dataclass(frozen=True)
+class ServerInfo:
+    name: str
+    version: str
+
+
+@dataclass
+class _Pending:
+    on_progress: ProgressFn | None = None
+    done: anyio.Event = field(default_factory=anyio.Event)
+    answer: dict[str, Any] | None = None
+
+
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+
+
+class LeanClient:
+    """One initialized session: requests out through `send`, every message in through `receive`."""
+
+    def __init__(self, send: Send) -> None:
+        self._send = send
+        self._pending: dict[int, _Pending] = {}
+        self._next_id = 0
+        self.protocol_version: str | None = None
+        self.server_info: ServerInfo | None = None
+        self.capabilities: dict[str, Any] = {}
+        self._stamp: dict[str, Any] | None = None  # the modern `_meta` stamp, once adopted
+        self._output_schemas: dict[str, dict[str, Any] | None] = {}
+        self.closed = False
+
+    # ------------------------------------------------------------------------------------- negotiation
+
+    async def connect(self) -> None:
+        """mode="auto" as the SDK does it: server/discover, the initialize handshake for a legacy server."""
+        version = LATEST_MODERN
+        for attempt in range(2):
+            try:
+                raw = await self._discover(version)
+            except RpcError as exc:
+                supported = _supported(exc)
+                mutual = [v for v in MODERN_VERSIONS if v in (supported or ())]
+                if exc.code == UNSUPPORTED_VERSION and mutual and attempt == 0:
+                    version = mutual[-1]
+                    continue
+                if supported is not None and not any(v in HANDSHAKE_VERSIONS for v in supported):
+                    raise  # a modern-only server that shares no version with miroctl
+                try:
+                    await self._initialize()
+                except RpcError as handshake:
+                    mutual = [v for v in MODERN_VERSIONS if v in (_supported(handshake) or ())]
+                    if handshake.code != UNSUPPORTED_VERSION or attempt != 0 or not mutual:
+                        raise
+                    version = mutual[-1]
+                    continue
+                return
+            versions = raw.get("supportedVersions")
+            mutual = [v for v in MODERN_VERSIONS if isinstance(versions, list) and v in versions]
+            if not mutual or not isinstance(raw.get("capabilities"), dict):
+                await self._initialize()  # not a modern server's answer: the handshake decides
+                return
+            self._adopt_modern(mutual[-1], raw)
+            return
+
+    async def _discover(self, version: str) -> dict[str, Any]:
+        meta = {META_VERSION: version, META_CLIENT: _client_info(), META_CAPABILITIES: {}}
+        with anyio.move_on_after(DISCOVER_TIMEOUT):
+            return await self.request("server/discover", {"_meta": meta}, cancellable=False)
+        raise RpcError(REQUEST_TIMEOUT, f"server/discover: no answer within {DISCOVER_TIMEOUT:g}s")
+
+    async def _initialize(self) -> None:
+        params = {"protocolVersion": LATEST_HANDSHAKE, "capabilities": {}, "clientInfo": _client_info()}
+        result = await self.request("initialize", params, cancellable=False)
+        version, info = result.get("protocolVersion"), result.get("serverInfo")
+        if not isinstance(version, str) or not isinstance(result.get("capabilities"), dict):
+            raise InvalidResult("the answer to initialize has no protocolVersion or capabilities")
+        if not isinstance(info, dict) or not isinstance(info.get("name"), str):
+            raise InvalidResult("serverInfo.name: Field required")
+        if version not in HANDSHAKE_VERSIONS:
+            raise RuntimeError(f"Unsupported protocol version from the server: {version}")
+        self.protocol_version, self.capabilities = version, result["capabilities"]
+        self.server_info = ServerInfo(info["name"], str(info.get("version") or ""))
+        await self.notify("notifications/initialized")
+
+    def _adopt_modern(self, version: str, result: dict[str, Any]) -> None:
+        self.protocol_version, self.capabilities = version, result["capabilities"]
+        self._stamp = {META_VERSION: version, META_CLIENT: _client_info(), META_CAPABILITIES: {}}
+        meta = result.get("_meta")
+        info = meta.get(META_SERVER) if isinstance(meta, dict) else None
+        if isinstance(info, dict) and isinstance(info.get("name"), str):  # display only: a bad one is ignored
+            self.server_info = ServerInfo(info["name"], str(info.get("version") or ""))
+
+    # ----------------------------------------------------------------------------------------- requests
+
+    async def request(
+        self,
+        method: str,
+        params: Mapping[str, Any] | None = None,
+        progress: ProgressFn | None = None,
+        cancellable: bool = True,
+    ) -> dict[str, Any]:
+        """The result of one request; RpcError for an error answer or a lost connection. Cancelled (a
+        timeout), the server is told with notifications/cancelled, as the SDK does."""
+        if self.closed:
+            raise RpcError(CONNECTION_CLOSED, "Connection closed")
+        self._next_id += 1
+        ident = self._next_id
+        body = dict(params or {})
+        if self._stamp is not None or progress is not None:
+            meta = dict(body.get("_meta") or {})
+            if self._stamp is not None:
+                meta.update(self._stamp)
+            if progress is not None:
+                meta["progressToken"] = ident  # the request id doubles as the token, as in the SDK
+            body["_meta"] = meta
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": ident, "method": method}
+        if body:
+            message["params"] = body
+        pending = self._pending[ident] = _Pending(progress)
+        try:
+            await self._write(message)
+            await pending.done.wait()
+        except anyio.get_cancelled_exc_class():
+            if cancellable and not self.closed and not pending.done.is_set():
+                with anyio.CancelScope(shield=True), anyio.move_on_after(1):
+                    await self.notify("notifications/cancelled", {"requestId": ident, "reason": "Request cancelled"})
+            raise
+        finally:
+            self._pending.pop(ident, None)
+        answer = pending.answer or {}
+        if "error" in answer:
+            error = answer["error"]
+            raise RpcError(error["code"], error["message"], error.get("data"))
+        result = answer.get("result")
+        if not isinstance(result, dict):
+            raise RpcError(CONNECTION_CLOSED, "Connection closed")
+        return result
+
+    async def notify(self, method: str, params: Mapping[str, Any] | None = None) -> None:
+        message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            message["params"] = dict(params)
+        with suppress(RpcError):  # fire and forget, as the SDK's
+            await self._write(message)
+
+    async def _write(self, message: dict[str, Any]) -> None:
+        try:
+            await self._send(message)
+        except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
+            self.close()
+            raise RpcError(CONNECTION_CLOSED, "Connection closed") from exc
+
+    # ----------------------------------------------------------------------------------- what comes in
+
+    async def receive(self, message: dict[str, Any]) -> None:
+        """One message from the server: an answer, a notification, or a request of its own."""
+        method = message.get("method")
+        if isinstance(method, str):
+            if "id" in message:
+                await self._answer(message["id"], method)
+            elif method == "notifications/progress":
+                await self._progress(message.get("params"))
+            return
+        pending = self._pending.get(_request_id(message.get("id")))
+        if pending is not None and not pending.done.is_set():
+            pending.answer = message
+            pending.done.set()
+
+    async def _answer(self, ident: Any, method: str) -> None:
+        """The SDK's answers to a server's requests when no callbacks are given."""
+        reply: dict[str, Any] = {"jsonrpc": "2.0", "id": ident}
+        if method == "ping":
+            reply["result"] = {}
+        elif method in REFUSED:
+            reply["error"] = {"code": INVALID_REQUEST, "message": REFUSED[method]}
+        else:
+            reply["error"] = {"code": METHOD_NOT_FOUND, "message": "Method not found"}
+        with suppress(RpcError):
+            await self._write(reply)
+
+    async def _progress(self, params: Any) -> None:
+        if not isinstance(params, dict):
+            return
+        token, progress, total, text = (params.get(k) for k in ("progressToken", "progress", "total", "message"))
+        if isinstance(token, bool) or isinstance(progress, bool) or not isinstance(progress, (int, float)):
+            return
+        pending = self._pending.get(_request_id(token))
+        if pending is None or pending.on_progress is None:
+            return
+        with suppress(Exception):  # a failing progress display never fails the call
+            await pending.on_progress(
+                float(progress),
+                float(total) if isinstance(total, (int, float)) and not isinstance(total, bool) else None,
+                text if isinstance(text, str) else None,
+            )
+
+    def close(self) -> None:
+        """The connection is gone: every waiting request fails with "Connection closed", as the SDK's."""
+        self.closed = True
+        for pending in self._pending.values():
+            if not pending.done.is_set():
+                pending.answer = {"error": {"code": CONNECTION_CLOSED, "message": "Connection closed"}}
+                pending.done.set()
+
+    # ------------------------------------------------------------------------------------------- tools
+
+    def learn_tools(self, schemas: Mapping[str, dict[str, Any] | None], complete: bool) -> None:
+        """The output schemas of listed tools (a complete listing replaces what was known)."""
+        if complete:
+            self._output_schemas = dict(schemas)
+        else:
+            self._output_schemas.update(schemas)
+
+    @property
+    def knows_tools(self) -> bool:
+        return bool(self._output_schemas)
+
+    async def call_tool(
+        self, name: str, arguments: Mapping[str, Any], progress_callback: ProgressFn | None = None
+    ) -> dict[str, Any]:
+        """tools/call; the result as the server sent it, checked as the SDK checks a CallToolResult."""
+        result = await self.request("tools/call", {"name": name, "arguments": dict(arguments)}, progress_callback)
+        check_call_result(result)
+        if not result.get("isError"):
+            self._check_structured(name, result)
+        return result
+
+    def _check_structured(self, name: str, result: dict[str, Any]) -> None:
+        schema = self._output_schemas.get(name)
+        if schema is None:
+            return
+        if "structuredContent" not in result:
+            raise RuntimeError(f"Tool {name} has an output schema but did not return structured content")
+        problem = output_validator(name, schema)(result["structuredContent"])
+        if problem is not None:
+            raise RuntimeError(problem)
+
+
+def check_call_result(result: dict[str, Any]) -> None:
+    """InvalidResult unless `result` has the shape of a CallToolResult (the SDK rejects the same)."""
+    if result.get("resultType", "complete") != "complete":
+        raise RuntimeError(f"call_tool: the server asked for more input ({result.get('resultType')!r})")
+    content = result.get("content", [])
+    if not isinstance(content, list):
+        raise InvalidResult("content: Input should be a valid list")
+    for index, block in enumerate(content):
+        problem = _block_problem(block)
+        if problem is not None:
+            raise InvalidResult(f"content.{index}: {problem}")
+    if "isError" in result and not isinstance(result["isError"], bool) and result["isError"] is not None:
+        raise InvalidResult("isError: Input should be a valid boolean")
+    structured = result.get("structuredContent")
+    if structured is not None and not isinstance(structured, dict):
+        raise InvalidResult("structuredContent: Input should be a valid dictionary")
+
+
+_BLOCK_FIELDS = {
+    "text": (("text", str),),
+    "image": (("data", str), ("mimeType", str)),
+    "audio": (("data", str), ("mimeType", str)),
+    "resource_link": (("uri", str), ("name", str)),
+    "resource": (("resource", dict),),
+}
+
+
+def _block_problem(block: Any) -> str | None:
+    if not isinstance(block, dict):
+        return "Input should be a valid dictionary"
+    kind = block.get("type")
+    if kind not in _BLOCK_FIELDS:
+        return f"Input tag {kind!r} found using 'type' does not match any of the expected tags"
+    for key, expected in _BLOCK_FIELDS[kind]:
+        if key not in block:
+            return f"{kind}.{key}: Field required"
+        if not isinstance(block[key], expected):
+            return f"{kind}.{key}: Input should be a valid {'string' if expected is str else 'dictionary'}"
+    if kind == "resource":
+        resource = block["resource"]
+        if not isinstance(resource.get("uri"), str):
+            return "resource.resource.uri: Field required"
+        if not isinstance(resource.get("text"), str) and not isinstance(resource.get("blob"), str):
+            return "resource.resource: a text or blob is required"
+    return None
+
+
+def _supported(exc: RpcError) -> list[str] | None:
+    """The `supported` versions an -32022 error names, or None."""
+    data = exc.data
+    supported = data.get("supported") if isinstance(data, dict) else None
+    if exc.code != UNSUPPORTED_VERSION or not isinstance(supported, list):
+        return None
+    return [v for v in supported if isinstance(v, str)]
+
+
+def _request_id(value: Any) -> Any:
+    """An id as the SDK compares them: "7" and 7 are one request."""
+    if isinstance(value, str) and value.isdigit():
+        return int(value)
+    return value
+
+
+def _client_info() -> dict[str, str]:
+    return {"name": "miroctl", "version": __version__}
+
+
+# ---------------------------------------------------------------------------------------------- stdio
+
+
+@asynccontextmanager
+async def open_lean_connection(spec: ServerSpec, wire: Wire, tap: TapFn | None = None) -> AsyncIterator[Connection]:
+    """Start a stdio server, negotiate, and yield the session; the process is stopped on exit as the SDK
+    path stops it (close stdin, wait, SIGTERM, SIGKILL to its group)."""
+    process, stderr_path = await spawn(spec)
+    wire.pid, wire.spawned_at, wire.stderr_path = process.pid, time.perf_counter(), stderr_path
+    if wire.on_spawned is not None:
+        wire.on_spawned()
+    stdin = process.stdin
+    assert stdin is not None and process.stdout is not None, "spawn opens both pipes"
+    writing = anyio.Lock()
+
+    async def send(message: dict[str, Any]) -> None:
+        if tap is not None:
+            tap(TO_SERVER, message)
+        data = (json.dumps(message, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
+        async with writing:
+            await stdin.send(data)
+
+    client = LeanClient(send)
+
+    async def pump() -> None:
+        try:
+            async for line in read_lines(process.stdout, wire):
+                text = line.decode("utf-8", errors="replace").strip()
+                if not text:
+                    continue
+                message = parse_plain(text)
+                if message is None:
+                    count_noise(text, wire)
+                    continue
+                if tap is not None:
+                    tap(FROM_SERVER, message)
+                await client.receive(message)
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, OSError):
+            pass
+        finally:
+            client.close()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(pump)
+        try:
+            await client.connect()
+            yield Connection(client=client, wire=wire)
+        finally:
+            client.close()
+            with anyio.CancelScope(shield=True):
+                await stop_process(process, wire)
+            tg.cancel_scope.cancel()

@@ -1,0 +1,227 @@
+"""The lean client of a cold list and call: the SDK's wire behaviour and checks, without importing the SDK."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from miroctl.base.models import CallRequest, ServerSpec
+from miroctl.config.loader import Config
+from miroctl.core.manager import Manager
+from miroctl.sessions import lean, toolcheck
+from tests.conftest import FIXTURE, HEALTHY_STARTUP, ROOT
+
+PLAIN = str(ROOT / "tests" / "servers" / "plainrpc.py")
+
+
+def plain_spec(log: Path, *args: str) -> ServerSpec:
+    return ServerSpec(
+        name="plain",
+        command=sys.executable,
+        args=(PLAIN, "--log", str(log), *args),
+        startup_timeout=HEALTHY_STARTUP,
+    )
+
+
+def received(log: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in log.read_text().splitlines()]
+
+
+async def _call(spec: ServerSpec, tool: str, timeout: float = 20, arguments: dict[str, Any] | None = None) -> Any:
+    heard: list[tuple[float, float | None, str | None]] = []
+
+    async def progress(done: float, total: float | None, message: str | None) -> None:
+        heard.append((done, total, message))
+
+    async with Manager(Config(servers=(spec,)), lean=True) as manager:
+        outcome = await manager.call(CallRequest(spec.name, tool, arguments or {}, timeout=timeout, progress=progress))
+        connection = manager.handle(spec).connection
+        client = connection.client if connection is not None else None
+    return outcome, heard, client
+
+
+def test_a_legacy_server_gets_the_handshake_after_discover_is_refused_as_the_sdk_does_it(tmp_path):
+    log = tmp_path / "log"
+    outcome, _, client = anyio.run(_call, plain_spec(log), "echo", 20, {"text": "hi"})
+    assert outcome.exit_code == 0, outcome.error
+    assert outcome.result == "hi" and outcome.structured_content == {"text": "hi"}
+    assert isinstance(client, lean.LeanClient) and client.protocol_version == "2025-06-18"
+    methods = [m.get("method") for m in received(log)]
+    assert methods == ["server/discover", "initialize", "notifications/initialized", "tools/list", "tools/call"]
+    discover, initialize = received(log)[:2]
+    assert discover["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] == lean.LATEST_MODERN
+    assert initialize["params"] == {
+        "protocolVersion": lean.LATEST_HANDSHAKE,
+        "capabilities": {},
+        "clientInfo": {"name": "miroctl", "version": lean.__version__},
+    }
+    call = received(log)[-1]["params"]  # a handshake session is not stamped (its _meta has the progress token only)
+    assert call["_meta"] == {"progressToken": received(log)[-1]["id"]}
+
+
+def test_a_modern_server_is_adopted_from_discover_and_every_request_carries_the_stamp(tmp_path):
+    log = tmp_path / "log"
+    outcome, _, client = anyio.run(_call, plain_spec(log, "--era", "modern"), "echo", 20, {"text": "hi"})
+    assert outcome.exit_code == 0, outcome.error
+    assert client.protocol_version == "2026-07-28" and client.server_info == lean.ServerInfo("plain", "2")
+    messages = received(log)
+    assert [m["method"] for m in messages] == ["server/discover", "tools/list", "tools/call"]
+    for message in messages:
+        meta = message["params"]["_meta"]
+        assert meta["io.modelcontextprotocol/protocolVersion"] == "2026-07-28"
+        assert meta["io.modelcontextprotocol/clientInfo"]["name"] == "miroctl"
+
+
+def test_an_unsupported_version_answer_naming_a_mutual_version_is_probed_once_more(tmp_path):
+    log = tmp_path / "log"
+    outcome, _, client = anyio.run(_call, plain_spec(log, "--era", "retry"), "echo", 20, {"text": "hi"})
+    assert outcome.exit_code == 0, outcome.error
+    assert client.protocol_version == "2026-07-28"
+    assert [m["method"] for m in received(log)][:2] == ["server/discover", "server/discover"]
+
+
+def test_progress_notifications_reach_the_callers_progress_function(tmp_path):
+    outcome, heard, _ = anyio.run(_call, plain_spec(tmp_path / "log"), "progress", 20)
+    assert outcome.exit_code == 0, outcome.error
+    assert heard == [(1.0, 2.0, "step 1"), (2.0, 2.0, "step 2")]
+
+
+def test_a_servers_own_requests_get_the_sdks_answers_ping_yes_sampling_and_roots_refused(tmp_path):
+    outcome, _, _ = anyio.run(_call, plain_spec(tmp_path / "log"), "asks", 20)
+    assert outcome.exit_code == 0, outcome.error
+    answers = dict(part.split("=", 1) for part in outcome.result.split("; "))
+    assert json.loads(answers["ping"]) == {}
+    assert json.loads(answers["sampling/createMessage"]) == {"code": -32600, "message": "Sampling not supported"}
+    assert json.loads(answers["roots/list"]) == {"code": -32600, "message": "List roots not supported"}
+
+
+def test_a_call_that_times_out_is_cancelled_on_the_wire(tmp_path):
+    log = tmp_path / "log"
+    outcome, _, _ = anyio.run(_call, plain_spec(log), "slow", 1.0)
+    assert outcome.error_kind == "timeout"
+    call = next(m for m in received(log) if m.get("method") == "tools/call")
+    cancelled = [m for m in received(log) if m.get("method") == "notifications/cancelled"]
+    assert [m["params"]["requestId"] for m in cancelled] == [call["id"]]
+
+
+def test_structured_content_that_breaks_the_output_schema_is_refused_as_the_sdk_refuses_it(tmp_path):
+    outcome, _, _ = anyio.run(_call, plain_spec(tmp_path / "log", "--bad-structured"), "echo", 20, {"text": "hi"})
+    assert outcome.error_kind == "failed"
+    assert "Invalid structured content returned by tool echo: 5 is not of type 'string'" in outcome.error
+
+
+def test_a_cold_call_and_list_import_neither_the_sdk_nor_its_types(tmp_path):
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": {"fx": {"command": sys.executable, "args": [FIXTURE]}}}))
+    for argv, expected in ((["call", "fx", "echo", "text=hi"], "hi\n"), (["list", "fx", "--json"], '"echo"')):
+        done = subprocess.run(
+            [sys.executable, "-X", "importtime", "-m", "miroctl", *argv, "--config", str(config)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert expected in done.stdout
+        imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if "import time" in line}
+        assert not {name for name in imported if name.split(".")[0] in ("mcp", "mcp_types")}
+
+
+def test_the_protocol_versions_are_the_sdks():
+    from mcp_types import version
+
+    assert lean.HANDSHAKE_VERSIONS == version.HANDSHAKE_PROTOCOL_VERSIONS
+    assert lean.MODERN_VERSIONS == version.MODERN_PROTOCOL_VERSIONS
+
+
+GOOD = {"name": "t", "inputSchema": {"type": "object"}}
+TOOLS = [
+    GOOD,
+    {**GOOD, "title": "T", "description": "d", "annotations": {"readOnlyHint": True, "title": "x"}},
+    {"inputSchema": {"type": "object"}},
+    {"name": 5, "inputSchema": {"type": "object"}},
+    {"name": "t"},
+    {"name": "t", "inputSchema": None},
+    {"name": "t", "inputSchema": "object"},
+    {"name": "t", "inputSchema": {"type": "array"}},
+    {"name": "t", "inputSchema": {}},
+    {"name": "t", "inputSchema": {"type": "object", "properties": []}},
+    {"name": "t", "inputSchema": {"type": "object", "properties": {"a": 3}}},
+    {"name": "t", "inputSchema": {"type": "object", "required": "a"}},
+    {"name": "t", "inputSchema": {"type": "object", "$schema": 4}},
+    {**GOOD, "outputSchema": {"type": "array"}},
+    {**GOOD, "outputSchema": {"type": "object", "properties": {"x": {"type": "string"}}}},
+    {**GOOD, "outputSchema": "x"},
+    {**GOOD, "description": 3},
+    {**GOOD, "title": ["x"]},
+    {**GOOD, "annotations": {"readOnlyHint": "yes"}},
+    {**GOOD, "annotations": {"readOnlyHint": "maybe"}},
+    {**GOOD, "annotations": {"destructiveHint": 2}},
+    {**GOOD, "annotations": "ro"},
+    {**GOOD, "icons": [{"src": "a.png", "theme": "dark"}]},
+    {**GOOD, "icons": [{"mimeType": "image/png"}]},
+    {**GOOD, "icons": [{"src": "a.png", "theme": "blue"}]},
+    {**GOOD, "icons": {"src": "a.png"}},
+    {**GOOD, "execution": {"taskSupport": "optional"}},
+    {**GOOD, "execution": {"taskSupport": "always"}},
+    {**GOOD, "_meta": []},
+    {**GOOD, "unknown": {"anything": 1}},
+    [],
+    "tool",
+]
+
+
+@pytest.mark.parametrize("version", ["2025-06-18", "2025-11-25", "2026-07-28"])
+@pytest.mark.parametrize("item", TOOLS, ids=range(len(TOOLS)))
+def test_a_listed_tool_is_taken_or_rejected_exactly_as_the_sdk_takes_or_rejects_it(item, version):
+    from mcp.types import Tool
+    from mcp_types.methods import validate_server_result
+    from pydantic import ValidationError
+
+    page: dict[str, Any] = (
+        {"cacheScope": "private", "resultType": "complete", "ttlMs": 0} if version == "2026-07-28" else {}
+    )
+    try:
+        validate_server_result("tools/list", version, {**page, "tools": [item]})
+        Tool.model_validate(item, by_name=False)
+        sdk = None
+    except ValidationError as exc:
+        sdk = exc
+    ours = toolcheck.tool_problem(item, version)
+    assert (ours is None) == (sdk is None), f"sdk: {sdk}; miroctl: {ours}"
+
+
+PAGES = [
+    {"cacheScope": "private", "resultType": "complete", "ttlMs": 0},
+    {"cacheScope": "public", "resultType": "complete", "ttlMs": 5, "nextCursor": "x"},
+    {"resultType": "complete", "ttlMs": 0},
+    {"cacheScope": "shared", "resultType": "complete", "ttlMs": 0},
+    {"cacheScope": "private", "ttlMs": 0},
+    {"cacheScope": "private", "resultType": "complete"},
+    {"cacheScope": "private", "resultType": "complete", "ttlMs": "soon"},
+    {"cacheScope": "private", "resultType": "complete", "ttlMs": 0, "nextCursor": 3},
+    {"nextCursor": 3},
+    {"nextCursor": "c", "_meta": {"k": 1}},
+    {},
+]
+
+
+@pytest.mark.parametrize("version", ["2025-11-25", "2026-07-28"])
+@pytest.mark.parametrize("page", PAGES, ids=range(len(PAGES)))
+def test_a_listing_pages_own_fields_are_taken_or_rejected_exactly_as_the_sdk_does(page, version):
+    from mcp_types.methods import validate_server_result
+    from pydantic import ValidationError
+
+    try:
+        validate_server_result("tools/list", version, {**page, "tools": []})
+        sdk = None
+    except ValidationError as exc:
+        sdk = exc
+    ours = toolcheck.page_problem(page, version)
+    assert (ours is None) == (sdk is None), f"sdk: {sdk}; miroctl: {ours}"
