@@ -55,6 +55,7 @@ def run(words: list[str]) -> int:
     parsed = parse(words, os.environ)
     if parsed is None:
         return run_cli(words)
+
     command, options, rest = parsed
     out = boundary.output(json_mode=bool(options.pop("json_mode", False)))
     via = options.pop("via")
@@ -68,15 +69,27 @@ def run(words: list[str]) -> int:
 
 
 def run_cli(words: list[str]) -> int:
-    """The Typer app, with its usage errors as one line (and a hint) instead of a framed block."""
+    """The Typer app, with its usage errors as one line (and a hint) instead of a framed block. A cold `call`
+    or `list` starts its stdio servers first (cli/prestart.py), so they boot while the rest loads."""
     from miroctl.render import progress  # noqa: PLC0415 - after the first line (see above)
 
     if early.drawn is not None:  # the first line comes alive (a spinner, a clock) while Typer and the core load
         progress.adopt(progress.stderr_console(), early.drawn)
+    started = words[:1] in (["call"], ["list"]) and _prestart(words)
     try:
         return _run_app(words)
     finally:
         progress.stop_active()
+        if started:
+            from miroctl.sessions import prestart  # noqa: PLC0415 - loaded by the early start already
+
+            prestart.discard()
+
+
+def _prestart(words: list[str]) -> bool:
+    from miroctl.cli import prestart  # noqa: PLC0415 - only a cold call or list loads the core this early
+
+    return prestart.begin(words) > 0
 
 
 def _run_app(words: list[str]) -> int:

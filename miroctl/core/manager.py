@@ -182,17 +182,7 @@ class Manager:
         return True
 
     def _child_spec(self, spec: ServerSpec) -> ServerSpec:
-        """A stdio server's spec with the task id and the URL rules (for bundled search tools) in its env."""
-        if spec.transport != "stdio":
-            return spec
-        env = dict(spec.env)
-        if self.task_id:
-            env["TASK_ID"] = self.task_id
-        env.setdefault(urlrules.ENV_VAR, urlrules.to_env(self.policy.url_rules))
-        if self.run_id:
-            env[RUN_MARKER] = self.run_id
-        env[nesting.NESTING_ENV] = nesting.for_servers(self.config.source, self.config.servers)
-        return replace(spec, env=MappingProxyType(env))
+        return child_spec(spec, self.config, self.policy, task_id=self.task_id, run_id=self.run_id)
 
     def emit(self, event: str, **fields: Any) -> None:
         if self._log is not None:
@@ -454,6 +444,23 @@ class Manager:
             )
         outcome.corrected_from = route.corrected_from
         return outcome
+
+
+def child_spec(
+    spec: ServerSpec, config: Config, policy: Policy, *, task_id: str | None = None, run_id: str | None = None
+) -> ServerSpec:
+    """A stdio server's spec with the task id and the URL rules (for bundled search tools) in its env: what
+    the Manager starts (and what an early start, cli/prestart.py, must match to be adopted)."""
+    if spec.transport != "stdio":
+        return spec
+    env = dict(spec.env)
+    if task_id:
+        env["TASK_ID"] = task_id
+    env.setdefault(urlrules.ENV_VAR, urlrules.to_env(policy.url_rules))
+    if run_id:
+        env[RUN_MARKER] = run_id
+    env[nesting.NESTING_ENV] = nesting.for_servers(config.source, config.servers)
+    return replace(spec, env=MappingProxyType(env))
 
 
 def _ms(started: float) -> float:

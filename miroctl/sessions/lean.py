@@ -26,6 +26,7 @@ import anyio
 
 from miroctl import __version__
 from miroctl.base.models import ProgressFn, ServerSpec
+from miroctl.sessions import prestart
 from miroctl.sessions.frames import parse_plain
 from miroctl.sessions.processes import spawn
 from miroctl.sessions.recording import FROM_SERVER, TO_SERVER, TapFn
@@ -380,11 +381,12 @@ def _client_info() -> dict[str, str]:
 async def open_lean_connection(spec: ServerSpec, wire: Wire, tap: TapFn | None = None) -> AsyncIterator[Connection]:
     """Start a stdio server, negotiate, and yield the session; the process is stopped on exit as the SDK
     path stops it (close stdin, wait, SIGTERM, SIGKILL to its group)."""
-    process, stderr_path = await spawn(spec)
+    early = prestart.take(spec)  # started while miroctl loaded itself (cli/prestart.py), if it was
+    process, stderr_path = early if early is not None else await spawn(spec)
     wire.pid, wire.spawned_at, wire.stderr_path = process.pid, time.perf_counter(), stderr_path
     if wire.on_spawned is not None:
         wire.on_spawned()
-    stdin = process.stdin
+    stdin: Any = process.stdin
     assert stdin is not None and process.stdout is not None, "spawn opens both pipes"
     writing = anyio.Lock()
 

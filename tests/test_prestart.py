@@ -1,0 +1,105 @@
+"""A cold call or list starts its stdio servers before miroctl has loaded, and adopts only what it would start."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+from types import MappingProxyType
+
+import psutil
+import typer
+
+from miroctl.cli import prestart as cli_prestart
+from miroctl.cli.app import app
+from miroctl.sessions import prestart
+from tests.conftest import FIXTURE, fixture_spec
+
+STARTS = """
+import os, sys
+with open(sys.argv[1], "a") as log:
+    log.write(f"{os.getpid()}\\n")
+os.execv(sys.executable, [sys.executable, *sys.argv[2:]])
+"""
+
+
+def counting_config(tmp_path: Path) -> tuple[Path, Path]:
+    """An mcpServers file whose server writes its pid to a file each time it is started."""
+    starts, wrapper = tmp_path / "starts", tmp_path / "counting.py"
+    wrapper.write_text(STARTS)
+    server = {"command": sys.executable, "args": [str(wrapper), str(starts), FIXTURE, "--name", "fx"]}
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": {"fx": server}}))
+    return config, starts
+
+
+def miroctl(*argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "miroctl", *argv], capture_output=True, text=True, timeout=120, check=False
+    )
+
+
+def test_a_cold_call_starts_its_server_once_and_that_early_process_answers(tmp_path):
+    config, starts = counting_config(tmp_path)
+    done = miroctl("call", "--config", str(config), "fx", "echo", "text=hi")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "hi\n"
+    (pid,) = starts.read_text().split()
+    assert not psutil.pid_exists(int(pid)) or psutil.Process(int(pid)).status() == psutil.STATUS_ZOMBIE
+
+
+def test_a_cold_list_of_named_servers_starts_each_once(tmp_path):
+    config, starts = counting_config(tmp_path)
+    done = miroctl("list", "fx", "--config", str(config), "--json")
+    assert done.returncode == 0, done.stderr
+    assert "echo" in [tool["name"] for tool in json.loads(done.stdout)["servers"][0]["tools"]]
+    assert len(starts.read_text().split()) == 1
+
+
+def test_an_early_server_that_the_session_would_not_start_is_stopped_unused():
+    spec = fixture_spec("early")
+    assert prestart.start(spec)
+    ((process, _),) = prestart._STARTED.values()
+    other = replace(spec, env=MappingProxyType({"DIFFERENT": "1"}))
+    assert prestart.take(other) is None  # another environment: not the same server
+    prestart.discard()
+    deadline = time.monotonic() + 10
+    while psutil.pid_exists(process.pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert process.poll() is not None
+    assert prestart._STARTED == {}
+
+
+def test_command_lines_that_change_the_servers_start_nothing_early(tmp_path):
+    config, starts = counting_config(tmp_path)
+    for words in (
+        ["call", "--config", str(config), "--task-id", "t1", "fx", "echo", "text=hi"],
+        ["call", "--config", str(config), "--via", "http://127.0.0.1:9", "fx", "echo"],
+        ["call", "--config", str(config), "echo", "text=hi"],  # a tool name alone: routed later, not guessed
+        ["list", "--config", str(config), "--resources"],
+        ["call", "--config", str(config), "--help"],
+        ["call", "--config", str(config), "--args", "-", "fx", "echo"],  # stdin is the call's, not read early
+        # refused before any server starts
+        ["call", "--config", str(config), "fx", "echo", "text=https://huggingface.co/datasets/gaia-benchmark/GAIA"],
+    ):
+        try:
+            assert cli_prestart.begin(words) == 0, words
+        finally:
+            prestart.discard()
+    assert not starts.exists()
+    assert prestart._STARTED == {}
+
+
+def test_the_early_reader_knows_every_option_of_call_and_list():
+    command = typer.main.get_command(app)
+    for name in ("call", "list"):
+        options = {opt for param in command.commands[name].params for opt in (*param.opts, *param.secondary_opts)}
+        options = {opt for opt in options if opt.startswith("-")}
+        unknown = options - cli_prestart.VALUED - cli_prestart.FLAGS - cli_prestart.REFUSED
+        assert not unknown, f"{name}: {sorted(unknown)}"
+        for opt in cli_prestart.VALUED & options:
+            param = next(p for p in command.commands[name].params if opt in p.opts)
+            assert not getattr(param, "is_flag", False), opt
