@@ -78,12 +78,14 @@ async def _lean_listing(server: str, client: LeanClient) -> Listing:
 def _read_lean_page(server: str, client: LeanClient, raw: Any) -> _Page:
     if not isinstance(raw, Mapping) or not isinstance(raw.get("tools"), list):
         raise ListingError(f"the answer to {METHOD} is not a page of tools: {_shape(raw)}")
-    next_cursor = raw.get("nextCursor")
-    if next_cursor is not None and not isinstance(next_cursor, str):
-        raise ListingError(
-            f"the answer to {METHOD} does not fit the protocol: nextCursor: Input should be a valid string"
-        )
     version = client.protocol_version or "2025-11-25"
+    page = {key: value for key, value in raw.items() if key != "tools"}
+    if isinstance(page.get("ttlMs"), (int, float)) and page["ttlMs"] < 0:  # as the SDK: a negative TTL is 0
+        page["ttlMs"] = 0
+    problem = page_problem(page, version)
+    if problem is not None:
+        raise ListingError(f"the answer to {METHOD} does not fit the protocol: {problem}")
+    next_cursor = page.get("nextCursor")
     valid: list[dict[str, Any]] = []
     rejected: list[RejectedTool] = []
     for index, item in enumerate(raw["tools"]):

@@ -126,5 +126,5 @@ def test_check_reports_a_missing_browser_plainly_and_the_other_servers_are_unaff
 def test_the_browser_yaml_runs_the_bundled_server_persistently():
     spec = bundled_spec("browser")
     assert spec.persistent and not spec.enabled
-    assert spec.args == ("-P", "-m", "miroctl.servers.browser")
+    assert spec.args == ("-P", "-m", "miroctl.servers", "browser")
     assert replace(spec, enabled=True).smoke == {"tool": "browser_snapshot", "arguments": {}}

@@ -1,7 +1,7 @@
 """A stdio MCP server in plain JSON-RPC (no SDK), whose negotiation and answers the test chooses, and which
 writes every message it receives to --log: the lean client's wire behaviour is read from that log.
 
-    python plainrpc.py --log FILE [--era legacy|modern|modern-only|retry] [--bad-structured]
+    python plainrpc.py --log FILE [--era legacy|modern|retry] [--bad-structured]
 
 Tools: echo(text) with an output schema; slow() never answers; progress(steps) sends progress first;
 asks() sends the client a ping, a sampling request and a roots request, and answers with what came back.
@@ -36,7 +36,7 @@ def main() -> None:
     asked: dict[int, str] = {}
     waiting_call: list[object] = []
     answers: list[str] = []
-    discovered = False
+    discovered = modern = False
 
     def send(message: dict[str, object]) -> None:
         out.write(json.dumps(message) + "\n")
@@ -62,7 +62,8 @@ def main() -> None:
             continue  # notifications: logged only
         if method == "server/discover":
             version = message["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"]
-            if opts.era in ("modern", "modern-only") or (opts.era == "retry" and discovered):
+            if opts.era == "modern" or (opts.era == "retry" and discovered):
+                modern = True
                 send(
                     {
                         "jsonrpc": "2.0",
@@ -102,7 +103,8 @@ def main() -> None:
                 }
             )
         elif method == "tools/list":
-            send({"jsonrpc": "2.0", "id": ident, "result": {"tools": TOOLS}})
+            page = {"cacheScope": "private", "resultType": "complete", "ttlMs": 0} if modern else {}
+            send({"jsonrpc": "2.0", "id": ident, "result": {**page, "tools": TOOLS}})
         elif method == "tools/call":
             name, args = message["params"]["name"], message["params"].get("arguments") or {}
             if name == "echo":

@@ -1,0 +1,7 @@
+"""`python -P -m miroctl.servers NAME`: the bundled server NAME behind its quick start (helpers/quickstart.py)."""
+
+import sys
+
+from miroctl.servers.helpers.quickstart import main
+
+main(sys.argv[1:])

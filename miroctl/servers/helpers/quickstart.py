@@ -1,0 +1,320 @@
+"""A bundled server that answers its handshake and tool list before it has loaded the mcp SDK.
+
+Every bundled server is an MCPServer of the mcp SDK, which costs ~1.2 s of CPU to import before the server
+can answer `initialize`; a `miroctl list` of five of them on two cores waits for six seconds of imports.
+`python -P -m miroctl.servers NAME` runs the server behind this front instead:
+
+- The first time, it hands the conversation to the real server at once and notes the server's own answers to
+  `server/discover`, `initialize` and the first `tools/list` in a snapshot (in the user's cache, one file per
+  server, named by a key of everything the answers could depend on: the code of the bundled servers and of
+  the miroctl parts they use, the Python and SDK versions, and the server's environment but for the markers
+  of a run).
+- Later starts with the same key answer those requests from the snapshot, byte for byte what the server said,
+  without importing anything heavy. The first request the snapshot cannot answer (a call, a cursor, a
+  resource, anything unknown) starts the real server in this process and hands it the conversation: the
+  handshake it missed is replayed to it (its answers to the replay are dropped), then every byte of stdin
+  goes to it and every byte it writes goes to stdout.
+
+A `list` thus never loads the SDK at all, and a `call` loads it while the tool list is already known.
+MIROCTL_SERVER_SNAPSHOTS=0 turns the front off; MIROCTL_SERVER_CACHE moves its files.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import runpy
+import sys
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any
+
+VOLATILE = ("MIROCTL_RUN", "MIROCTL_NESTING", "TASK_ID")  # differ from run to run, change no answer
+SNAPSHOT_METHODS = ("server/discover", "initialize", "tools/list")
+REPLAY_ID = "miroctl-quickstart-replay"
+META_VERSION = "io.modelcontextprotocol/protocolVersion"
+CODE_ROOT = Path(__file__).resolve().parents[2]  # the miroctl package
+
+
+def cache_root() -> Path:
+    given = os.environ.get("MIROCTL_SERVER_CACHE")
+    if given:
+        return Path(given)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path(os.environ.get("HOME") or tempfile.gettempdir()) / ".cache")
+    return Path(base) / "miroctl" / "servers"
+
+
+def snapshot_key(name: str) -> str:
+    """What the server's first answers could depend on, hashed."""
+    digest = hashlib.sha256()
+    digest.update(f"{name}\0{sys.version}\0{_sdk_version()}\0".encode())
+    for part in ("servers", "base", "policy", "__init__.py"):
+        root = CODE_ROOT / part
+        files = sorted(root.rglob("*.py")) if root.is_dir() else [root]
+        for path in files:
+            with contextlib.suppress(OSError):
+                stat = path.stat()
+                digest.update(f"{path.relative_to(CODE_ROOT)}\0{stat.st_size}\0{stat.st_mtime_ns}\0".encode())
+    for key, value in sorted(os.environ.items()):
+        if key not in VOLATILE:
+            digest.update(f"{key}={value}\0".encode("utf-8", "surrogateescape"))
+    return digest.hexdigest()[:40]
+
+
+def _sdk_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("mcp")
+    except PackageNotFoundError:
+        return "?"
+
+
+def request_key(message: dict[str, Any], legacy_version: str | None) -> str | None:
+    """The snapshot entry a request would be answered from: its method and protocol version; None for a
+    request no snapshot answers (anything else, or a tools/list with a cursor)."""
+    method, params = message.get("method"), message.get("params") or {}
+    if method not in SNAPSHOT_METHODS or not isinstance(params, dict):
+        return None
+    meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
+    version = meta.get(META_VERSION) if isinstance(meta, dict) else None
+    if method == "initialize":
+        version = params.get("protocolVersion")
+    elif method == "tools/list":
+        if params.get("cursor") is not None:
+            return None
+        version = version or legacy_version
+    if not isinstance(version, str):
+        return None
+    return f"{method}|{version}"
+
+
+class Front:
+    """The server's stdin and stdout until (and unless) the real server takes them over."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.path = cache_root() / f"{name}-{snapshot_key(name)}.json"
+        self.answers: dict[str, Any] = self._load()
+        self.legacy_version: str | None = None  # negotiated by an initialize this front answered
+        self.replay: list[dict[str, Any]] = []  # what the real server must hear first
+        self.buffer = b""
+
+    def _load(self) -> dict[str, Any]:
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    def run(self) -> None:
+        """Answer what the snapshot can; hand over at the first thing it cannot (or exit at EOF)."""
+        while True:
+            line = self._line()
+            if line is None:
+                return  # EOF before anything needed the real server
+            try:
+                message = json.loads(line)
+            except ValueError:
+                message = None
+            if isinstance(message, dict) and self._answered(message):
+                continue
+            self.hand_over(line)
+            return
+
+    def _line(self) -> bytes | None:
+        while b"\n" not in self.buffer:
+            chunk = os.read(0, 65536)
+            if not chunk:
+                return None
+            self.buffer += chunk
+        line, _, self.buffer = self.buffer.partition(b"\n")
+        return line + b"\n"
+
+    def _answered(self, message: dict[str, Any]) -> bool:
+        method, ident = message.get("method"), message.get("id")
+        if method == "notifications/initialized" and "id" not in message:
+            self.replay.append(message)
+            return True
+        key = request_key(message, self.legacy_version)
+        if key is None or key not in self.answers or "id" not in message:
+            return False
+        _write(1, {"jsonrpc": "2.0", "id": ident, "result": self.answers[key]})
+        if method == "initialize":
+            self.legacy_version = self.answers[key].get("protocolVersion")
+            self.replay.append({**message, "id": REPLAY_ID})
+        return True
+
+    def hand_over(self, pending: bytes) -> None:
+        """Run the real server on a pipe that first says what it missed, then passes stdin on; its output goes
+        to stdout but for its answers to the replay, with the snapshot's answers noted on the way."""
+        replay = b"".join(json.dumps(m).encode() + b"\n" for m in self.replay)
+        stdin, stdout = os.dup(0), os.dup(1)
+        server_in, feed = os.pipe()
+        drain, server_out = os.pipe()
+        os.dup2(server_in, 0)
+        os.dup2(server_out, 1)
+        os.close(server_in)
+        os.close(server_out)
+        noting = Notes(self) if not self.answers else None
+        feeder = threading.Thread(target=_feed, args=(replay + pending + self.buffer, stdin, feed, noting), daemon=True)
+        filtered = threading.Thread(target=_filter, args=(drain, stdout, noting), daemon=True)
+        feeder.start()
+        filtered.start()
+        try:
+            _run_server(self.name)
+        finally:
+            sys.stdout.flush()
+            os.close(1)  # the filter sees the end of the server's output
+            filtered.join(timeout=5)
+
+    def save(self, answers: dict[str, Any]) -> None:
+        """Write the snapshot atomically (a concurrent start reads the old one or the new one, never half)."""
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            handle, temporary = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.name}-", suffix=".tmp")
+            with os.fdopen(handle, "w", encoding="utf-8") as out:
+                json.dump(answers, out)
+            os.replace(temporary, self.path)
+            _prune(self.path.parent, self.name)
+        except OSError:
+            return  # a cache that cannot be written only means the next start is not quicker
+
+
+KEEP = 16  # snapshots kept per server: other environments and code versions come and go
+
+
+def _prune(directory: Path, name: str) -> None:
+    """Only the KEEP most recently written snapshots of a server stay."""
+    found = sorted(directory.glob(f"{name}-*.json"), key=lambda path: path.stat().st_mtime, reverse=True)
+    for old in found[KEEP:]:
+        with contextlib.suppress(OSError):
+            old.unlink()
+
+
+class Notes:
+    """The real server's answers to the snapshot's requests, seen on their way (first start only)."""
+
+    def __init__(self, front: Front) -> None:
+        self.front = front
+        self.asked: dict[Any, str] = {}
+        self.answers: dict[str, Any] = {}
+        self.lock = threading.Lock()
+        self.legacy_version: str | None = None
+
+    def request(self, line: bytes) -> None:
+        if b'"method"' not in line:
+            return
+        try:
+            message = json.loads(line)
+        except ValueError:
+            return
+        if isinstance(message, dict) and "id" in message:
+            key = request_key(message, self.legacy_version)
+            if key is not None:
+                with self.lock:
+                    self.asked[json.dumps(message["id"])] = key
+
+    def answer(self, line: bytes) -> None:
+        if not self.asked or b'"result"' not in line:
+            return
+        try:
+            message = json.loads(line)
+        except ValueError:
+            return
+        if not isinstance(message, dict) or not isinstance(message.get("result"), dict):
+            return
+        with self.lock:
+            key = self.asked.pop(json.dumps(message.get("id")), None)
+        if key is None:
+            return
+        if key.startswith("initialize|"):
+            self.legacy_version = message["result"].get("protocolVersion")
+        if key.startswith("tools/list|") and message["result"].get("nextCursor"):
+            return  # a listing of several pages is not kept: the next start asks the server
+        self.answers[key] = message["result"]
+        if any(k.startswith("tools/list|") for k in self.answers):
+            self.front.save(self.answers)
+
+
+def _feed(first: bytes, stdin: int, feed: int, notes: Notes | None) -> None:
+    """Everything the real server reads: the replay and what was read already, then stdin until its end."""
+    try:
+        pending = first
+        while True:
+            if notes is not None:
+                *lines, pending = pending.split(b"\n")
+                for line in lines:
+                    notes.request(line)
+                    os.write(feed, line + b"\n")
+            else:
+                os.write(feed, pending)
+                pending = b""
+            chunk = os.read(stdin, 65536)
+            if not chunk:
+                if pending:
+                    os.write(feed, pending)
+                return
+            pending += chunk
+    except OSError:
+        return
+    finally:
+        os.close(feed)
+
+
+def _filter(drain: int, stdout: int, notes: Notes | None) -> None:
+    """The real server's output to stdout, without its answers to the replay."""
+    pending = b""
+    replayed = REPLAY_ID.encode()
+    try:
+        while True:
+            chunk = os.read(drain, 65536)
+            if not chunk:
+                if pending:
+                    os.write(stdout, pending)
+                return
+            pending += chunk
+            *lines, pending = pending.split(b"\n")
+            for line in lines:
+                if replayed in line and _is_replay_answer(line):
+                    continue
+                if notes is not None:
+                    notes.answer(line)
+                os.write(stdout, line + b"\n")
+    except OSError:
+        return
+
+
+def _is_replay_answer(line: bytes) -> bool:
+    try:
+        message = json.loads(line)
+    except ValueError:
+        return False
+    return isinstance(message, dict) and message.get("id") == REPLAY_ID and "method" not in message
+
+
+def _run_server(name: str) -> None:
+    """The bundled server as `python -m miroctl.servers.NAME` runs it."""
+    sys.argv = [sys.argv[0]]
+    runpy.run_module(f"miroctl.servers.{name}", run_name="__main__", alter_sys=True)
+
+
+def _write(fd: int, message: dict[str, Any]) -> None:
+    data = json.dumps(message, separators=(",", ":")).encode() + b"\n"
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def main(argv: list[str]) -> None:
+    """`python -P -m miroctl.servers NAME`."""
+    if len(argv) != 1 or not argv[0].isidentifier() or not (Path(__file__).parents[1] / f"{argv[0]}.py").is_file():
+        sys.exit("usage: python -P -m miroctl.servers NAME (a bundled server: miroctl/servers/NAME.py)")
+    name = argv[0]
+    if os.environ.get("MIROCTL_SERVER_SNAPSHOTS", "1") == "0":
+        _run_server(name)
+        return
+    Front(name).run()
