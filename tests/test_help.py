@@ -9,6 +9,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
+from miroctl.cli import root
 from miroctl.cli.app import app
 from miroctl.cli.helptext import EXAMPLES
 
@@ -68,3 +69,20 @@ def test_every_help_example_is_a_command_line_miroctl_accepts(command, example):
         sub = sub.commands[name]
     context = sub.make_context(name, args)  # parses and checks every option, runs nothing
     assert context.command is sub
+
+
+@pytest.mark.parametrize(
+    "words",
+    [
+        ["call", "--help"],
+        ["list", "--help"],
+        ["call", "--bogus"],
+        ["call", "--timeout", "soon", "s", "t"],
+        ["list", "--json", "--schema", "--mode", "sideways"],
+    ],
+)
+def test_the_one_command_app_of_a_cold_call_or_list_answers_as_the_whole_app(words):
+    whole = CliRunner().invoke(app, words, env={"COLUMNS": "100"})
+    alone = CliRunner().invoke(root.only(words[0]), words, env={"COLUMNS": "100"})
+    assert alone.exit_code == whole.exit_code
+    assert (alone.stdout, alone.stderr) == (whole.stdout, whole.stderr)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import anyio
 from mcp.types import CallToolResult, EmbeddedResource, TextContent, TextResourceContents
@@ -17,11 +18,13 @@ from tests.conftest import parse_json
 from tests.policy_support import memory_spec, pool, webtools_yaml
 
 
-def result_of(*texts: str, resource: str | None = None) -> CallToolResult:
+def result_of(*texts: str, resource: str | None = None) -> dict[str, Any]:
+    """A CallToolResult as the sessions hand it to the core: the JSON the server sent."""
     content = [TextContent(type="text", text=t) for t in texts]
     if resource is not None:
         content.append(EmbeddedResource(type="resource", resource=TextResourceContents(uri="file:///r", text=resource)))
-    return CallToolResult(content=content, structured_content={"result": "".join(texts)})
+    model = CallToolResult(content=content, structured_content={"result": "".join(texts)})
+    return model.model_dump(by_alias=True, exclude_none=True)
 
 
 def test_a_cut_keeps_the_first_characters_across_blocks_and_ends_with_the_original_length():
@@ -29,16 +32,16 @@ def test_a_cut_keeps_the_first_characters_across_blocks_and_ends_with_the_origin
     assert text_length(result) == 20
     cut = limit_result(result, 10)
     assert cut == {"original_chars": 20, "kept_chars": 10, "limit": 10, "structured_content_dropped": True}
-    assert [b.text.split("\n")[0] for b in result.content] == ["aaaaaa", "bbb"]
-    assert result.content[-1].text.endswith("[... truncated by miroctl: 10 of 20 characters shown]")
-    assert result.structured_content is None
+    assert [b["text"].split("\n")[0] for b in result["content"]] == ["aaaaaa", "bbb"]
+    assert result["content"][-1]["text"].endswith("[... truncated by miroctl: 10 of 20 characters shown]")
+    assert result.get("structuredContent") is None
 
 
 def test_text_resources_count_and_a_fitting_result_is_left_alone():
     result = result_of("short", resource="r" * 50)
     assert limit_result(result, 100) is None and text_length(result) == 56
     assert limit_result(result, 20)["original_chars"] == 56
-    assert result.content[1].resource.text.startswith("r" * 14)
+    assert result["content"][1]["resource"]["text"].startswith("r" * 14)
 
 
 def test_the_whole_text_goes_to_the_file_with_secrets_masked(tmp_path):

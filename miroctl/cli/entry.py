@@ -97,8 +97,12 @@ def _run_app(words: list[str]) -> int:
     import typer  # noqa: PLC0415
 
     from miroctl.base.errors import ExitCode, UsageError  # noqa: PLC0415 - after the first line (see above)
-    from miroctl.cli import boundary  # noqa: PLC0415 - after the first line (see above)
-    from miroctl.cli.app import app  # noqa: PLC0415 - the Typer app (see above)
+    from miroctl.cli import boundary, root  # noqa: PLC0415 - after the first line (see above)
+
+    if words[:1] in (["call"], ["list"]):
+        app = root.only(words[0])  # Typer reads only this command's signature, not the thirty others'
+    else:
+        from miroctl.cli.app import app  # noqa: PLC0415 - the Typer app (see above)
 
     json_mode = boundary.json_wanted(words)
     try:

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 def outcome_from_result(server: str, tool: str, result: dict[str, Any]) -> CallOutcome:
     """A CallToolResult (as JSON) as the envelope: text joined, blocks and structured content kept."""
-    blocks = [block for block in result.get("content") or [] if isinstance(block, dict)]
+    blocks = [_block(block) for block in result.get("content") or [] if isinstance(block, dict)]
     texts = [b["text"] for b in blocks if b.get("type") == "text" and isinstance(b.get("text"), str)]
     texts += [
         b["resource"]["text"]
@@ -36,6 +36,11 @@ def outcome_from_result(server: str, tool: str, result: dict[str, Any]) -> CallO
     else:
         outcome.result = text
     return outcome
+
+
+def _block(block: dict[str, Any]) -> dict[str, Any]:
+    """A content block as scripts see it whichever client read it: `type` first, no null members."""
+    return {"type": block.get("type"), **{key: value for key, value in block.items() if value is not None}}
 
 
 def raw_arguments(request: CallRequest) -> dict[str, Any]:

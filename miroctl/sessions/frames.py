@@ -19,7 +19,6 @@ UNPARSABLE_PREFIX = "the server's answer could not be parsed: "
 _TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[{}\[\]]', re.DOTALL)
 _VALUE = re.compile(r'\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")')
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
-_ESCAPED_SURROGATE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 
 
 def parse_line(text: str) -> Any:
@@ -42,16 +41,19 @@ def parse_line(text: str) -> Any:
 
 
 def parse_plain(text: str) -> dict[str, Any] | None:
-    """parse_line without the SDK's types (the lean client's): the message as a dict, a synthesized error for
-    an unreadable answer, or None (noise). Shape is checked as JSON-RPC 2.0 frames are, members are not."""
+    """parse_line without the SDK's types (the lean client's): the same JSON parser (pydantic-core's, so the
+    same nesting limit and the same words for a cause), the same lenient second reading, the message as a
+    dict; a synthesized error for an unreadable answer, or None (noise). Members are not checked."""
+    from pydantic_core import from_json  # noqa: PLC0415 - ~30 ms: only the lean client's reading pays it
+
     try:
-        data = json.loads(text)
-    except RecursionError:
-        cause = "recursion limit exceeded"
+        data = from_json(text)
     except ValueError as exc:
-        cause = str(exc).split(": line ")[0]
+        cause = str(exc).removeprefix("Invalid JSON: ")
+        data = _lenient_data(text)
     else:
-        data = _replace_surrogates(data) if _ESCAPED_SURROGATE.search(text) else data
+        cause = ""
+    if data is not None:
         problem = frame_problem(data)
         if problem is None:
             return cast("dict[str, Any]", data)
@@ -60,6 +62,14 @@ def parse_plain(text: str) -> dict[str, Any] | None:
     if ident is None:
         return None
     return {"jsonrpc": "2.0", "id": ident, "error": {"code": UNPARSABLE, "message": UNPARSABLE_PREFIX + cause}}
+
+
+def _lenient_data(text: str) -> Any:
+    """The line as Python's JSON parser reads it, lone surrogates replaced by U+FFFD; None if it cannot."""
+    try:
+        return _replace_surrogates(json.loads(text))
+    except (ValueError, RecursionError):
+        return None
 
 
 def frame_problem(data: Any) -> str | None:
