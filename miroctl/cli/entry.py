@@ -14,6 +14,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from miroctl.cli import helpcache
 from miroctl.render import early
 
 # Nothing else at the top: on a terminal, the first line of live feedback is drawn before Rich, the
@@ -43,6 +44,8 @@ _VALUES = {
 def main(argv: Sequence[str] | None = None) -> None:
     """The console script: exits with miroctl's exit code."""
     words = list(sys.argv[1:] if argv is None else argv)
+    if helpcache.answer(words):  # the same help as last time, without loading Typer (cli/helpcache.py)
+        sys.exit(0)
     early.first_line(words, os.environ)
     sys.exit(run(words))
 
@@ -105,6 +108,7 @@ def _run_app(words: list[str]) -> int:
         from miroctl.cli.app import app  # noqa: PLC0415 - the Typer app (see above)
 
     json_mode = boundary.json_wanted(words)
+    recorder = helpcache.Recorder.install(sys) if helpcache.wanted(words) else None
     try:
         code = app(args=words, prog_name="miroctl", standalone_mode=False)
     except KeyboardInterrupt as exc:
@@ -117,7 +121,13 @@ def _run_app(words: list[str]) -> int:
         if exc.format_message():  # empty after a bare `miroctl`, whose help was just printed
             return boundary.report(UsageError(exc.format_message(), hint=f"see: {where} --help"), json_mode=json_mode)
         return int(getattr(exc, "exit_code", ExitCode.USAGE))
-    return code if isinstance(code, int) else 0
+    finally:
+        if recorder is not None:
+            recorder.uninstall(sys)
+    code = code if isinstance(code, int) else 0
+    if recorder is not None and code == 0:
+        helpcache.keep(words, recorder)  # the same help next time at a fraction of the cost
+    return code
 
 
 def parse(argv: Sequence[str], env: Mapping[str, str]) -> tuple[str, dict[str, Any], list[str]] | None:

@@ -18,24 +18,15 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from miroctl.base.cachedir import cache_dir
 from miroctl.base.models import ServerSpec, ToolInfo
 
-CACHE_ENV = "MIROCTL_CACHE_DIR"
 VERSION = 1
 MAX_TOOLS = 2000  # a server listing more is cut: completion offers names, not an inventory
 MAX_PARAMETERS = 200
 MAX_NAME = 200
 
 Surface = dict[str, list[str]]  # tool name -> its parameter names
-
-
-def cache_dir(env: Mapping[str, str] | None = None) -> Path:
-    """$MIROCTL_CACHE_DIR, else $XDG_CACHE_HOME/miroctl/tools, else ~/.cache/miroctl/tools."""
-    env = os.environ if env is None else env
-    if env.get(CACHE_ENV):
-        return Path(env[CACHE_ENV])
-    base = env.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "miroctl" / "tools"
 
 
 def spec_key(spec: ServerSpec) -> str:

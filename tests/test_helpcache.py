@@ -1,0 +1,47 @@
+"""`--help` a second time prints the bytes it printed the first time, without loading Typer or Rich."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+
+def miroctl(cache: Path, *words: str, importtime: bool = False, **env: str) -> subprocess.CompletedProcess[bytes]:
+    flags = ["-X", "importtime"] if importtime else []
+    environ = {**os.environ, "MIROCTL_CACHE_DIR": str(cache), "COLUMNS": "100", **env}
+    return subprocess.run(
+        [sys.executable, *flags, "-m", "miroctl", *words], capture_output=True, env=environ, timeout=60, check=False
+    )
+
+
+def imported(stderr: bytes) -> set[str]:
+    lines = stderr.decode().splitlines()
+    return {line.rsplit("|", 1)[-1].strip() for line in lines if line.startswith("import time")}
+
+
+def test_the_second_help_is_the_first_ones_bytes_without_typer_or_rich(tmp_path):
+    first = miroctl(tmp_path, "call", "--help")
+    assert first.returncode == 0, first.stderr
+    assert b"Usage: miroctl call" in first.stdout
+    second = miroctl(tmp_path, "call", "--help", importtime=True)
+    assert second.returncode == 0
+    assert second.stdout == first.stdout
+    assert not {name for name in imported(second.stderr) if name.split(".")[0] in ("typer", "rich", "click")}
+
+
+def test_another_terminal_width_is_rendered_anew_and_matches_an_uncached_rendering(tmp_path):
+    miroctl(tmp_path, "list", "--help")
+    wide = miroctl(tmp_path, "list", "--help", COLUMNS="160")
+    fresh = miroctl(tmp_path / "elsewhere", "list", "--help", COLUMNS="160")
+    assert wide.returncode == 0 and wide.stdout == fresh.stdout
+    assert wide.stdout != miroctl(tmp_path, "list", "--help").stdout
+
+
+def test_a_usage_error_next_to_help_is_never_kept(tmp_path):
+    for _ in range(2):
+        failed = miroctl(tmp_path, "list", "--no-such-option", "--help")
+        assert failed.returncode == 2
+        assert b"No such option: --no-such-option" in failed.stderr
+    assert not (tmp_path / "help").exists() or not list((tmp_path / "help").iterdir())
