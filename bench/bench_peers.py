@@ -95,23 +95,28 @@ def _package_name(spec: str) -> str:
     return spec.rsplit("@", 1)[0] if spec.count("@") > (1 if spec.startswith("@") else 0) else spec
 
 
+UNCACHED = {"MIROCTL_CACHE_DIR": os.devnull}  # a file: no cache directory can be made under it
 STARTUP = ["--startup-timeout", "120"]  # a loaded machine must not turn a slow start into a failed run
 
 
 def miroctl(tree: Path) -> tuple[list[str], dict[str, str]]:
-    """The command that runs miroctl from `tree`, and the environment that makes it (and its servers) do so."""
-    return [sys.executable, "-m", "miroctl"], {"PYTHONPATH": str(tree)}
+    """The command that runs miroctl from `tree`, and the environment that makes it (and its servers) do so
+    (`-P`: the current directory, which may hold another miroctl, does not come before PYTHONPATH)."""
+    return [sys.executable, "-P", "-m", "miroctl"], {"PYTHONPATH": str(tree)}
 
 
-def pool_config(tree: Path, directory: Path) -> Path:
-    """A copy of `tree`'s bundled profile whose servers run from `tree` too (they inherit no PYTHONPATH)."""
+def pool_config(tree: Path, directory: Path, snapshots: bool = True) -> Path:
+    """A copy of `tree`'s bundled profile whose servers run from `tree` too (they inherit no PYTHONPATH); with
+    `snapshots` off, its servers load the SDK before they answer (as on their first start after a change)."""
     import yaml
 
-    target = directory / f"pool-{tree.name}"
+    target = directory / f"pool-{tree.name}{'' if snapshots else '-no-snapshots'}"
     shutil.copytree(tree / "config", target, dirs_exist_ok=True)
     for path in (target / "tool").glob("*.yaml"):
         body = yaml.safe_load(path.read_text())
         body.setdefault("env", {})["PYTHONPATH"] = str(tree)
+        if not snapshots:
+            body["env"]["MIROCTL_SERVER_SNAPSHOTS"] = "0"
         path.write_text(yaml.safe_dump(body))
     return target / "miroctl.yaml"
 
@@ -166,8 +171,14 @@ def build_cases(modules: Path, trees: dict[str, Path], directory: Path, only: se
         if "pool" in only:
             pool = pool_config(tree, directory)
             cases.append(Case(f"pool list {label}", [*argv, "list", *STARTUP, "--config", str(pool)], "read_file", env))
+            if label != "baseline":  # servers that load the SDK first: a first start, or snapshots turned off
+                cold = pool_config(tree, directory, snapshots=False)
+                argv_cold = [*argv, "list", *STARTUP, "--config", str(cold)]
+                cases.append(Case(f"pool list {label} (no snapshots)", argv_cold, "read_file", env))
         if "help" in only:
             cases.append(Case(f"--help {label}", [*argv, "--help"], "call", env))
+            if label != "baseline":  # a help rendered every time (its cache cannot be written)
+                cases.append(Case(f"--help {label} (rendered)", [*argv, "--help"], "call", {**env, **UNCACHED}))
     return cases
 
 

@@ -32,6 +32,9 @@ import threading
 from pathlib import Path
 from typing import Any
 
+# Servers whose start can fail for a reason outside code and environment (no browser installed): a snapshot
+# would answer for a server that cannot start, so they always start for real.
+DIRECT = frozenset({"browser"})
 VOLATILE = ("MIROCTL_RUN", "MIROCTL_NESTING", "TASK_ID")  # differ from run to run, change no answer
 SNAPSHOT_METHODS = ("server/discover", "initialize", "tools/list")
 REPLAY_ID = "miroctl-quickstart-replay"
@@ -314,7 +317,7 @@ def main(argv: list[str]) -> None:
     if len(argv) != 1 or not argv[0].isidentifier() or not (Path(__file__).parents[1] / f"{argv[0]}.py").is_file():
         sys.exit("usage: python -P -m miroctl.servers NAME (a bundled server: miroctl/servers/NAME.py)")
     name = argv[0]
-    if os.environ.get("MIROCTL_SERVER_SNAPSHOTS", "1") == "0":
+    if name in DIRECT or os.environ.get("MIROCTL_SERVER_SNAPSHOTS", "1") == "0":
         _run_server(name)
         return
     Front(name).run()
