@@ -89,9 +89,8 @@ def main() -> None:
     for kind, records in found.items():
         seconds = statistics.median(r["seconds"] for r in records)
         peak = statistics.median(r["peak_mb"] for r in records)
-        print(
-            f"{kind:8} {seconds:6.2f} s ({seconds / sdk_time:.2f}x the SDK)  peak {peak:6.0f} MB ({peak / sdk_peak:.2f}x)"
-        )
+        ratios = f"{seconds / sdk_time:.2f}x the SDK's time, {peak / sdk_peak:.2f}x its peak"
+        print(f"{kind:8} {seconds:6.2f} s  peak {peak:6.0f} MB  ({ratios})")
 
 
 if __name__ == "__main__":
