@@ -78,21 +78,21 @@ def run_cli(words: list[str]) -> int:
 
     if early.drawn is not None:  # the first line comes alive (a spinner, a clock) while Typer and the core load
         progress.adopt(progress.stderr_console(), early.drawn)
-    started = words[:1] in (["call"], ["list"]) and _prestart(words)
     try:
+        if words[:1] in (["call"], ["list"]):
+            _prestart(words)
         return _run_app(words)
     finally:
         progress.stop_active()
-        if started:
-            from miroctl.sessions import prestart  # noqa: PLC0415 - loaded by the early start already
+        early_servers = sys.modules.get("miroctl.sessions.prestart")
+        if early_servers is not None:  # whatever was started early and not adopted (even after Ctrl-C) stops
+            early_servers.discard()
 
-            prestart.discard()
 
-
-def _prestart(words: list[str]) -> bool:
+def _prestart(words: list[str]) -> None:
     from miroctl.cli import prestart  # noqa: PLC0415 - only a cold call or list loads the core this early
 
-    return prestart.begin(words) > 0
+    prestart.begin(words)
 
 
 def _run_app(words: list[str]) -> int:
