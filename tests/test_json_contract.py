@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from miroctl.cli import entry
 from miroctl.cli.app import app
-from tests.conftest import fixture_yaml, free_port
+from tests.conftest import fixture_yaml, free_port, run_miroctl
 from tests.gateway_support import GatewayProcess, post_json, request, running, write_pool
 from tests.json_contract import one_document, validate
 
@@ -85,7 +85,6 @@ def test_every_line_of_a_batch_is_a_valid_call_envelope(pool):
     ("words", "kind"),
     [
         (["list", "--json", "--config", "{missing}"], "config"),
-        (["list", "--json", "--config", "{pool}", "nosuch"], "config"),
         (["call", "--json", "--timeout", "soon", "alpha", "add"], "usage"),
         (["call", "--json", "--bogus-option", "alpha", "add"], "usage"),
         (["check", "--json", "--config", "{pool}", "--allow-fail", "nosuch"], "usage"),
@@ -103,6 +102,16 @@ def test_an_error_before_any_server_starts_is_one_error_document_on_stdout(words
     document = one_document(captured.out)
     assert (document["schema"], document["is_error"], document["error_kind"]) == ("miroctl.error/1", True, kind)
     assert document["exit_code"] == 2 and document["error"] in captured.err  # the reason is on stderr too
+
+
+@pytest.mark.parametrize("command", [["list"], ["check"], ["serve", "--transport", "http", "--port", "0"]])
+def test_an_unknown_server_name_is_one_not_found_error_document_exit_6(command, write_config):
+    pool = write_config({"alpha": fixture_yaml("alpha", "--tools", "add")})
+    result = run_miroctl(*command, "--json", "--config", str(pool), "alpah")
+    assert result.returncode == 6, result.stderr
+    document = one_document(result.stdout)
+    assert (document["schema"], document["error_kind"], document["exit_code"]) == ("miroctl.error/1", "not_found", 6)
+    assert document["error"] == "no server named 'alpah'" and document["hint"] == "did you mean 'alpha'?"
 
 
 def test_an_unreachable_gateway_is_an_error_document_with_exit_3(capsys):

@@ -120,10 +120,10 @@ def test_list_via_gives_the_document_and_exit_code_of_list(pool):
     assert without_timing(json.loads(warm.stdout)) == without_timing(json.loads(direct.stdout))
 
 
-def test_list_via_with_an_unknown_server_exits_2_like_list(pool):
+def test_list_via_with_an_unknown_server_exits_6_like_list(pool):
     direct = invoke("list", "gamma", "--config", pool["config"])
     warm = invoke("list", "gamma", "--via", pool["url"])
-    assert (warm.exit_code, direct.exit_code) == (2, 2)
+    assert (warm.exit_code, direct.exit_code) == (6, 6)
     assert "no server named 'gamma'" in warm.stderr
     assert warm.stderr == direct.stderr
 
