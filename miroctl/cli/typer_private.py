@@ -6,7 +6,7 @@ space to type the value. miroctl's script is Typer's with one more step: when ev
 `=`, it asks bash for no space (`compopt -o nospace`). Typer keeps the script in two places, both replaced:
 the table `--install-completion`/`--show-completion` read (typer._completion_shared._completion_scripts) and
 the class the `source_bash` instruction uses (typer._completion_classes.BashComplete.source_template).
-Fish adds no space after a trailing `=` by itself.
+The other shells keep Typer's scripts.
 """
 
 from __future__ import annotations
