@@ -125,9 +125,9 @@ def test_allow_fail_naming_a_server_that_is_not_checked_exits_2_like_the_direct_
     assert "--allow-fail quiter: no such server among those checked" in warm.stderr
 
 
-def test_check_via_an_unknown_server_exits_2_like_the_direct_check(pool):
+def test_check_via_an_unknown_server_exits_6_like_the_direct_check(pool):
     direct, warm = both(pool, "godo")
-    assert (warm.exit_code, direct.exit_code) == (2, 2)
+    assert (warm.exit_code, direct.exit_code) == (6, 6)
     assert warm.stdout == ""
     assert warm.stderr == direct.stderr
     assert "no server named 'godo'" in warm.stderr

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 import stat
+import subprocess
+import sys
 
 import pytest
 from typer.testing import CliRunner
@@ -13,7 +15,7 @@ from miroctl.base.models import ServerSpec, ToolInfo
 from miroctl.cli.app import app
 from miroctl.config.loader import load
 from miroctl.core import toolcache
-from tests.conftest import hostile_yaml, run_miroctl
+from tests.conftest import ROOT, hostile_yaml, run_miroctl
 
 
 def complete(*words: str) -> list[str]:
@@ -122,3 +124,36 @@ def test_the_console_script_completes_tools_in_the_users_shell(pool):
     result = run_miroctl(env=env, cwd=os.getcwd())
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["alpha.echo", "alpha.env"]
+
+
+BASH_DRIVER = """
+compopt() { local IFS=" "; echo "compopt $*"; }  # stands in for the builtin, which works only while readline completes
+complete_line() {
+    COMP_WORDS=("$@"); COMP_CWORD=$(( $# - 1 )); COMPREPLY=()
+    _miroctl_completion miroctl
+    printf 'reply %s\\n' "${COMPREPLY[@]}"
+}
+complete_line miroctl call alpha text te
+echo ---
+complete_line miroctl call alpha ec
+echo ---
+complete_line miroctl call alpha.te
+"""
+
+
+def test_in_bash_a_completed_key_is_followed_by_no_space_and_other_words_are(pool, tmp_path):
+    assert CliRunner().invoke(app, ["list", "alpha"]).exit_code == 0
+    shown = run_miroctl("--show-completion", "bash", cwd=os.getcwd())
+    assert shown.returncode == 0, shown.stderr
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "miroctl").write_text(f'#!/bin/sh\nexec {sys.executable} -m miroctl.cli "$@"\n')
+    (bin_dir / "miroctl").chmod(0o755)
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "PYTHONPATH": str(ROOT)}
+    script = shown.stdout + "\n" + BASH_DRIVER
+    result = subprocess.run(["bash", "--norc", "--noprofile", "-c", script], capture_output=True, text=True, env=env)
+    assert result.returncode == 0, result.stderr
+    key, tools, dotted = result.stdout.split("---\n")
+    assert key.splitlines() == ["compopt -o nospace", "reply text="]
+    assert tools.splitlines() == ["reply echo"]
+    assert dotted.splitlines() == ["reply alpha.text"]

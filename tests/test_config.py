@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from miroctl.base.errors import ConfigError
+from miroctl.base.errors import ConfigError, NotFound
 from miroctl.cli.app import app
 from miroctl.config import loader as config
 from tests.conftest import fixture_yaml, parse_json
@@ -108,9 +108,9 @@ def test_tool_config_naming_a_missing_file_becomes_that_servers_error(write_conf
     assert "no server file for 'ghost'" in loaded.get("ghost").error
 
 
-def test_selecting_an_unknown_server_is_a_config_error_with_a_suggestion(write_config):
+def test_selecting_an_unknown_server_is_not_found_with_a_suggestion(write_config):
     loaded = config.load(str(write_config({"alpha": fixture_yaml("alpha")})))
-    with pytest.raises(ConfigError) as raised:
+    with pytest.raises(NotFound) as raised:
         loaded.select(["alpah"])
     assert "did you mean 'alpha'" in raised.value.hint
 

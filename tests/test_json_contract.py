@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import json
+import re
 import select
 import subprocess
 import sys
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
 
+from miroctl import schemas
 from miroctl.cli import entry
 from miroctl.cli.app import app
-from tests.conftest import fixture_yaml, free_port
+from tests.conftest import ROOT, fixture_yaml, free_port, run_miroctl
 from tests.gateway_support import GatewayProcess, post_json, request, running, write_pool
 from tests.json_contract import one_document, validate
 
@@ -85,7 +88,6 @@ def test_every_line_of_a_batch_is_a_valid_call_envelope(pool):
     ("words", "kind"),
     [
         (["list", "--json", "--config", "{missing}"], "config"),
-        (["list", "--json", "--config", "{pool}", "nosuch"], "config"),
         (["call", "--json", "--timeout", "soon", "alpha", "add"], "usage"),
         (["call", "--json", "--bogus-option", "alpha", "add"], "usage"),
         (["check", "--json", "--config", "{pool}", "--allow-fail", "nosuch"], "usage"),
@@ -103,6 +105,16 @@ def test_an_error_before_any_server_starts_is_one_error_document_on_stdout(words
     document = one_document(captured.out)
     assert (document["schema"], document["is_error"], document["error_kind"]) == ("miroctl.error/1", True, kind)
     assert document["exit_code"] == 2 and document["error"] in captured.err  # the reason is on stderr too
+
+
+@pytest.mark.parametrize("command", [["list"], ["check"], ["serve", "--transport", "http", "--port", "0"]])
+def test_an_unknown_server_name_is_one_not_found_error_document_exit_6(command, write_config):
+    pool = write_config({"alpha": fixture_yaml("alpha", "--tools", "add")})
+    result = run_miroctl(*command, "--json", "--config", str(pool), "alpah")
+    assert result.returncode == 6, result.stderr
+    document = one_document(result.stdout)
+    assert (document["schema"], document["error_kind"], document["exit_code"]) == ("miroctl.error/1", "not_found", 6)
+    assert document["error"] == "no server named 'alpah'" and document["hint"] == "did you mean 'alpha'?"
 
 
 def test_an_unreachable_gateway_is_an_error_document_with_exit_3(capsys):
@@ -168,3 +180,31 @@ def test_an_http_refusal_of_the_gateway_is_an_error_document_with_its_status(tmp
         status, refused = post_json(g.url(), "/v1/list", {})
     assert status == 401
     assert validate(refused)["status"] == 401 and refused["error_kind"] == "http" and refused["is_error"] is True
+
+
+def documents_shown_in_the_docs() -> list[tuple[str, dict[str, Any]]]:
+    """Every miroctl document docs/*.md shows whole: ```json blocks, and one-line documents in console output."""
+    found = []
+    for page in sorted((ROOT / "docs").glob("*.md")):
+        text = page.read_text()
+        shown = re.findall(r"```json\n(.*?)```", text, re.DOTALL)
+        shown += [line for line in text.splitlines() if line.startswith('{"schema": "miroctl.')]
+        for raw in shown:
+            try:
+                document = json.loads(raw)
+            except ValueError:
+                continue  # a document spread over several console lines: its command's test checks it
+            kind = str(document.get("schema", "")).removeprefix("miroctl.").partition("/")[0]
+            if kind in schemas.DOCUMENTS:
+                found.append((page.name, document))
+    return found
+
+
+def test_every_document_the_docs_show_validates_against_its_schema():
+    shown = documents_shown_in_the_docs()
+    assert {document["schema"] for _, document in shown} >= {"miroctl.call/1", "miroctl.health/1"}
+    for page, document in shown:
+        try:
+            validate(document)
+        except AssertionError as exc:
+            raise AssertionError(f"{page} shows a {document['schema']} document its schema rejects:\n{exc}") from None

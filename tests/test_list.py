@@ -84,7 +84,7 @@ def test_list_human_output_shows_tables_and_failures_and_keeps_server_text_liter
 def test_list_names_servers_to_list_and_rejects_unknown_ones(write_config):
     path = write_config({"alpha": fixture_yaml("alpha", "--tools", "add"), "beta": fixture_yaml("beta")})
     result = CliRunner().invoke(app, ["list", "alpah", "--config", str(path)])
-    assert result.exit_code == 2
+    assert result.exit_code == 6  # not found, as in call, read and prompt
     assert "no server named 'alpah'" in result.stderr and "did you mean 'alpha'" in result.stderr
     result = CliRunner().invoke(app, ["list", "alpha", "--json", "--config", str(path)])
     assert result.exit_code == 0

@@ -11,6 +11,7 @@ from miroctl.config.loader import Config
 from miroctl.core.manager import Manager
 from miroctl.gateway.server import Gateway
 from tests.conftest import HOSTILE, LEGACY, hostile_yaml, parse_json
+from tests.json_contract import one_document
 
 REJECTED = ["#2 (no name)", "no_schema", "null_schema", "string_schema", "array_schema"]
 
@@ -90,33 +91,60 @@ def test_check_finds_rejected_tools_and_looping_listings_unhealthy(write_config)
     assert rows["looping"]["failure"]["message"] == "tools/list gave the cursor 'again' twice after 2 pages: a loop"
 
 
-def test_resources_and_prompts_listing_failures_are_reported_and_missing_templates_mean_none(write_config):
+def test_a_failing_resources_or_prompts_listing_is_reported_in_place_and_the_servers_tools_still_listed(write_config):
     path = write_config(
         {
             "plain": hostile_yaml("plain", "resources/templates/list=missing"),
             "looping": hostile_yaml("looping", "prompts/list=loop"),
             "erring": hostile_yaml("erring", "resources/list=error"),
+            "dying": hostile_yaml("dying", "prompts/list=die"),
         }
     )
     result = invoke("list", "--resources", "--prompts", "--json", "--config", str(path))
     assert result.exit_code == 1, result.stderr
-    rows = {s["name"]: s for s in parse_json(result.stdout)["servers"]}
+    document = one_document(result.stdout)  # list_failures is part of the list schema
+    rows = {s["name"]: s for s in document["servers"]}
+    assert document["ok"] is False and all(row["ok"] and row["failure"] is None for row in rows.values())
+    assert all("echo" in [t["name"] for t in row["tools"]] for row in rows.values())
     plain = rows["plain"]
-    assert plain["ok"] and "echo" in [t["name"] for t in plain["tools"]]
+    assert "list_failures" not in plain
     assert (plain["resources"][0]["uri"], plain["resource_templates"], plain["prompts"][0]["name"]) == (
         "hostile://notes",
         [],
         "greet",
     )
-    assert "twice" in rows["looping"]["failure"]["message"]
-    assert rows["erring"]["failure"]["kind"] == "protocol"
-    assert "resources/list is broken today" in rows["erring"]["failure"]["message"]
+    looping = rows["looping"]
+    assert list(looping["list_failures"]) == ["prompts"] and "prompts" not in looping
+    assert (
+        looping["list_failures"]["prompts"]["message"]
+        == "prompts/list gave the cursor 'again' twice after 2 pages: a loop"
+    )
+    assert looping["resources"][0]["uri"] == "hostile://notes"
+    erring = rows["erring"]
+    assert list(erring["list_failures"]) == ["resources"] and "resources" not in erring
+    assert erring["list_failures"]["resources"]["kind"] == "protocol"
+    assert "resources/list is broken today" in erring["list_failures"]["resources"]["message"]
+    assert (erring["resource_templates"][0]["name"], erring["prompts"][0]["name"]) == ("item", "greet")
+    dying = rows["dying"]["list_failures"]
+    assert {key: failure["kind"] for key, failure in dying.items()} == dict.fromkeys(
+        ("prompts", "resources", "resource_templates"), "exited"
+    )
+    assert dying["resources"]["message"].endswith("during prompts/list")
     prompt = invoke("prompt", "--json", "--config", str(path), "looping", "greet", "who=x")
     assert prompt.exit_code == 1, prompt.stderr
     assert (
         parse_json(prompt.stdout)["error"]
         == "looping: prompts/list gave the cursor 'again' twice after 2 pages: a loop"
     )
+
+
+def test_the_table_shows_a_section_that_failed_to_list_in_its_place_with_the_reason(write_config):
+    path = write_config({"erring": hostile_yaml("erring", "resources/list=error")})
+    result = invoke("list", "--resources", "--prompts", "--config", str(path))
+    assert result.exit_code == 1, result.stderr
+    text = " ".join(result.stdout.split())
+    assert "echo" in text and "erring 1 prompt" in text and "greet" in text
+    assert "✗ erring resources not listed: protocol: resources/list failed: resources/list is broken today" in text
 
 
 def test_a_running_gateway_keeps_a_relisted_servers_valid_tools_drops_it_when_relisting_fails_and_stays_up():

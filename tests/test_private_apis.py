@@ -1,7 +1,7 @@
 """The private attributes of the SDK, anyio and uvicorn that miroctl relies on are still where it reads them.
 
 Each lives in one small module (miroctl/gateway/sdk_private.py, miroctl/sessions/sdk_private.py,
-miroctl/sessions/anyio_private.py, miroctl/gateway/uvicorn_private.py);
+miroctl/sessions/anyio_private.py, miroctl/gateway/uvicorn_private.py, miroctl/cli/typer_private.py);
 these tests fail loudly when a new release moves them, instead of the feature going quiet.
 """
 
@@ -147,3 +147,13 @@ def test_the_streamable_http_session_manager_still_counts_its_sessions_where_met
         "mcp moved StreamableHTTPSessionManager._server_instances: update miroctl/gateway/sdk_private.py"
     )
     assert open_sessions(manager) == 0
+
+
+def test_typer_still_keeps_its_bash_completion_script_where_miroctl_replaces_it():
+    from typer import _completion_classes, _completion_shared
+
+    import miroctl.cli.completion  # noqa: F401 - replaces the script on import
+    from miroctl.cli.typer_private import BASH_SCRIPT
+
+    assert _completion_shared._completion_scripts["bash"] is BASH_SCRIPT
+    assert _completion_classes.BashComplete.source_template is BASH_SCRIPT

@@ -10,6 +10,7 @@ from typer.testing import CliRunner
 
 from miroctl.cli.app import app
 from miroctl.sessions.frames import UNPARSABLE, answer_id, parse_line, unparsable
+from miroctl.sessions.transports import sse_item
 from tests.conftest import HOSTILE, free_port, parse_json, wait_for_port
 
 CASES = {
@@ -55,6 +56,37 @@ def hostile_http():
 def test_over_http_an_unparsable_answer_fails_its_call_at_once_with_a_one_line_cause(hostile_http, tool):
     result, elapsed = call(["--url", hostile_http], tool)
     check(result, elapsed, tool)
+
+
+@pytest.fixture(scope="module")
+def hostile_sse():
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, HOSTILE, "--sse", str(port)])
+    try:
+        wait_for_port(port)
+        yield f"http://127.0.0.1:{port}/sse"
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+@pytest.mark.parametrize("tool", CASES)
+def test_over_legacy_sse_an_unparsable_answer_fails_its_call_at_once_or_is_read_leniently(hostile_sse, tool):
+    result, elapsed = call(["--url", hostile_sse], tool)
+    check(result, elapsed, tool)
+
+
+def test_an_sse_message_that_is_json_but_not_json_rpc_becomes_the_error_for_its_id():
+    import mcp_types
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError) as raised:
+        mcp_types.jsonrpc_message_adapter.validate_json('{"jsonrpc": "2.0", "id": 5, "result": 7}', by_name=False)
+    message = sse_item(raised.value).message
+    assert (message.id, message.error.code) == (5, UNPARSABLE)
+    assert unparsable(message.error.code, message.error.message).startswith("not a valid JSON-RPC message")
+    other = ValueError("the stream broke")
+    assert sse_item(other) is other
 
 
 def test_a_lone_surrogate_over_http_is_named_as_the_cause(hostile_http):

@@ -14,8 +14,9 @@ from typer.testing import CliRunner
 
 from miroctl.cli import entry as warm
 from miroctl.cli.app import app
-from tests.conftest import ROOT, free_port, wait_for_no_tagged
+from tests.conftest import ROOT, free_port, run_miroctl, wait_for_no_tagged
 from tests.gateway_support import pool_files, start_http_gateway, without_timing, write_pool
+from tests.test_completion import complete
 
 
 @pytest.fixture(scope="module")
@@ -119,10 +120,10 @@ def test_list_via_gives_the_document_and_exit_code_of_list(pool):
     assert without_timing(json.loads(warm.stdout)) == without_timing(json.loads(direct.stdout))
 
 
-def test_list_via_with_an_unknown_server_exits_2_like_list(pool):
+def test_list_via_with_an_unknown_server_exits_6_like_list(pool):
     direct = invoke("list", "gamma", "--config", pool["config"])
     warm = invoke("list", "gamma", "--via", pool["url"])
-    assert (warm.exit_code, direct.exit_code) == (2, 2)
+    assert (warm.exit_code, direct.exit_code) == (6, 6)
     assert "no server named 'gamma'" in warm.stderr
     assert warm.stderr == direct.stderr
 
@@ -217,3 +218,38 @@ def test_fast_entry_takes_a_call_through_miroctl_url():
     command, options, words = warm.parse(["call", "-a", "-", "alpha", "echo", "--json"], {"MIROCTL_URL": "http://h:1"})
     assert (command, words) == ("call", ["alpha", "echo"])
     assert options == {"args": "-", "json_mode": True, "via": "http://h:1"}
+
+
+def test_list_via_fills_the_completion_cache_for_command_lines_through_that_gateway(pool, monkeypatch):
+    url = pool["url"]
+    assert complete("call", "--via", url, "") == []  # nothing known of this gateway yet
+    assert invoke("list", "--via", url).exit_code == 0
+    assert complete("call", "--via", url, "") == ["alpha", "beta"]
+    assert complete("call", "--via", url, "alpha", "ad") == ["add"]
+    assert complete("call", "--via", url, "alpha", "add", "") == ["a=", "b="]
+    assert complete("read", "--via", url.rstrip("/") + "/mcp", "b") == ["beta"]  # the address MCP hosts are given
+    scheme, _, rest = url.partition(":")
+    host, _, port = rest.partition(":")
+    assert complete("call", "--via", scheme, ":", host, ":", port, "beta.ec") == ["beta.echo"]  # as bash splits it
+    assert complete("call", "--config", pool["config"], "alpha", "ad") == []  # the direct servers: not listed
+    monkeypatch.setenv("MIROCTL_URL", url)
+    assert complete("call", "beta", "") == ["echo"]  # beta.add is blacklisted at the gateway
+
+
+def test_a_call_via_a_gateway_makes_its_tool_completable_and_list_via_fills_in_its_parameters(pool):
+    url = pool["url"]
+    assert invoke("call", "alpha", "add", "a=1", "b=2", "--via", url).exit_code == 0
+    assert invoke("call", "alpha", "fail", "--via", url).exit_code == 1  # a tool error: the tool exists
+    assert invoke("call", "alpha", "nosuch", "--via", url).exit_code == 6
+    assert complete("call", "--via", url, "") == ["alpha"]
+    assert complete("call", "--via", url, "alpha", "") == ["add", "fail"]
+    assert invoke("list", "beta", "--via", url).exit_code == 0  # one server: what is known of the others stays
+    assert complete("call", "--via", url, "") == ["alpha", "beta"]
+    assert invoke("list", "--via", url).exit_code == 0
+    assert complete("call", "--via", url, "alpha", "add", "") == ["a=", "b="]
+
+
+def test_the_warm_path_fills_the_completion_cache_too(pool, tool_cache):
+    done = run_miroctl("list", "--via", pool["url"], env={"MIROCTL_CACHE_DIR": str(tool_cache)})
+    assert done.returncode == 0, done.stderr
+    assert complete("call", "--via", pool["url"], "beta", "") == ["echo"]

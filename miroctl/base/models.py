@@ -162,6 +162,8 @@ class ServerTools:
     resource_templates: tuple[dict[str, Any], ...] | None = None
     prompts: tuple[dict[str, Any], ...] | None = None
     rejected: tuple[RejectedTool, ...] = ()  # listed tools the protocol rejects; the valid ones are in `tools`
+    # Sections (resources, resource_templates, prompts) the server failed to list, and why; its tools still count
+    list_failures: Mapping[str, Failure] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -169,8 +171,8 @@ class ServerTools:
 
     @property
     def healthy(self) -> bool:
-        """Listed, and every tool it listed is usable."""
-        return self.ok and not self.rejected
+        """Listed, every tool it listed is usable, and every section asked for was listed."""
+        return self.ok and not self.rejected and not self.list_failures
 
     def to_dict(self) -> dict[str, Any]:
         body = {
@@ -185,6 +187,8 @@ class ServerTools:
         }
         if self.rejected:
             body["rejected_tools"] = [item.to_dict() for item in self.rejected]
+        if self.list_failures:
+            body["list_failures"] = {key: failure.to_dict() for key, failure in self.list_failures.items()}
         for key in ("resources", "resource_templates", "prompts"):
             if getattr(self, key) is not None:
                 body[key] = list(getattr(self, key))

@@ -3,11 +3,12 @@
 Server names come from the config the command line names; tools and parameters from the cache that `list`
 and `check` fill (miroctl.core.toolcache). A Tab press never starts a server: a server not listed yet
 completes no tools until `miroctl list` has seen it. Nothing here may fail loudly: any problem means
-no suggestions.
+no suggestions. A completed `key=` is followed by no space in bash (see miroctl.cli.typer_private).
 """
 
 from __future__ import annotations
 
+import os
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -15,8 +16,12 @@ from typing import Any
 import typer
 
 from miroctl.base.models import ServerSpec
+from miroctl.cli.typer_private import bash_without_space_after_equals
 from miroctl.config.loader import Config, load
 from miroctl.core import toolcache
+from miroctl.remote import URL_ENV
+
+bash_without_space_after_equals()  # before any script is shown, installed or sourced
 
 
 def _option(ctx: typer.Context, name: str) -> Any:
@@ -54,8 +59,43 @@ def _quiet(complete: Callable[[typer.Context, str], list[str]]) -> Callable[[typ
     return completion
 
 
-def _names(config: Config) -> list[str]:
-    return [spec.name for spec in config.servers]
+def _words(ctx: typer.Context) -> list[str]:
+    """The positional words given so far (call's target, prompt's words, list's servers)."""
+    for name in ("target", "words", "servers"):
+        if ctx.params.get(name):
+            return list(ctx.params[name])
+    return []
+
+
+def _via(ctx: typer.Context) -> tuple[str | None, list[str]]:
+    """The gateway the command line goes through (--via, else $MIROCTL_URL unless servers are named
+    otherwise), and the positional words after it.
+
+    Bash splits a word at each `:` (COMP_WORDBREAKS), so `--via http://127.0.0.1:8080` arrives as `http`
+    and the words `:`, `//127.0.0.1`, `:`, `8080`: they are joined back into the URL."""
+    via, words = _option(ctx, "via"), _words(ctx)
+    if via:
+        via = str(via)
+        while words and (words[0] == ":" or via.endswith(":")):
+            via += words.pop(0)
+        return via, words
+    if _option(ctx, "config") or ctx.params.get("stdio") or ctx.params.get("url"):
+        return None, words
+    return os.environ.get(URL_ENV) or None, words
+
+
+def _known(ctx: typer.Context) -> tuple[list[str], Callable[[str], toolcache.Surface], list[str]] | None:
+    """The server names to offer, each one's cached tools (a gateway's with --via, else the config's), and
+    the positional words given so far."""
+    via, words = _via(ctx)
+    if via:
+        listed = toolcache.lookup_gateway(via) or {}
+        return list(listed), lambda name: listed.get(name, {}), words
+    config = _config(ctx)
+    if config is None:
+        return None
+    specs = {spec.name: spec for spec in config.servers}
+    return list(specs), lambda name: _tools(specs.get(name)), words
 
 
 def _tools(spec: ServerSpec | None) -> toolcache.Surface:
@@ -65,41 +105,43 @@ def _tools(spec: ServerSpec | None) -> toolcache.Surface:
 @_quiet
 def servers(ctx: typer.Context, incomplete: str) -> list[str]:
     """Server names (list, check, serve)."""
-    config = _config(ctx)
-    return [name for name in _names(config) if name.startswith(incomplete)] if config else []
+    known = _known(ctx)
+    return [name for name in known[0] if name.startswith(incomplete)] if known else []
 
 
 @_quiet
 def server_first(ctx: typer.Context, incomplete: str) -> list[str]:
     """A server name as the first word (read, prompt); nothing after it."""
-    words = ctx.params.get("target") or ctx.params.get("words") or []
-    return [] if words else servers(ctx, incomplete)
+    known = _known(ctx)
+    if known is None or known[2]:
+        return []
+    return [name for name in known[0] if name.startswith(incomplete)]
 
 
 @_quiet
 def call_target(ctx: typer.Context, incomplete: str) -> list[str]:
     """`call`'s words: SERVER or SERVER.TOOL, then TOOL, then key= for the tool's parameters not given yet."""
-    config = _config(ctx)
-    if config is None:
+    known = _known(ctx)
+    if known is None:
         return []
-    words: list[str] = list(ctx.params.get("target") or [])
+    names, tools_of, words = known
     if not words:
         if "." in incomplete:
-            server, _, _ = incomplete.partition(".")
-            return [f"{server}.{tool}" for tool in sorted(_tools(config.get(server)))]
-        return _names(config)
-    first, spec = words[0], config.get(words[0])
-    if spec is not None and len(words) == 1:
-        return sorted(_tools(spec))
-    if spec is not None:
-        tool = words[1]
+            prefix = incomplete.partition(".")[0]
+            return [f"{prefix}.{tool}" for tool in sorted(tools_of(prefix))]
+        return names
+    first = words[0]
+    server: str | None
+    if first in names and len(words) == 1:
+        return sorted(tools_of(first))
+    if first in names:
+        server, tool = first, words[1]
     elif "." in first:
         server, _, tool = first.partition(".")
-        spec = config.get(server)
     else:  # TOOL alone: the server whose cached tools have it
         tool = first
-        spec = next((s for s in config.servers if tool in _tools(s)), None)
-    if "=" in incomplete:
+        server = next((name for name in names if tool in tools_of(name)), None)
+    if "=" in incomplete or server is None:
         return []
     given = {word.split("=", 1)[0].removesuffix(":") for word in words if "=" in word}
-    return [f"{name}=" for name in _tools(spec).get(tool, []) if name not in given]
+    return [f"{name}=" for name in tools_of(server).get(tool, []) if name not in given]

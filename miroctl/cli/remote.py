@@ -10,7 +10,8 @@ from __future__ import annotations
 import os
 from pathlib import PurePosixPath
 
-from miroctl.base.errors import UsageError
+from miroctl.base.errors import ErrorKind, UsageError
+from miroctl.core import toolcache
 from miroctl.core.arguments import load_base
 from miroctl.remote import URL_ENV, GatewayClient, fetched_from_dict, list_from_dict, outcome_from_dict, readable
 from miroctl.render import blobs
@@ -51,6 +52,8 @@ def call(
         out.json(envelope)
     else:
         call_result(out, outcome, blobs.save(outcome.content, outcome.tool_name, save_dir) if outcome.ok else None)
+    if outcome.server_name and (outcome.ok or outcome.error_kind == ErrorKind.TOOL_ERROR):  # the tool exists
+        toolcache.note_gateway_tool(via, outcome.server_name, outcome.tool_name)
     return int(outcome.exit_code)
 
 
@@ -62,6 +65,8 @@ def list_servers(via: str, servers: list[str], *, out: Output, schema: bool = Fa
         out.json(document)
     else:
         list_tables(out, entries, schema=schema)
+    listed = {entry.server: entry.tools for entry in entries if entry.ok}
+    toolcache.store_gateway(via, listed, every=not servers)  # for shell completion, as `list` does directly
     return 0 if all(entry.healthy for entry in entries) else 1
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from miroctl.base.errors import ConfigError
+from miroctl.base.errors import ConfigError, NotFound
 from miroctl.base.models import DEFAULT_CALL_TIMEOUT, DEFAULT_STARTUP_TIMEOUT, ServerSpec
 from miroctl.base.text import suggest
 from miroctl.config import clients, codex, ecosystem, envrefs, nesting
@@ -73,7 +73,7 @@ class Config:
         return None
 
     def select(self, names: Sequence[str] = ()) -> list[ServerSpec]:
-        """The named servers (ConfigError for an unknown one), or the default set."""
+        """The named servers (NotFound for an unknown one, exit 6 as in `call`), or the default set."""
         if not names:
             by_name = {s.name: s for s in self.servers}
             return [by_name[name] for name in self.default_names if name in by_name]  # the profile's order
@@ -81,7 +81,7 @@ class Config:
         for name in names:
             spec = self.get(name)
             if spec is None:
-                raise ConfigError(f"no server named {name!r}", hint=suggest(name, self.names()))
+                raise NotFound(f"no server named {name!r}", hint=suggest(name, self.names()))
             chosen.append(spec)
         return chosen
 

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable, Mapping
+from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol
 
 __all__ = ["Fetched", "Sessions", "get_prompt", "offered", "offered_by", "plain", "read_resource"]
 
 from miroctl.base.fetched import Fetched
-from miroctl.base.models import ServerSpec
+from miroctl.base.models import Failure, ServerSpec
 from miroctl.base.text import counted, suggest
 from miroctl.config.loader import Config
 from miroctl.sessions.exchange import PagingError, TimedOut, every_page, within
@@ -41,31 +42,47 @@ class Sessions(Protocol):
 # ---------------------------------------------------------------------------------------------- listing
 
 
+SECTIONS = {"resources": ("resources", "resource_templates"), "prompts": ("prompts",)}
+_LISTERS = {"resources": "list_resources", "resource_templates": "list_resource_templates", "prompts": "list_prompts"}
+
+
 async def offered(client: Client, extras: frozenset[str]) -> dict[str, tuple[dict[str, Any], ...]]:
-    """The resources, resource templates and prompts a server lists (every page), as JSON-ready dicts.
+    """The resources, resource templates and prompts a server lists (every page), as JSON-ready dicts."""
+    return {key: await listed(client, key) for extra in sorted(extras) for key in SECTIONS[extra]}
 
-    A server that does not declare the capability offers none; it is not asked.
-    """
+
+async def listed(client: Client, key: str) -> tuple[dict[str, Any], ...]:
+    """One section (resources, resource_templates, prompts): a server that does not declare the capability
+    offers none; it is not asked."""
     capabilities = client.server_capabilities
+    capability = "prompts" if key == "prompts" else "resources"
+    if capabilities is None or getattr(capabilities, capability) is None:
+        return ()
+    return await _every_page(getattr(client, _LISTERS[key]), key)
+
+
+async def offered_by(
+    handle: ServerHandle, extras: frozenset[str]
+) -> tuple[dict[str, tuple[dict[str, Any], ...]], dict[str, Failure]]:
+    """`offered` on a handle's session, each section on its own under one startup timeout: what was listed,
+    and why each section that failed did (its tools and the other sections are still the server's)."""
     found: dict[str, tuple[dict[str, Any], ...]] = {}
-    if "resources" in extras:
-        has = capabilities is not None and capabilities.resources is not None
-        found["resources"] = await _every_page(client.list_resources, "resources") if has else ()
-        templates = await _every_page(client.list_resource_templates, "resource_templates") if has else ()
-        found["resource_templates"] = templates
-    if "prompts" in extras:
-        has = capabilities is not None and capabilities.prompts is not None
-        found["prompts"] = await _every_page(client.list_prompts, "prompts") if has else ()
-    return found
-
-
-async def offered_by(handle: ServerHandle, extras: frozenset[str]) -> dict[str, tuple[dict[str, Any], ...]]:
-    """`offered` on a handle's session, under its startup timeout; a server failing to list is unavailable."""
+    failures: dict[str, Failure] = {}
     if not extras:
-        return {}
+        return found, failures
     connection = await handle.connect()
-    methods = " and ".join(f"{extra}/list" for extra in sorted(extras))
-    return await handle.ask(connection, methods, handle.startup_timeout, lambda client: offered(client, extras))
+    deadline = time.monotonic() + handle.startup_timeout
+    last: Failure | None = None
+    for key in (key for extra in sorted(extras) for key in SECTIONS[extra]):
+        if last is not None and (not handle.connected or time.monotonic() >= deadline):
+            failures[key] = last  # the server is gone, or the time is up: the same reason, not a new request
+            continue
+        try:
+            left = max(0.0, deadline - time.monotonic())
+            found[key] = await handle.ask(connection, METHODS[key], left, partial(listed, key=key))
+        except Unavailable as exc:
+            failures[key] = last = exc.failure
+    return found, failures
 
 
 async def _every_page(method: Callable[..., Awaitable[Any]], items: str) -> tuple[dict[str, Any], ...]:

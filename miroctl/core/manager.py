@@ -216,7 +216,7 @@ class Manager:
         try:
             async with slot:
                 tools = await self.tools_of(spec)
-                offered = await catalog.offered_by(handle, extras)
+                offered, unlisted = await catalog.offered_by(handle, extras)
         except Unavailable as exc:
             self.emit("server_failed", server=spec.name, failure=exc.failure.to_dict())
             handle.stage("failed", exc.failure.kind)
@@ -234,6 +234,7 @@ class Manager:
             resource_templates=offered.get("resource_templates"),
             prompts=offered.get("prompts"),
             rejected=handle.rejected,
+            list_failures=unlisted,
         )
 
     async def tools_of(self, spec: ServerSpec) -> tuple[ToolInfo, ...]:

@@ -11,7 +11,7 @@ from dataclasses import replace
 from typing import Any
 
 from miroctl.base import errors, models
-from miroctl.base.errors import ConfigError, MiroctlError, UsageError
+from miroctl.base.errors import MiroctlError, NotFound, UsageError
 from miroctl.base.fetched import Fetched
 from miroctl.base.models import CallRequest, ServerSpec
 from miroctl.base.text import suggest
@@ -63,7 +63,7 @@ def served(name: str, gateway: Gateway) -> ServerSpec:
     """A served server by name; the same error as `list` gives for an unknown one."""
     spec = gateway.spec(name)
     if spec is None:
-        raise ConfigError(f"no server named {name!r}", hint=suggest(name, [s.name for s in gateway.specs]))
+        raise NotFound(f"no server named {name!r}", hint=suggest(name, [s.name for s in gateway.specs]))
     return spec
 
 

@@ -15,7 +15,7 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from miroctl.base.models import ServerTools, ToolInfo
+from miroctl.base.models import Failure, ServerTools, ToolInfo
 from miroctl.base.text import counted
 from miroctl.core import schemas
 from miroctl.render.output import Output, without_tail_line
@@ -157,6 +157,10 @@ def _offered(out: Output, entry: ServerTools) -> None:
     """The resources, templates and prompts of `list --resources --prompts`, when asked for and offered."""
     for key, noun, columns in _SECTIONS:
         items = getattr(entry, key)
+        failure = entry.list_failures.get(key)
+        if failure is not None:
+            _section_failed(out, entry.server, noun, failure)
+            continue
         if items is None or (not items and key == "resource_templates"):
             continue
         if not items:
@@ -169,6 +173,17 @@ def _offered(out: Output, entry: ServerTools) -> None:
             _offer_lines(out, cells)
         else:
             out.out.print(_offer_table(cells, columns, key_w))
+
+
+def _section_failed(out: Output, server: str, noun: str, failure: Failure) -> None:
+    """A section the server failed to list, in its place: which, the class of failure and why."""
+    line = Text("✗ ", style="bold red")
+    line.append(out.safe(server), style="bold")
+    line.append(f"  {noun}s not listed: {failure.kind}: ", style="red")
+    line.append(out.safe(failure.message))
+    out.out.print(line)
+    if failure.hint:
+        out.out.print(Text(f"  hint: {out.safe(failure.hint)}", style="yellow"))
 
 
 def _offer_lines(out: Output, cells: Sequence[Sequence[str]]) -> None:

@@ -8,6 +8,7 @@ process group) and adds a last SIGKILL to the group, so grandchildren go with th
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import signal
@@ -279,11 +280,53 @@ async def _transport(spec: ServerSpec, wire: Wire, stack: AsyncExitStack, oauth:
             return _http_client(wire, oauth)  # the spec's headers and miroctl's timeouts, whatever sse_client asks
 
         # sse_client enters (and closes) the client it gets from the factory itself.
-        return sse_client(url, headers=dict(spec.headers), httpx_client_factory=factory)
+        return answered_sse(sse_client(url, headers=dict(spec.headers), httpx_client_factory=factory))
     from mcp.client.streamable_http import streamable_http_client
 
     http_client = await stack.enter_async_context(_http_client(wire, oauth))
     return streamable_http_client(url, http_client=http_client)
+
+
+@asynccontextmanager
+async def answered_sse(transport: Any) -> AsyncIterator[tuple[Any, ...]]:
+    """The SSE transport, with a message the SDK could not parse turned into an answer for its request.
+
+    The SDK's sse_client puts its parse exception into the read stream, where the session only logs it: the
+    pending request would wait out its whole timeout. Read as the stdio transport reads a line (frames.parse_line),
+    the message becomes the error for its id (or, for a lone surrogate, the message decoded leniently)."""
+    async with transport as streams:
+        read_in, read_out = anyio.create_memory_object_stream[Any](0)
+
+        async def pump() -> None:
+            async with read_in:
+                async for item in streams[0]:
+                    await read_in.send(sse_item(item))
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_guard, pump)
+            try:
+                yield (read_out, *streams[1:])
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await read_out.aclose()
+                tg.cancel_scope.cancel()
+
+
+def sse_item(item: Any) -> Any:
+    """An item of sse_client's read stream; its exception for an unparsable message becomes that message as
+    parse_line reads it, when that says something (an error for an answer's id); other items pass unchanged."""
+    from mcp.shared.message import SessionMessage
+    from pydantic import ValidationError
+
+    if not isinstance(item, ValidationError) or not item.errors():
+        return item
+    raw = item.errors()[0].get("input")  # the event's data, or the object it parsed to when it is not JSON-RPC
+    try:
+        text = raw if isinstance(raw, str) else json.dumps(raw) if isinstance(raw, dict) else ""
+    except (TypeError, ValueError, RecursionError):
+        return item
+    message = parse_line(text.strip()) if text else None
+    return SessionMessage(message) if message is not None else item
 
 
 def _http_client(wire: Wire, auth: httpx2.Auth | None = None) -> httpx2.AsyncClient:

@@ -17,12 +17,14 @@ JavaScript writes a cut emoji), `deep` (arrays nested deeper than parsers allow)
 (a response cut in the middle); `hang` never answers. With --stubborn the server ignores SIGTERM
 and the end of its input, and leaves a detached grandchild running (in a session of its own).
 The schema tools (`cyclic`, `dangling`, `remote`, `model`, `open`, `items`, `text`) declare the
-input schemas their names say and echo their arguments. --http PORT serves streamable HTTP.
+input schemas their names say and echo their arguments. --http PORT serves streamable HTTP; --sse PORT
+serves the legacy HTTP+SSE transport (GET /sse, POST /messages), each answer one `message` event.
 """
 
 import argparse
 import json
 import os
+import queue
 import signal
 import subprocess
 import sys
@@ -201,9 +203,12 @@ def main() -> None:
     parser.add_argument("--broken", action="append", default=[], help="METHOD=MODE (see the module docstring)")
     parser.add_argument("--stubborn", action="store_true", help="ignore SIGTERM and EOF; leave a grandchild")
     parser.add_argument("--http", type=int, default=0, help="serve streamable HTTP (JSON answers) on this port")
+    parser.add_argument("--sse", type=int, default=0, help="serve the legacy HTTP+SSE transport on this port")
     opts = parser.parse_args()
     if opts.http:
         return serve_http(opts)
+    if opts.sse:
+        return serve_sse(opts)
     server = Hostile(opts)
     if opts.stubborn:
         stubborn()
@@ -243,6 +248,53 @@ def serve_http(opts: argparse.Namespace) -> None:
             pass
 
     ThreadingHTTPServer(("127.0.0.1", opts.http), Handler).serve_forever()
+
+
+def serve_sse(opts: argparse.Namespace) -> None:
+    """The legacy HTTP+SSE transport: GET /sse streams events, POST /messages?session=N delivers a request."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+    from urllib.parse import parse_qs, urlparse
+
+    sessions: dict[str, tuple[Hostile, queue.Queue]] = {}
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            if urlparse(self.path).path != "/sse":
+                return self.send_error(404)
+            session, lines = str(len(sessions) + 1), queue.Queue()
+            sessions[session] = (Hostile(opts, send_line=lines.put), lines)
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Cache-Control", "no-cache")
+            self.end_headers()
+            self.event("endpoint", f"/messages?session={session}")
+            try:
+                while True:
+                    try:
+                        self.event("message", lines.get(timeout=1.0))
+                    except queue.Empty:
+                        self.wfile.write(b": keep-alive\n\n")
+            except OSError:  # the client went away
+                return
+
+        def event(self, kind: str, data: str) -> None:
+            self.wfile.write(f"event: {kind}\ndata: {data}\n\n".encode())
+            self.wfile.flush()
+
+        def do_POST(self) -> None:
+            session = parse_qs(urlparse(self.path).query).get("session", [""])[0]
+            if session not in sessions:
+                return self.send_error(404)
+            message = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+            self.send_response(202)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            sessions[session][0].handle(message)
+
+        def log_message(self, *args) -> None:
+            pass
+
+    ThreadingHTTPServer(("127.0.0.1", opts.sse), Handler).serve_forever()
 
 
 def stubborn() -> None:
