@@ -24,6 +24,7 @@ from miroctl.base.masking import Masker
 from miroctl.base.models import ServerSpec, ServerTools, ToolInfo
 from miroctl.core import catalog
 from miroctl.core.manager import Manager
+from miroctl.gateway import subscriptions as subscribing
 from miroctl.gateway import toolmap
 from miroctl.sessions.pool import Unavailable
 
@@ -169,6 +170,27 @@ class Catalog:
         ]
         return self.masker.data({"contents": contents})
 
+    async def subscribe(self, uri: str, host: Any, subscriptions: subscribing.Subscriptions) -> None:
+        """resources/subscribe: the host hears when the resource changes; its server is subscribed for the first."""
+        spec, upstream = await self.route(uri)
+        await _subscribable(self.manager, spec.name)
+        if subscriptions.add(spec.name, upstream, host, uri):
+            try:
+                await _on_server(
+                    self.manager, spec.name, "resources/subscribe", lambda c: subscribing.subscribe(c, upstream)
+                )
+            except ItemError:
+                subscriptions.remove(spec.name, upstream, host)
+                raise
+
+    async def unsubscribe(self, uri: str, host: Any, subscriptions: subscribing.Subscriptions) -> None:
+        """resources/unsubscribe: the server is unsubscribed when no host is left subscribed."""
+        spec, upstream = await self.route(uri)
+        if subscriptions.remove(spec.name, upstream, host):
+            await _on_server(
+                self.manager, spec.name, "resources/unsubscribe", lambda c: subscribing.unsubscribe(c, upstream)
+            )
+
     # ------------------------------------------------------------------------------------------ prompts
 
     async def prompt_list(self) -> list[dict[str, Any]]:
@@ -246,6 +268,28 @@ def expands(template: str, uri: str) -> bool:
     """Whether `uri` could be `template` (RFC 6570) with its expressions filled in."""
     pattern = "".join(".*" if part.startswith("{") else re.escape(part) for part in re.split(r"(\{[^}]*\})", template))
     return re.fullmatch(pattern, uri, re.DOTALL) is not None
+
+
+async def _subscribable(manager: Manager, server: str) -> None:
+    """ItemError unless the server offers resource subscriptions on a protocol that has resources/subscribe."""
+    from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+    spec = manager.config.get(server)
+    if spec is None:
+        raise ItemError(INVALID_PARAMS, f"no server named {server!r}")
+    try:
+        client = (await manager.handle(spec).connect()).client
+    except Unavailable as exc:
+        raise ItemError(INTERNAL_ERROR, f"{server}: {exc.failure.message}") from None
+    if client.protocol_version in MODERN_PROTOCOL_VERSIONS:
+        raise ItemError(
+            subscribing.METHOD_NOT_FOUND,
+            f"{server} speaks protocol {client.protocol_version}, which has no resources/subscribe "
+            "(serve it with protocol: legacy, or listen with subscriptions/listen)",
+        )
+    resources = client.server_capabilities.resources if client.server_capabilities is not None else None
+    if resources is None or not resources.subscribe:
+        raise ItemError(subscribing.METHOD_NOT_FOUND, f"{server} offers no resource subscriptions")
 
 
 def answer(fetched: Fetched) -> None:

@@ -43,6 +43,8 @@ if TYPE_CHECKING:  # the SDK costs ~1 s to import: `serve` loads it when it star
         ReadResourceRequestParams,
         ReadResourceResult,
         SetLevelRequestParams,
+        SubscribeRequestParams,
+        UnsubscribeRequestParams,
     )
 
 META_KEY = "miroctl/outcome"  # where each result's envelope metadata rides in `_meta`
@@ -213,6 +215,26 @@ class Gateway:
         import mcp_types as types
 
         return types.ReadResourceResult.model_validate(await self._item(self.catalog.read(params.uri)))
+
+    async def on_subscribe_resource(self, ctx: ServerRequestContext[Any, Any], params: SubscribeRequestParams) -> Any:
+        """resources/subscribe: passed on to the resource's server; its updates come back to this host."""
+        import mcp_types as types
+
+        await self._item(self._done(self.catalog.subscribe(params.uri, ctx.session, self.relays.subscriptions)))
+        return types.EmptyResult()
+
+    async def on_unsubscribe_resource(
+        self, ctx: ServerRequestContext[Any, Any], params: UnsubscribeRequestParams
+    ) -> Any:
+        import mcp_types as types
+
+        await self._item(self._done(self.catalog.unsubscribe(params.uri, ctx.session, self.relays.subscriptions)))
+        return types.EmptyResult()
+
+    @staticmethod
+    async def _done(work: Awaitable[None]) -> dict[str, Any]:
+        await work
+        return {}
 
     async def on_list_prompts(
         self, ctx: ServerRequestContext[Any, Any], params: PaginatedRequestParams | None
@@ -469,6 +491,8 @@ def _server_with(kind: Any, gateway: Gateway, names: str) -> Any:
         on_list_resources=gateway.on_list_resources,
         on_list_resource_templates=gateway.on_list_resource_templates,
         on_read_resource=gateway.on_read_resource,
+        on_subscribe_resource=gateway.on_subscribe_resource,
+        on_unsubscribe_resource=gateway.on_unsubscribe_resource,
         on_list_prompts=gateway.on_list_prompts,
         on_get_prompt=gateway.on_get_prompt,
         on_completion=gateway.on_completion,
