@@ -220,7 +220,8 @@ class Gateway:
         """resources/subscribe: passed on to the resource's server; its updates come back to this host."""
         import mcp_types as types
 
-        await self._item(self._done(self.catalog.subscribe(params.uri, ctx.session, self.relays.subscriptions)))
+        host = request_connection(ctx.session) or ctx.session  # the session lives as long as the request only
+        await self._item(self._done(self.catalog.subscribe(params.uri, host, self.relays.subscriptions)))
         return types.EmptyResult()
 
     async def on_unsubscribe_resource(
@@ -228,7 +229,8 @@ class Gateway:
     ) -> Any:
         import mcp_types as types
 
-        await self._item(self._done(self.catalog.unsubscribe(params.uri, ctx.session, self.relays.subscriptions)))
+        host = request_connection(ctx.session) or ctx.session
+        await self._item(self._done(self.catalog.unsubscribe(params.uri, host, self.relays.subscriptions)))
         return types.EmptyResult()
 
     @staticmethod
