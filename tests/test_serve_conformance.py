@@ -4,6 +4,7 @@ subscriptions passed on and their updates relayed back. Upstreams are real stdio
 
 from __future__ import annotations
 
+import subprocess
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -16,12 +17,15 @@ import pytest
 from mcp import Client, MCPError
 
 from miroctl.base.errors import ConfigError
+from miroctl.base.masking import Masker
 from miroctl.base.models import ServerSpec
 from miroctl.config.loader import Config, Profile
 from miroctl.config.servers import server_from_mapping
 from miroctl.core.manager import Manager
+from miroctl.gateway.passthrough import Catalog
 from miroctl.gateway.server import Gateway, build_server
-from tests.conftest import ROOT
+from tests.conftest import ROOT, fixture_yaml
+from tests.gateway_support import running, write_pool
 from tests.servers.fixture import build
 
 pytestmark = [
@@ -166,3 +170,18 @@ async def test_subscribing_to_a_resource_of_a_server_on_protocol_2026_07_28_says
             await host.subscribe_resource("miroctl://alpha/fixture://notes")
     assert raised.value.code == -32601
     assert "which has no resources/subscribe (serve it with protocol: legacy" in raised.value.message
+
+
+def test_with_plain_names_a_servers_own_uri_that_looks_like_a_gateway_uri_stays_namespaced():
+    catalog = Catalog(None, [ServerSpec(name="alpha")], Masker(()), plain=True)  # type: ignore[arg-type]
+    catalog.owners = {"notes://today": "alpha", "miroctl://beta/x": "alpha"}
+    assert catalog.exposed("alpha", "notes://today") == "notes://today"
+    assert catalog.exposed("alpha", "miroctl://beta/x") == "miroctl://alpha/miroctl://beta/x"
+
+
+def test_the_ready_line_of_serve_with_plain_names_says_tools_keep_their_names(tmp_path: Path, leak_tag):
+    config = write_pool(tmp_path, {"alpha": fixture_yaml("alpha", env={"MIROCTL_TEST_TAG": leak_tag})})
+    with running("--config", str(config), "--plain-names", stdin=subprocess.PIPE) as gateway:
+        gateway.wait_for(r"miroctl serve: \d+ tools from 1 of 1 server as TOOL \(plain names\)")
+        gateway.proc.stdin.close()  # type: ignore[union-attr]
+        assert gateway.proc.wait(timeout=30) == 0

@@ -119,7 +119,9 @@ class Catalog:
 
     def exposed(self, server: str, uri: str) -> str:
         """The URI hosts see for a server's own: itself with --plain-names when no other server offers it."""
-        return uri if self.plain and self.owners.get(uri, server) == server else wrap(self.prefix[server], uri)
+        # a server's own URI that looks like a gateway URI would route elsewhere: it stays namespaced
+        plain = self.plain and not uri.startswith(SCHEME) and self.owners.get(uri, server) == server
+        return uri if plain else wrap(self.prefix[server], uri)
 
     def _with_specs(self, entries: Iterable[ServerTools]) -> list[tuple[ServerTools, ServerSpec]]:
         pairs = [(entry, self._spec(entry.server)) for entry in entries]
