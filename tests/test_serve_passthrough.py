@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
@@ -186,6 +187,14 @@ def test_a_uri_matches_a_template_only_when_its_expressions_can_be_filled_in_to_
     assert not expands("test://template/{id}/data", "test://template/123/other")
     assert expands("file:///{+path}{?q}", "file:///a/b?q=1")
     assert not expands("fixture://items/{item}", "fixture://notes")
+    assert expands("{a}", "") and not expands("ab{x}ba", "aba")
+
+
+def test_a_hostile_template_costs_a_scan_of_the_uri_not_a_backtracking_search():
+    template = "{a}" + "a{b}" * 40 + "x"
+    started = time.perf_counter()
+    assert not expands(template, "a" * 20_000)
+    assert time.perf_counter() - started < 1
 
 
 # ---------------------------------------------------------------------------------------------- --via read, prompt

@@ -32,6 +32,7 @@ SCHEME = "miroctl://"
 RESOURCE_NOT_FOUND, INVALID_PARAMS, INTERNAL_ERROR, REQUEST_TIMEOUT = -32002, -32602, -32603, -32001
 EXTRAS = frozenset({"resources", "prompts"})
 READ_ONLY = {"readOnlyHint": True}
+_EXPRESSION = re.compile(r"\{[^}]*\}")  # an RFC 6570 expression in a URI template
 
 
 class ItemError(Exception):
@@ -267,9 +268,20 @@ def _within(prefix: str, uri: str, namespaced: bool) -> str:
 
 
 def expands(template: str, uri: str) -> bool:
-    """Whether `uri` could be `template` (RFC 6570) with its expressions filled in."""
-    pattern = "".join(".*" if part.startswith("{") else re.escape(part) for part in re.split(r"(\{[^}]*\})", template))
-    return re.fullmatch(pattern, uri, re.DOTALL) is not None
+    """Whether `uri` could be `template` (RFC 6570) with its expressions filled in: its literal parts, in order.
+    No regular expression: a server's template must not make a read cost more than a scan of the URI."""
+    first, *middle, last = _EXPRESSION.split(template)
+    if not middle and template == first:
+        return template == uri
+    if len(first) + len(last) > len(uri) or not uri.startswith(first) or not uri.endswith(last):
+        return False
+    position, end = len(first), len(uri) - len(last)
+    for literal in middle:  # each literal at its leftmost place leaves the most room for the rest
+        found = uri.find(literal, position, end)
+        if found < 0:
+            return False
+        position = found + len(literal)
+    return True
 
 
 async def _subscribable(manager: Manager, server: str) -> None:
