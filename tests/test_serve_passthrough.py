@@ -182,6 +182,19 @@ async def test_plain_names_keep_a_uri_two_servers_offer_namespaced():
     assert beta.contents[0].text == "notes of beta"
 
 
+async def test_plain_names_refuse_a_uri_two_servers_list_even_when_only_one_has_a_matching_template():
+    blacklist = frozenset({("beta", "fixture://items/*")})
+    async with gateway_client(memory("alpha"), memory("beta"), blacklist=blacklist, plain=True) as (gateway, client):
+        templates = {t.uri_template for t in (await client.list_resource_templates()).resource_templates}
+        item = await client.read_resource("fixture://items/7")
+        gateway.catalog.owners["fixture://items/8"] = None  # as if alpha and beta both listed it
+        with pytest.raises(MCPError) as raised:
+            await client.read_resource("fixture://items/8")
+    assert "fixture://items/{item}" in templates
+    assert item.contents[0].text == "item 7"
+    assert raised.value.code == -32002
+
+
 def test_a_uri_matches_a_template_only_when_its_expressions_can_be_filled_in_to_make_it():
     assert expands("test://template/{id}/data", "test://template/123/data")
     assert not expands("test://template/{id}/data", "test://template/123/other")

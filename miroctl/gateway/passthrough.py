@@ -153,7 +153,7 @@ class Catalog:
             self._listed(entries, "resources", "uri")
             self._listed(entries, "resource_templates", "uriTemplate")
         server = self.owners.get(uri)
-        if server is None:
+        if server is None and uri not in self.owners:  # a URI two servers list is theirs, not a template's
             matching = {owner for template, owner in self.owners.items() if "{" in template and expands(template, uri)}
             matching = matching if None not in matching else set()
             server = next(iter(matching)) if len(matching) == 1 else None
