@@ -26,7 +26,6 @@ from miroctl.gateway.passthrough import Catalog
 from miroctl.gateway.server import Gateway, build_server
 from tests.conftest import ROOT, fixture_yaml
 from tests.gateway_support import running, write_pool
-from tests.servers.fixture import build
 
 pytestmark = [
     pytest.mark.anyio,
@@ -51,8 +50,11 @@ def watched() -> str:
 
 @server.tool()
 async def touch(uri: str, ctx: Context) -> str:
-    """Announce that a resource changed."""
-    await ctx.session.send_resource_updated(uri)
+    """Announce that a resource changed: on a listen stream (2026-07-28), or as a notification before."""
+    if "--modern" in sys.argv:
+        await ctx.notify_resource_updated(uri)
+    else:
+        await ctx.session.send_resource_updated(uri)
     return "touched"
 
 
@@ -86,12 +88,18 @@ def anyio_backend() -> str:
 @asynccontextmanager
 async def served(spec: ServerSpec, plain: bool = False, **host: Any) -> AsyncIterator[Client]:
     """A gateway over `spec`, and a host on protocol 2025-11-25 (with `host`'s callbacks) connected to it."""
+    async with gateway_and_host(spec, plain, **host) as (_, client):
+        yield client
+
+
+@asynccontextmanager
+async def gateway_and_host(spec: ServerSpec, plain: bool = False, **host: Any) -> AsyncIterator[tuple[Gateway, Client]]:
     config = Config(servers=(spec,), profile=Profile(startup_timeout=60), default_names=(spec.name,))
     async with Manager(config) as manager:
         gateway = Gateway(manager, [spec], plain=plain)
         await gateway.refresh()
         async with Client(build_server(gateway), mode="legacy", **host) as client:
-            yield client
+            yield gateway, client
 
 
 def stdio(name: str, script: str, leak_tag: str, protocol: str = "legacy", *args: str) -> ServerSpec:
@@ -137,11 +145,8 @@ def test_protocol_in_a_server_file_is_auto_or_legacy_and_anything_else_is_a_conf
     assert raised.value.message == "s.yaml: protocol must be auto or legacy, got '2025'"
 
 
-async def test_a_subscription_is_passed_on_once_and_the_servers_updates_reach_the_host_under_its_uri(
-    tmp_path: Path, leak_tag
-):
-    script = tmp_path / "watched.py"
-    script.write_text(WATCHED)
+def updates_heard() -> tuple[list[str], anyio.Event, Any]:
+    """The URIs of the resource updates a host hears, an event set at the first, and the host's handler."""
     updates: list[str] = []
     heard = anyio.Event()
 
@@ -150,6 +155,15 @@ async def test_a_subscription_is_passed_on_once_and_the_servers_updates_reach_th
             updates.append(str(message.params.uri))
             heard.set()
 
+    return updates, heard, hear
+
+
+async def test_a_subscription_is_passed_on_once_and_the_servers_updates_reach_the_host_under_its_uri(
+    tmp_path: Path, leak_tag
+):
+    script = tmp_path / "watched.py"
+    script.write_text(WATCHED)
+    updates, heard, hear = updates_heard()
     async with served(stdio("watch", str(script), leak_tag), message_handler=hear) as host:
         await host.subscribe_resource("miroctl://watch/test://watched")
         upstream = await host.call_tool("watch__subscriptions", {})
@@ -163,13 +177,33 @@ async def test_a_subscription_is_passed_on_once_and_the_servers_updates_reach_th
     assert after.content[0].text == "-"
 
 
-async def test_subscribing_to_a_resource_of_a_server_on_protocol_2026_07_28_says_why_it_cannot():
-    spec = ServerSpec(name="alpha", transport="memory", target=build("alpha", {"echo"}))
-    async with served(spec) as host:
+async def test_a_resource_of_a_2026_07_28_server_is_followed_on_a_listen_stream_while_a_host_is_subscribed(
+    tmp_path: Path, leak_tag
+):
+    script = tmp_path / "watched.py"
+    script.write_text(WATCHED)
+    updates, heard, hear = updates_heard()
+    spec = stdio("watch", str(script), leak_tag, "auto", "--modern")
+    async with gateway_and_host(spec, plain=True, message_handler=hear) as (gateway, host):
+        await host.subscribe_resource("test://watched")
+        followed = set(gateway.relays.subscriptions.streams)
+        await host.call_tool("touch", {"uri": "test://watched"})
+        with anyio.fail_after(30):
+            await heard.wait()
+        await host.unsubscribe_resource("test://watched")
+        after = set(gateway.relays.subscriptions.streams)
+    assert followed == {("watch", "test://watched")}
+    assert updates == ["test://watched"]
+    assert after == set()
+
+
+async def test_subscribing_to_a_resource_of_a_server_without_subscriptions_is_method_not_found(leak_tag):
+    fixture = str(ROOT / "tests" / "servers" / "fixture.py")
+    async with served(stdio("alpha", fixture, leak_tag, "legacy", "--name", "alpha")) as host:
         with pytest.raises(MCPError) as raised:
             await host.subscribe_resource("miroctl://alpha/fixture://notes")
     assert raised.value.code == -32601
-    assert "which has no resources/subscribe (serve it with protocol: legacy" in raised.value.message
+    assert raised.value.message == "alpha offers no resource subscriptions"
 
 
 def test_with_plain_names_a_servers_own_uri_that_looks_like_a_gateway_uri_stays_namespaced():

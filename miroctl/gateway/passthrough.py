@@ -174,25 +174,35 @@ class Catalog:
         return self.masker.data({"contents": contents})
 
     async def subscribe(self, uri: str, host: Any, subscriptions: subscribing.Subscriptions) -> None:
-        """resources/subscribe: the host hears when the resource changes; its server is subscribed for the first."""
+        """resources/subscribe: the host hears when the resource changes; its server is subscribed for the first
+        host (resources/subscribe before 2026-07-28, a subscriptions/listen stream on it)."""
         spec, upstream = await self.route(uri)
-        await _subscribable(self.manager, spec.name)
-        if subscriptions.add(spec.name, upstream, host, uri):
-            try:
-                await _on_server(
-                    self.manager, spec.name, "resources/subscribe", lambda c: subscribing.subscribe(c, upstream)
-                )
-            except ItemError:
-                subscriptions.remove(spec.name, upstream, host)
-                raise
+        client = await _subscribable(self.manager, spec.name)
+        if not subscriptions.add(spec.name, upstream, host, uri):
+            return
+        try:
+            if _modern(client):
+                await subscriptions.follow(spec.name, upstream, client)
+            else:
+                send = lambda c: subscribing.subscribe(c, upstream)  # noqa: E731
+                await _on_server(self.manager, spec.name, "resources/subscribe", send)
+        except subscribing.NotFollowed as exc:
+            subscriptions.remove(spec.name, upstream, host)
+            raise ItemError(INTERNAL_ERROR, str(exc)) from None
+        except ItemError:
+            subscriptions.remove(spec.name, upstream, host)
+            raise
 
     async def unsubscribe(self, uri: str, host: Any, subscriptions: subscribing.Subscriptions) -> None:
         """resources/unsubscribe: the server is unsubscribed when no host is left subscribed."""
         spec, upstream = await self.route(uri)
-        if subscriptions.remove(spec.name, upstream, host):
-            await _on_server(
-                self.manager, spec.name, "resources/unsubscribe", lambda c: subscribing.unsubscribe(c, upstream)
-            )
+        if not subscriptions.remove(spec.name, upstream, host):
+            return
+        if (spec.name, upstream) in subscriptions.streams:
+            subscriptions.unfollow(spec.name, upstream)
+        else:
+            send = lambda c: subscribing.unsubscribe(c, upstream)  # noqa: E731
+            await _on_server(self.manager, spec.name, "resources/unsubscribe", send)
 
     # ------------------------------------------------------------------------------------------ prompts
 
@@ -284,10 +294,8 @@ def expands(template: str, uri: str) -> bool:
     return True
 
 
-async def _subscribable(manager: Manager, server: str) -> None:
-    """ItemError unless the server offers resource subscriptions on a protocol that has resources/subscribe."""
-    from mcp_types.version import MODERN_PROTOCOL_VERSIONS
-
+async def _subscribable(manager: Manager, server: str) -> Any:
+    """The session's client of a server that offers resource subscriptions; ItemError when it offers none."""
     spec = manager.config.get(server)
     if spec is None:
         raise ItemError(INVALID_PARAMS, f"no server named {server!r}")
@@ -295,15 +303,17 @@ async def _subscribable(manager: Manager, server: str) -> None:
         client = (await manager.handle(spec).connect()).client
     except Unavailable as exc:
         raise ItemError(INTERNAL_ERROR, f"{server}: {exc.failure.message}") from None
-    if client.protocol_version in MODERN_PROTOCOL_VERSIONS:
-        raise ItemError(
-            subscribing.METHOD_NOT_FOUND,
-            f"{server} speaks protocol {client.protocol_version}, which has no resources/subscribe "
-            "(serve it with protocol: legacy, or listen with subscriptions/listen)",
-        )
     resources = client.server_capabilities.resources if client.server_capabilities is not None else None
     if resources is None or not resources.subscribe:
         raise ItemError(subscribing.METHOD_NOT_FOUND, f"{server} offers no resource subscriptions")
+    return client
+
+
+def _modern(client: Any) -> bool:
+    """Whether a session is on protocol 2026-07-28 or later (no resources/subscribe: subscriptions/listen)."""
+    from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+    return client.protocol_version in MODERN_PROTOCOL_VERSIONS
 
 
 def answer(fetched: Fetched) -> None:

@@ -11,9 +11,11 @@ import json
 import math
 import warnings
 import weakref
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from contextlib import suppress
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager, suppress
 from typing import TYPE_CHECKING, Any
+
+import anyio
 
 from miroctl import __version__
 from miroctl.base.masking import Masker
@@ -484,8 +486,20 @@ def build_server(gateway: Gateway) -> Any:
 def _server_with(kind: Any, gateway: Gateway, names: str) -> Any:
     from mcp.server.subscriptions import ListenHandler
 
+    @asynccontextmanager
+    async def serving(_server: Any) -> AsyncIterator[dict[str, Any]]:
+        """While the gateway serves: the task group where resources of 2026-07-28 servers are followed."""
+        async with anyio.create_task_group() as group:
+            gateway.relays.subscriptions.group = group
+            try:
+                yield {}
+            finally:
+                gateway.relays.subscriptions.group = None
+                group.cancel_scope.cancel()
+
     return kind(
         "miroctl",
+        lifespan=serving,
         version=__version__,
         instructions=f"miroctl gateway for these MCP servers: {names}.",
         on_list_tools=gateway.on_list_tools,

@@ -2,9 +2,9 @@
 server's update notifications relayed back to every host that subscribed, under the URI it subscribed by.
 
 Upstream sessions are shared, so the gateway subscribes upstream once per resource (for its first host) and
-unsubscribes when its last host does. Only servers on the handshake protocol (2025-11-25 and before, or
-`protocol: legacy`) take resources/subscribe; 2026-07-28 removed it, and such a server's resources answer
-a subscription with an error that says so.
+unsubscribes when its last host does. A server on the handshake protocol (2025-11-25 and before, or
+`protocol: legacy`) takes resources/subscribe; 2026-07-28 removed it, so such a server's resource is
+followed on a subscriptions/listen stream instead, one per resource, kept open while a host is subscribed.
 """
 
 from __future__ import annotations
@@ -14,7 +14,14 @@ import weakref
 from contextlib import suppress
 from typing import Any
 
+import anyio
+
 METHOD_NOT_FOUND = -32601
+LISTEN_TIMEOUT = 30.0  # seconds a server gets to acknowledge a subscriptions/listen stream
+
+
+class NotFollowed(Exception):
+    """A server's resource cannot be followed (one line saying why)."""
 
 
 class Subscriptions:
@@ -22,6 +29,46 @@ class Subscriptions:
 
     def __init__(self) -> None:
         self.hosts: dict[tuple[str, str], weakref.WeakKeyDictionary[Any, str]] = {}
+        self.streams: dict[tuple[str, str], anyio.CancelScope] = {}  # resources followed on a listen stream
+        self.group: Any = None  # the task group the listen streams run in, while the gateway serves
+
+    async def follow(self, server: str, upstream: str, client: Any) -> None:
+        """Follow a resource of a 2026-07-28 server on a listen stream of its own; NotFollowed when it cannot be."""
+        if self.group is None:
+            raise NotFollowed("the gateway is not serving")
+        ready, failures = anyio.Event(), list[str]()
+        self.group.start_soon(self._listen, server, upstream, client, ready, failures)
+        with anyio.move_on_after(LISTEN_TIMEOUT):
+            await ready.wait()
+        if failures or not ready.is_set():
+            self.unfollow(server, upstream)
+            raise NotFollowed(failures[0] if failures else f"{server} did not acknowledge the subscription")
+
+    def unfollow(self, server: str, upstream: str) -> None:
+        """Close the listen stream of a resource no host follows any more."""
+        scope = self.streams.pop((server, upstream), None)
+        if scope is not None:
+            scope.cancel()
+
+    async def _listen(self, server: str, upstream: str, client: Any, ready: anyio.Event, failures: list[str]) -> None:
+        key = (server, upstream)
+        with anyio.CancelScope() as scope:
+            self.streams[key] = scope
+            try:
+                async with client.listen(resource_subscriptions=[upstream]) as stream:
+                    if upstream not in (stream.honored.resource_subscriptions or ()):
+                        failures.append(f"{server} does not follow {upstream!r}")
+                        return
+                    ready.set()
+                    async for _ in stream:  # the session hands each update to the relay (updated) as well
+                        pass
+            except Exception as exc:  # noqa: BLE001 - told to the host that subscribed, or a stream that ended
+                if not ready.is_set():
+                    failures.append(f"{server} cannot be subscribed to {upstream!r}: {exc}")
+            finally:
+                ready.set()
+                if self.streams.get(key) is scope:
+                    del self.streams[key]
 
     def add(self, server: str, upstream: str, host: Any, uri: str) -> bool:
         """Remember a host's subscription; True when it is the resource's first (subscribe upstream then)."""
