@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import weakref
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -24,6 +25,7 @@ from miroctl.config.servers import server_from_mapping
 from miroctl.core.manager import Manager
 from miroctl.gateway.passthrough import Catalog
 from miroctl.gateway.server import Gateway, build_server
+from miroctl.gateway.subscriptions import Subscriptions
 from tests.conftest import ROOT, fixture_yaml
 from tests.gateway_support import running, write_pool
 
@@ -219,3 +221,15 @@ def test_the_ready_line_of_serve_with_plain_names_says_tools_keep_their_names(tm
         gateway.wait_for(r"miroctl serve: \d+ tools from 1 of 1 server as TOOL \(plain names\)")
         gateway.proc.stdin.close()  # type: ignore[union-attr]
         assert gateway.proc.wait(timeout=30) == 0
+
+
+async def test_a_resource_whose_hosts_all_went_away_is_followed_once_and_dropped_at_its_next_update():
+    subscriptions = Subscriptions()
+    stream = anyio.CancelScope()
+    subscriptions.streams[("watch", "test://watched")] = stream
+    subscriptions.hosts[("watch", "test://watched")] = weakref.WeakKeyDictionary()  # its only host is gone
+    await subscriptions.follow("watch", "test://watched", client=None)  # still followed: no second stream
+    assert subscriptions.streams == {("watch", "test://watched"): stream}
+    await subscriptions.updated("watch", "test://watched")
+    assert stream.cancel_called
+    assert subscriptions.streams == {} and subscriptions.hosts == {}

@@ -34,6 +34,8 @@ class Subscriptions:
 
     async def follow(self, server: str, upstream: str, client: Any) -> None:
         """Follow a resource of a 2026-07-28 server on a listen stream of its own; NotFollowed when it cannot be."""
+        if (server, upstream) in self.streams:  # still followed: its hosts went away without unsubscribing
+            return
         if self.group is None:
             raise NotFollowed("the gateway is not serving")
         ready, failures = anyio.Event(), list[str]()
@@ -89,8 +91,13 @@ class Subscriptions:
         return True
 
     async def updated(self, server: str, upstream: str) -> None:
-        """Tell each host subscribed to a server's resource that it changed; a host that went away is skipped."""
-        for host, uri in list(self.hosts.get((server, upstream), {}).items()):
+        """Tell each host subscribed to a server's resource that it changed; a host that went away is skipped,
+        and a resource whose hosts all went away without unsubscribing is no longer followed."""
+        hosts = list(self.hosts.get((server, upstream), {}).items())
+        if not hosts:
+            self.hosts.pop((server, upstream), None)
+            self.unfollow(server, upstream)
+        for host, uri in hosts:
             with suppress(Exception):  # a host that went away misses the news
                 await host.send_resource_updated(uri)
 
