@@ -57,13 +57,16 @@ def run_suite(url: str, modules: Path, out: Path, scenarios: list[str]) -> dict[
     """Every server scenario (or the ones named) against `url`: scenario -> its outcome."""
     env = {**os.environ, "PATH": f"{modules / '.bin'}{os.pathsep}{os.environ['PATH']}"}  # Node 22 first
     picks = [["--scenario", name] for name in scenarios] or [["--suite", "all"]]
-    for pick in picks:
+    runs = []
+    for pick in picks:  # exit 1 when a check fails: the checks are read from the result files below
         command = ["conformance", "server", "--url", url, *pick, "-o", str(out)]
-        subprocess.run(command, env=env, capture_output=True, text=True, timeout=600, check=False)
+        runs.append(subprocess.run(command, env=env, capture_output=True, text=True, timeout=600, check=False))
     found: dict[str, Outcome] = {}
     for directory in sorted(out.iterdir()):
         if (match := RESULT_DIR.match(directory.name)) and (directory / "checks.json").exists():
             found[match["scenario"]] = outcome(json.loads((directory / "checks.json").read_text()))
+    if not found:
+        raise SystemExit(f"the conformance suite ran no scenario against {url}:\n{runs[-1].stderr[-2000:]}")
     return found
 
 
