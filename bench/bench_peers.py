@@ -42,7 +42,7 @@ NPM_PACKAGES = (
     "mcporter@0.12.3",
     "@modelcontextprotocol/inspector@0.15.0",
     "@modelcontextprotocol/server-everything@2026.8.31",
-    "@modelcontextprotocol/conformance@0.1.16",  # used by bench/conformance.py
+    "@modelcontextprotocol/conformance@0.1.16",
 )
 
 
@@ -79,15 +79,15 @@ class Case:
         return statistics.median(self.times) if self.times else float("nan")
 
 
-def install(cache: Path) -> Path:
-    """The npm packages in `cache` (installed once); the path of its node_modules."""
+def install(cache: Path, packages: tuple[str, ...] = NPM_PACKAGES) -> Path:
+    """The npm `packages` in `cache` (installed once); the path of its node_modules."""
     if shutil.which("node") is None or shutil.which("npm") is None:
         raise SystemExit("node and npm are needed: apt-get install nodejs npm")
     modules = cache / "node_modules"
-    if not all((modules / _package_name(spec) / "package.json").exists() for spec in NPM_PACKAGES):
+    if not all((modules / _package_name(spec) / "package.json").exists() for spec in packages):
         cache.mkdir(parents=True, exist_ok=True)
         (cache / "package.json").write_text('{"private": true}\n')
-        subprocess.run(["npm", "install", "--no-audit", "--no-fund", *NPM_PACKAGES], cwd=cache, check=True)
+        subprocess.run(["npm", "install", "--no-audit", "--no-fund", *packages], cwd=cache, check=True)
     return modules
 
 

@@ -54,9 +54,9 @@ def wall(command: list[str], stdin: str | None = None) -> float:
 class Gateway:
     """`miroctl serve --transport http` in the background."""
 
-    def __init__(self, config: Path, env: dict[str, str] | None = None) -> None:
+    def __init__(self, config: Path, env: dict[str, str] | None = None, options: tuple[str, ...] = ()) -> None:
         self.proc = subprocess.Popen(
-            [*MIROCTL, "serve", "-c", str(config), "--transport", "http", "--port", "0"],
+            [*MIROCTL, "serve", "-c", str(config), "--transport", "http", "--port", "0", *options],
             stderr=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
             text=True,

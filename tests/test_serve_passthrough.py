@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
@@ -20,7 +21,7 @@ from miroctl.cli.app import app
 from miroctl.config.loader import Config, Profile
 from miroctl.core.manager import Manager
 from miroctl.gateway import toolmap
-from miroctl.gateway.passthrough import unwrap, wrap
+from miroctl.gateway.passthrough import expands, unwrap, wrap
 from miroctl.gateway.server import Gateway, build_server
 from miroctl.policy.decisions import Policy
 from tests.conftest import ROOT, fixture_yaml, wait_for_no_tagged
@@ -153,6 +154,60 @@ async def test_plain_names_shared_by_two_servers_are_a_usage_error_naming_both()
         with pytest.raises(UsageError) as raised:
             toolmap.check_plain(gateway.map.collisions)
     assert raised.value.message == "--plain-names: tool 'echo' is offered by both alpha and beta"
+
+
+async def test_plain_names_expose_resources_and_templates_under_their_own_uris_and_read_them_back():
+    async with gateway_client(memory("alpha"), plain=True) as (_, client):
+        uris = {r.uri for r in (await client.list_resources()).resources}
+        templates = {t.uri_template for t in (await client.list_resource_templates()).resource_templates}
+        notes = await client.read_resource("fixture://notes")
+        item = await client.read_resource("fixture://items/42")
+        namespaced = await client.read_resource("miroctl://alpha/fixture://notes")
+    assert "fixture://notes" in uris and "fixture://items/{item}" in templates
+    assert (notes.contents[0].uri, notes.contents[0].text) == ("fixture://notes", "notes of alpha")
+    assert item.contents[0].text == "item 42"
+    assert namespaced.contents[0].uri == "miroctl://alpha/fixture://notes"
+
+
+async def test_plain_names_keep_a_uri_two_servers_offer_namespaced():
+    async with gateway_client(memory("alpha"), memory("beta"), plain=True) as (_, client):
+        uris = {r.uri for r in (await client.list_resources()).resources}
+        with pytest.raises(MCPError) as raised:
+            await client.read_resource("fixture://notes")
+        beta = await client.read_resource("miroctl://beta/fixture://notes")
+    assert "fixture://notes" not in uris
+    assert {"miroctl://alpha/fixture://notes", "miroctl://beta/fixture://notes"} <= uris
+    assert raised.value.code == -32002
+    assert "a URI one server lists, or miroctl://SERVER/URI" in raised.value.message
+    assert beta.contents[0].text == "notes of beta"
+
+
+async def test_plain_names_refuse_a_uri_two_servers_list_even_when_only_one_has_a_matching_template():
+    blacklist = frozenset({("beta", "fixture://items/*")})
+    async with gateway_client(memory("alpha"), memory("beta"), blacklist=blacklist, plain=True) as (gateway, client):
+        templates = {t.uri_template for t in (await client.list_resource_templates()).resource_templates}
+        item = await client.read_resource("fixture://items/7")
+        gateway.catalog.owners["fixture://items/8"] = None  # as if alpha and beta both listed it
+        with pytest.raises(MCPError) as raised:
+            await client.read_resource("fixture://items/8")
+    assert "fixture://items/{item}" in templates
+    assert item.contents[0].text == "item 7"
+    assert raised.value.code == -32002
+
+
+def test_a_uri_matches_a_template_only_when_its_expressions_can_be_filled_in_to_make_it():
+    assert expands("test://template/{id}/data", "test://template/123/data")
+    assert not expands("test://template/{id}/data", "test://template/123/other")
+    assert expands("file:///{+path}{?q}", "file:///a/b?q=1")
+    assert not expands("fixture://items/{item}", "fixture://notes")
+    assert expands("{a}", "") and not expands("ab{x}ba", "aba")
+
+
+def test_a_hostile_template_costs_a_scan_of_the_uri_not_a_backtracking_search():
+    template = "{a}" + "a{b}" * 40 + "x"
+    started = time.perf_counter()
+    assert not expands(template, "a" * 20_000)
+    assert time.perf_counter() - started < 1
 
 
 # ---------------------------------------------------------------------------------------------- --via read, prompt

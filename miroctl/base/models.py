@@ -57,6 +57,9 @@ class ServerSpec:
     requires_env: tuple[tuple[str, ...], ...] = ()
     target: Any = field(default=None, compare=False, repr=False)  # in-process server (tests)
     oauth: OAuthSettings | None = None  # `auth: oauth`: tokens from `miroctl auth NAME`, never a browser here
+    # auto: the newest protocol both sides speak; legacy: the initialize handshake (2025-11-25 and before), for
+    # servers whose tools send their client requests of their own (sampling...), which 2026-07-28 forbids
+    protocol: str = "auto"
 
     def config_error(self, environ: Mapping[str, str]) -> str | None:
         """Why this server cannot be started as configured, or None: a broken file, or a required variable unset

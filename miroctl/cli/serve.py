@@ -113,8 +113,9 @@ def serve(
         typer.Option(
             "--plain-names",
             rich_help_panel=SERVING,
-            help="Expose tools and prompts under their own names (no SERVER__ prefix); two servers offering one "
-            "name is an error at start-up.",
+            help="Expose tools and prompts under their own names (no SERVER__ prefix), and resources under their "
+            "own URIs where one server offers them; two servers offering one tool or prompt name is an error at "
+            "start-up.",
         ),
     ] = False,
     allow_host: Annotated[
@@ -358,4 +359,4 @@ def _ready(out: Output, gateway: Gateway, transport: str, url: str | None) -> No
     if out.json_mode:
         out.json(gateway.ready_document(transport, url))
     else:
-        serve_report(out, gateway.health(), url or transport, gateway.separator)
+        serve_report(out, gateway.health(), url or transport, "" if gateway.plain else gateway.separator)

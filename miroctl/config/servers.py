@@ -39,7 +39,9 @@ SERVER_KEYS = {
     "max_result_chars",
     "requires_env",
     "auth",
+    "protocol",
 }
+PROTOCOLS = {"auto", "legacy"}
 OAUTH_KEYS = {"type", "scopes", "client_id", "client_secret", "client_metadata_url", "callback_port"}
 TRANSPORTS = {"stdio", "streamable_http", "sse"}
 _TRANSPORT_ALIASES = {
@@ -113,7 +115,17 @@ def server_from_mapping(
         secrets=frozenset(s for s in secret_set if s),
         requires_env=_required_env(data.get("requires_env"), where),
         oauth=oauth,
+        protocol=_protocol(data.get("protocol"), where),
     )
+
+
+def _protocol(value: Any, where: str) -> str:
+    """`protocol: auto` (the default) or `legacy` (the initialize handshake, 2025-11-25 and before)."""
+    if value is None:
+        return "auto"
+    if value not in PROTOCOLS:
+        raise ConfigError(f"{where}: protocol must be auto or legacy, got {value!r}")
+    return str(value)
 
 
 def _oauth(value: Any, transport: str, where: str) -> OAuthSettings | None:

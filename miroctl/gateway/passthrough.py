@@ -3,13 +3,16 @@
 Resource URIs are namespaced so they route back: `fixture://notes` of server alpha is exposed as
 `miroctl://alpha/fixture://notes`, and a template `fixture://items/{item}` as
 `miroctl://alpha/fixture://items/{item}`; whatever a host expands it to, the gateway strips the prefix
-and asks alpha for the rest, verbatim. Prompts are named like tools (alpha__review, or review with
+and asks alpha for the rest, verbatim. With --plain-names, a URI or template only one server offers keeps
+its own (hosts read `fixture://notes`, as from the server itself), routed back by who offers it; one that
+several servers offer stays namespaced. Prompts are named like tools (alpha__review, or review with
 --plain-names). Reading a resource or getting a prompt changes nothing, so they count as read-only: the
 blacklist and the server's own `[server, "*"]` rules hide them, read_only mode does not.
 """
 
 from __future__ import annotations
 
+import re
 import warnings
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from contextlib import suppress
@@ -21,6 +24,7 @@ from miroctl.base.masking import Masker
 from miroctl.base.models import ServerSpec, ServerTools, ToolInfo
 from miroctl.core import catalog
 from miroctl.core.manager import Manager
+from miroctl.gateway import subscriptions as subscribing
 from miroctl.gateway import toolmap
 from miroctl.sessions.pool import Unavailable
 
@@ -28,6 +32,7 @@ SCHEME = "miroctl://"
 RESOURCE_NOT_FOUND, INVALID_PARAMS, INTERNAL_ERROR, REQUEST_TIMEOUT = -32002, -32602, -32603, -32001
 EXTRAS = frozenset({"resources", "prompts"})
 READ_ONLY = {"readOnlyHint": True}
+_EXPRESSION = re.compile(r"\{[^}]*\}")  # an RFC 6570 expression in a URI template
 
 
 class ItemError(Exception):
@@ -68,6 +73,8 @@ class Catalog:
         self.prefix = toolmap.prefixes(spec.name for spec in self.specs)
         self.by_prefix = {prefix: name for name, prefix in self.prefix.items()}
         self.prompts = toolmap.Named({})
+        # --plain-names: a URI or template -> the one server offering it (None: several do)
+        self.owners: dict[str, str | None] = {}
 
     async def entries(self) -> list[ServerTools]:
         """Each served server's resources, templates and prompts; a server that is down offers none."""
@@ -87,47 +94,115 @@ class Catalog:
     # ------------------------------------------------------------------------------------------ resources
 
     async def resources(self) -> list[dict[str, Any]]:
-        found = []
-        for entry, spec in self._with_specs(await self.entries()):
-            for item in entry.resources or ():
-                if self.allowed(spec, str(item.get("name", "")), str(item.get("uri", ""))):
-                    found.append({**item, "uri": wrap(self.prefix[spec.name], str(item["uri"]))})
-        return self.masker.data(found)
+        return self.masker.data(self._listed(await self.entries(), "resources", "uri"))
 
     async def templates(self) -> list[dict[str, Any]]:
-        found = []
-        for entry, spec in self._with_specs(await self.entries()):
-            for item in entry.resource_templates or ():
-                if self.allowed(spec, str(item.get("name", "")), str(item.get("uriTemplate", ""))):
-                    found.append({**item, "uriTemplate": wrap(self.prefix[spec.name], str(item["uriTemplate"]))})
-        return self.masker.data(found)
+        return self.masker.data(self._listed(await self.entries(), "resource_templates", "uriTemplate"))
+
+    def _listed(self, entries: Iterable[ServerTools], kind: str, key: str) -> list[dict[str, Any]]:
+        """The allowed resources (or templates) of every server, each under the URI hosts see."""
+        pairs = [
+            (spec, item)
+            for entry, spec in self._with_specs(entries)
+            for item in getattr(entry, kind) or ()
+            if self.allowed(spec, str(item.get("name", "")), str(item.get(key, "")))
+        ]
+        self._own([(spec.name, str(item.get(key, ""))) for spec, item in pairs])
+        return [{**item, key: self.exposed(spec.name, str(item[key]))} for spec, item in pairs]
+
+    def _own(self, offered: Sequence[tuple[str, str]]) -> None:
+        """Remember which server offers each URI (or template) only it offers (--plain-names routes by it)."""
+        servers: dict[str, set[str]] = {}
+        for server, uri in offered:
+            servers.setdefault(uri, set()).add(server)
+        for uri, claimants in servers.items():
+            self.owners[uri] = next(iter(claimants)) if len(claimants) == 1 else None
+
+    def exposed(self, server: str, uri: str) -> str:
+        """The URI hosts see for a server's own: itself with --plain-names when no other server offers it."""
+        # a server's own URI that looks like a gateway URI would route elsewhere: it stays namespaced
+        plain = self.plain and not uri.startswith(SCHEME) and self.owners.get(uri, server) == server
+        return uri if plain else wrap(self.prefix[server], uri)
 
     def _with_specs(self, entries: Iterable[ServerTools]) -> list[tuple[ServerTools, ServerSpec]]:
         pairs = [(entry, self._spec(entry.server)) for entry in entries]
         return [(entry, spec) for entry, spec in pairs if spec is not None]
 
-    def route(self, uri: str) -> tuple[ServerSpec, str]:
+    async def route(self, uri: str) -> tuple[ServerSpec, str]:
         """The served server and upstream URI behind a gateway URI; ItemError when there is none."""
         parts = unwrap(uri)
+        if parts is None and self.plain:
+            parts = await self._plain_route(uri)
         spec = self._spec(self.by_prefix.get(parts[0], "")) if parts else None
         if parts is None or spec is None:
             names = ", ".join(self.by_prefix) or "(none)"
+            plain = "a URI one server lists, or " if self.plain else ""
             raise ItemError(
                 RESOURCE_NOT_FOUND,
-                f"no resource {uri!r}: the gateway's URIs are {SCHEME}SERVER/URI (SERVER: {names})",
+                f"no resource {uri!r}: the gateway's URIs are {plain}{SCHEME}SERVER/URI (SERVER: {names})",
             )
         if not self.allowed(spec, parts[1]):
             raise ItemError(RESOURCE_NOT_FOUND, f"resource {uri!r} is denied by the policy")
         return spec, parts[1]
 
+    async def _plain_route(self, uri: str) -> tuple[str, str] | None:
+        """(prefix, URI) of the one server that offers a plain URI, or a template that it expands; with one
+        server served, that one. None when no server, or several, could have meant it."""
+        if uri not in self.owners:
+            entries = await self.entries()
+            self._listed(entries, "resources", "uri")
+            self._listed(entries, "resource_templates", "uriTemplate")
+        server = self.owners.get(uri)
+        if server is None and uri not in self.owners:  # a URI two servers list is theirs, not a template's
+            matching = {owner for template, owner in self.owners.items() if "{" in template and expands(template, uri)}
+            matching = matching if None not in matching else set()
+            server = next(iter(matching)) if len(matching) == 1 else None
+        if server is None and len(self.specs) == 1:
+            server = self.specs[0].name
+        return (self.prefix[server], uri) if server is not None else None
+
     async def read(self, uri: str, timeout: float | None = None) -> dict[str, Any]:
         """A resources/read result for a gateway URI: the upstream's contents, their URIs the gateway's."""
-        spec, upstream = self.route(uri)
+        spec, upstream = await self.route(uri)
         fetched = await catalog.read_resource(self.manager, spec.name, upstream, timeout)
         answer(fetched)
-        prefix = self.prefix[spec.name]
-        contents = [{**item, "uri": wrap(prefix, str(item.get("uri", upstream)))} for item in fetched.content]
+        namespaced = unwrap(uri) is not None  # a host that asked by a gateway URI gets gateway URIs back
+        contents = [
+            {**item, "uri": _within(self.prefix[spec.name], str(item.get("uri", upstream)), namespaced)}
+            for item in fetched.content
+        ]
         return self.masker.data({"contents": contents})
+
+    async def subscribe(self, uri: str, host: Any, subscriptions: subscribing.Subscriptions) -> None:
+        """resources/subscribe: the host hears when the resource changes; its server is subscribed for the first
+        host (resources/subscribe before 2026-07-28, a subscriptions/listen stream on it)."""
+        spec, upstream = await self.route(uri)
+        client = await _subscribable(self.manager, spec.name)
+        if not subscriptions.add(spec.name, upstream, host, uri):
+            return
+        try:
+            if _modern(client):
+                await subscriptions.follow(spec.name, upstream, client)
+            else:
+                send = lambda c: subscribing.subscribe(c, upstream)  # noqa: E731
+                await _on_server(self.manager, spec.name, "resources/subscribe", send)
+        except subscribing.NotFollowed as exc:
+            subscriptions.remove(spec.name, upstream, host)
+            raise ItemError(INTERNAL_ERROR, str(exc)) from None
+        except ItemError:
+            subscriptions.remove(spec.name, upstream, host)
+            raise
+
+    async def unsubscribe(self, uri: str, host: Any, subscriptions: subscribing.Subscriptions) -> None:
+        """resources/unsubscribe: the server is unsubscribed when no host is left subscribed."""
+        spec, upstream = await self.route(uri)
+        if not subscriptions.remove(spec.name, upstream, host):
+            return
+        if (spec.name, upstream) in subscriptions.streams:
+            subscriptions.unfollow(spec.name, upstream)
+        else:
+            send = lambda c: subscribing.unsubscribe(c, upstream)  # noqa: E731
+            await _on_server(self.manager, spec.name, "resources/unsubscribe", send)
 
     # ------------------------------------------------------------------------------------------ prompts
 
@@ -167,7 +242,7 @@ class Catalog:
                 raise ItemError(INVALID_PARAMS, f"the gateway has no prompt named {ref.get('name')!r}")
             ref["name"] = upstream
         else:
-            spec, upstream = self.route(str(ref.get("uri", "")))
+            spec, upstream = await self.route(str(ref.get("uri", "")))
             server, ref["uri"] = spec.name, upstream
         context = (params.get("context") or {}).get("arguments")
         if not _offers(self.manager, server, "completions"):
@@ -196,6 +271,49 @@ async def _on_server(manager: Manager, server: str, phase: str, send: Callable[[
         return await handle.ask(connection, phase, spec.timeout or manager.config.profile.timeout, send)
     except Unavailable as exc:
         raise ItemError(INTERNAL_ERROR, f"{server}: {exc.failure.message}") from None
+
+
+def _within(prefix: str, uri: str, namespaced: bool) -> str:
+    return wrap(prefix, uri) if namespaced else uri
+
+
+def expands(template: str, uri: str) -> bool:
+    """Whether `uri` could be `template` (RFC 6570) with its expressions filled in: its literal parts, in order.
+    No regular expression: a server's template must not make a read cost more than a scan of the URI."""
+    first, *middle, last = _EXPRESSION.split(template)
+    if not middle and template == first:
+        return template == uri
+    if len(first) + len(last) > len(uri) or not uri.startswith(first) or not uri.endswith(last):
+        return False
+    position, end = len(first), len(uri) - len(last)
+    for literal in middle:  # each literal at its leftmost place leaves the most room for the rest
+        found = uri.find(literal, position, end)
+        if found < 0:
+            return False
+        position = found + len(literal)
+    return True
+
+
+async def _subscribable(manager: Manager, server: str) -> Any:
+    """The session's client of a server that offers resource subscriptions; ItemError when it offers none."""
+    spec = manager.config.get(server)
+    if spec is None:
+        raise ItemError(INVALID_PARAMS, f"no server named {server!r}")
+    try:
+        client = (await manager.handle(spec).connect()).client
+    except Unavailable as exc:
+        raise ItemError(INTERNAL_ERROR, f"{server}: {exc.failure.message}") from None
+    resources = client.server_capabilities.resources if client.server_capabilities is not None else None
+    if resources is None or not resources.subscribe:
+        raise ItemError(subscribing.METHOD_NOT_FOUND, f"{server} offers no resource subscriptions")
+    return client
+
+
+def _modern(client: Any) -> bool:
+    """Whether a session is on protocol 2026-07-28 or later (no resources/subscribe: subscriptions/listen)."""
+    from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+    return client.protocol_version in MODERN_PROTOCOL_VERSIONS
 
 
 def answer(fetched: Fetched) -> None:

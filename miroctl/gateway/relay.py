@@ -18,6 +18,8 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
+from miroctl.gateway.subscriptions import Subscriptions
+
 INVALID_REQUEST, INTERNAL_ERROR, MISSING_CAPABILITY = -32600, -32603, -32021
 CAPABILITY = {"sampling/createMessage": "sampling", "elicitation/create": "elicitation", "roots/list": "roots"}
 
@@ -39,6 +41,7 @@ class Relays:
 
     def __init__(self) -> None:
         self.calls: dict[str, list[HostCall]] = {}
+        self.subscriptions = Subscriptions()
 
     @contextmanager
     def calling(self, server: str, session: Any, request_id: Any) -> Iterator[HostCall]:
@@ -105,6 +108,10 @@ class Relays:
                 )
         except Exception:  # noqa: BLE001 - a host that went away misses the message
             return
+
+    async def updated(self, server: str, uri: str) -> None:
+        """A resource of `server`'s changed: the hosts subscribed to it are told."""
+        await self.subscriptions.updated(server, uri)
 
 
 def _models(method: str, params: Any) -> tuple[Any, Any]:

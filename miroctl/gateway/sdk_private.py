@@ -4,7 +4,8 @@ The HTTP gateway's metrics count the MCP sessions open, which StreamableHTTPSess
 the private `_server_instances`; if a new SDK moves it, the metric reads 0 and the test fails loudly.
 
 A request handler's session lives as long as the request; a gateway that tells hosts on protocols before
-2026-07-28 about tool-list changes needs the connection behind it, which the SDK (2.3) keeps as the
+2026-07-28 about tool-list changes, or about updates of resources they subscribed to, needs the connection
+behind it, which the SDK (2.3) keeps as the
 private `ServerSession._connection`. If a new SDK moves it, the test fails loudly and those hosts are
 simply not told meanwhile.
 """

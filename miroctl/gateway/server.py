@@ -11,9 +11,11 @@ import json
 import math
 import warnings
 import weakref
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from contextlib import suppress
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager, suppress
 from typing import TYPE_CHECKING, Any
+
+import anyio
 
 from miroctl import __version__
 from miroctl.base.masking import Masker
@@ -43,6 +45,8 @@ if TYPE_CHECKING:  # the SDK costs ~1 s to import: `serve` loads it when it star
         ReadResourceRequestParams,
         ReadResourceResult,
         SetLevelRequestParams,
+        SubscribeRequestParams,
+        UnsubscribeRequestParams,
     )
 
 META_KEY = "miroctl/outcome"  # where each result's envelope metadata rides in `_meta`
@@ -213,6 +217,28 @@ class Gateway:
         import mcp_types as types
 
         return types.ReadResourceResult.model_validate(await self._item(self.catalog.read(params.uri)))
+
+    async def on_subscribe_resource(self, ctx: ServerRequestContext[Any, Any], params: SubscribeRequestParams) -> Any:
+        """resources/subscribe: passed on to the resource's server; its updates come back to this host."""
+        import mcp_types as types
+
+        host = request_connection(ctx.session) or ctx.session  # the session lives as long as the request only
+        await self._item(self._done(self.catalog.subscribe(params.uri, host, self.relays.subscriptions)))
+        return types.EmptyResult()
+
+    async def on_unsubscribe_resource(
+        self, ctx: ServerRequestContext[Any, Any], params: UnsubscribeRequestParams
+    ) -> Any:
+        import mcp_types as types
+
+        host = request_connection(ctx.session) or ctx.session
+        await self._item(self._done(self.catalog.unsubscribe(params.uri, host, self.relays.subscriptions)))
+        return types.EmptyResult()
+
+    @staticmethod
+    async def _done(work: Awaitable[None]) -> dict[str, Any]:
+        await work
+        return {}
 
     async def on_list_prompts(
         self, ctx: ServerRequestContext[Any, Any], params: PaginatedRequestParams | None
@@ -460,8 +486,20 @@ def build_server(gateway: Gateway) -> Any:
 def _server_with(kind: Any, gateway: Gateway, names: str) -> Any:
     from mcp.server.subscriptions import ListenHandler
 
+    @asynccontextmanager
+    async def serving(_server: Any) -> AsyncIterator[dict[str, Any]]:
+        """While the gateway serves: the task group where resources of 2026-07-28 servers are followed."""
+        async with anyio.create_task_group() as group:
+            gateway.relays.subscriptions.group = group
+            try:
+                yield {}
+            finally:
+                gateway.relays.subscriptions.group = None
+                group.cancel_scope.cancel()
+
     return kind(
         "miroctl",
+        lifespan=serving,
         version=__version__,
         instructions=f"miroctl gateway for these MCP servers: {names}.",
         on_list_tools=gateway.on_list_tools,
@@ -469,6 +507,8 @@ def _server_with(kind: Any, gateway: Gateway, names: str) -> Any:
         on_list_resources=gateway.on_list_resources,
         on_list_resource_templates=gateway.on_list_resource_templates,
         on_read_resource=gateway.on_read_resource,
+        on_subscribe_resource=gateway.on_subscribe_resource,
+        on_unsubscribe_resource=gateway.on_unsubscribe_resource,
         on_list_prompts=gateway.on_list_prompts,
         on_get_prompt=gateway.on_get_prompt,
         on_completion=gateway.on_completion,

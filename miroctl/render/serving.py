@@ -15,7 +15,8 @@ def serve_report(out: Output, health: Mapping[str, Any], where: str, separator: 
     """What the gateway serves, on stderr: one ready line, then each left-out server and collision."""
     servers = health.get("servers", [])
     up = sum(1 for s in servers if s.get("state") == "connected")
-    shape = "two meta-tools (list_tools, call_tool)" if health.get("lazy") else f"SERVER{separator}TOOL"
+    named = f"SERVER{separator}TOOL" if separator else "TOOL (plain names)"  # no separator: --plain-names
+    shape = "two meta-tools (list_tools, call_tool)" if health.get("lazy") else named
     line = Text("miroctl serve: ", style="bold green")
     tools, total = health.get("tool_count", 0), len(servers)
     line.append(f"{counted(tools, 'tool')} from {up} of {counted(total, 'server')} as {shape}, on {where}")

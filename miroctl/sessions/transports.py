@@ -15,7 +15,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack, asynccontextmanager, suppress
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
@@ -45,6 +45,10 @@ class Relay(Protocol):
         ...
 
     async def log(self, server: str, params: Any) -> None: ...
+
+    async def updated(self, server: str, uri: str) -> None:
+        """A resource the server was subscribed to changed (notifications/resources/updated)."""
+        ...
 
 
 EOF_GRACE = 2.0
@@ -154,9 +158,9 @@ async def open_connection(
             target = tapped(target, tap)
         client = Client(
             target,
-            mode="auto",
+            mode="legacy" if spec.protocol == "legacy" else "auto",
             client_info=Implementation(name="miroctl", version=__version__),
-            message_handler=_message_handler(on_tools_changed),
+            message_handler=_message_handler(on_tools_changed, _updates(spec.name, relay)),
             **(_relayed(spec.name, relay) if relay is not None else {}),
         )
         await stack.enter_async_context(client)
@@ -255,12 +259,29 @@ def _import_sdk() -> None:
         import mcp  # noqa: F401
 
 
-def _message_handler(on_tools_changed: Callable[[], None] | None) -> MessageHandlerFnT:
-    """Server notifications miroctl does not relay are dropped; a tool-list change is passed on if asked."""
+def _updates(server: str, relay: Relay | None) -> Callable[[str], Awaitable[None]] | None:
+    """Where a server's resource updates go: to the relay (a gateway's subscribed hosts), or nowhere."""
+    if relay is None:
+        return None
+
+    async def updated(uri: str) -> None:
+        await relay.updated(server, uri)
+
+    return updated
+
+
+def _message_handler(
+    on_tools_changed: Callable[[], None] | None, on_updated: Callable[[str], Awaitable[None]] | None = None
+) -> MessageHandlerFnT:
+    """Server notifications miroctl does not relay are dropped; a tool-list change is passed on if asked, and
+    a resource update to the relay."""
 
     async def handle(message: IncomingMessage) -> None:
-        if on_tools_changed is not None and getattr(message, "method", None) == "notifications/tools/list_changed":
+        method = getattr(message, "method", None)
+        if on_tools_changed is not None and method == "notifications/tools/list_changed":
             on_tools_changed()
+        if on_updated is not None and method == "notifications/resources/updated":
+            await on_updated(str(getattr(getattr(message, "params", None), "uri", "")))
         await anyio.lowlevel.checkpoint()
 
     return handle
