@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -76,6 +77,15 @@ def test_a_modern_server_is_adopted_from_discover_and_every_request_carries_the_
         meta = message["params"]["_meta"]
         assert meta["io.modelcontextprotocol/protocolVersion"] == "2026-07-28"
         assert meta["io.modelcontextprotocol/clientInfo"]["name"] == "miroctl"
+
+
+def test_a_server_file_that_asks_for_the_legacy_protocol_gets_the_handshake_without_discover(tmp_path):
+    log = tmp_path / "log"
+    spec = replace(plain_spec(log, "--era", "modern"), protocol="legacy")
+    outcome, _, client = anyio.run(_call, spec, "echo", 20, {"text": "hi"})
+    assert outcome.exit_code == 0, outcome.error
+    assert client.protocol_version == "2025-06-18"
+    assert [m.get("method") for m in received(log)][:2] == ["initialize", "notifications/initialized"]
 
 
 def test_an_unsupported_version_answer_naming_a_mutual_version_is_probed_once_more(tmp_path):

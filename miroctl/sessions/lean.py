@@ -89,8 +89,10 @@ Send = Callable[[dict[str, Any]], Awaitable[None]]
 class LeanClient:
     """One initialized session: requests out through `send`, every message in through `receive`."""
 
-    def __init__(self, send: Send) -> None:
+    def __init__(self, send: Send, legacy: bool = False) -> None:
+        """`legacy`: the initialize handshake only, no server/discover (a server file's `protocol: legacy`)."""
         self._send = send
+        self._legacy = legacy
         self._pending: dict[int, _Pending] = {}
         self._next_id = 0
         self.protocol_version: str | None = None
@@ -104,6 +106,9 @@ class LeanClient:
 
     async def connect(self) -> None:
         """mode="auto" as the SDK does it: server/discover, the initialize handshake for a legacy server."""
+        if self._legacy:
+            await self._initialize()
+            return
         version = LATEST_MODERN
         for attempt in range(2):
             try:
@@ -397,7 +402,7 @@ async def open_lean_connection(spec: ServerSpec, wire: Wire, tap: TapFn | None =
         async with writing:
             await stdin.send(data)
 
-    client = LeanClient(send)
+    client = LeanClient(send, legacy=spec.protocol == "legacy")
 
     async def pump() -> None:
         try:

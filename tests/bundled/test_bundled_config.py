@@ -30,7 +30,7 @@ def test_the_default_profile_enables_the_five_bundled_servers():
     for name in BUNDLED:
         spec = config.get(name)
         assert spec.error is None and spec.command == sys.executable
-        assert spec.args == ("-P", "-m", f"miroctl.servers.{name.removeprefix('tool-')}")
+        assert spec.args == ("-P", "-m", "miroctl.servers", name.removeprefix("tool-"))
 
 
 def test_every_bundled_tool_has_yaml_metadata_that_matches_its_annotations():
