@@ -29,6 +29,7 @@ import runpy
 import sys
 import tempfile
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -246,22 +247,14 @@ class Notes:
 def _feed(first: bytes, stdin: int, feed: int, notes: Notes | None) -> None:
     """Everything the real server reads: the replay and what was read already, then stdin until its end."""
     try:
-        pending = first
-        while True:
-            if notes is not None:
-                *lines, pending = pending.split(b"\n")
-                for line in lines:
-                    notes.request(line)
-                    os.write(feed, line + b"\n")
-            else:
-                os.write(feed, pending)
-                pending = b""
-            chunk = os.read(stdin, 65536)
-            if not chunk:
-                if pending:
-                    os.write(feed, pending)
-                return
-            pending += chunk
+        if notes is None:  # nothing to note: bytes pass as they come
+            _write_all(feed, first)
+            while chunk := os.read(stdin, 65536):
+                _write_all(feed, chunk)
+            return
+        for line in _lines(stdin, first):
+            notes.request(line)
+            _write_all(feed, line)
     except OSError:
         return
     finally:
@@ -270,25 +263,35 @@ def _feed(first: bytes, stdin: int, feed: int, notes: Notes | None) -> None:
 
 def _filter(drain: int, stdout: int, notes: Notes | None) -> None:
     """The real server's output to stdout, without its answers to the replay."""
-    pending = b""
     replayed = REPLAY_ID.encode()
     try:
-        while True:
-            chunk = os.read(drain, 65536)
-            if not chunk:
-                if pending:
-                    os.write(stdout, pending)
-                return
-            pending += chunk
-            *lines, pending = pending.split(b"\n")
-            for line in lines:
-                if replayed in line and _is_replay_answer(line):
-                    continue
-                if notes is not None:
-                    notes.answer(line)
-                os.write(stdout, line + b"\n")
+        for line in _lines(drain):
+            if replayed in line and _is_replay_answer(line):
+                continue
+            if notes is not None:
+                notes.answer(line)
+            _write_all(stdout, line)
     except OSError:
         return
+
+
+def _lines(fd: int, first: bytes = b"") -> Iterator[bytes]:
+    """The lines read from `fd` (after `first`), each with its newline; a last one without, at the end.
+    Each byte is scanned once, so a line of many megabytes costs no more than its size."""
+    buffer = bytearray()
+    chunk = first
+    while True:
+        start = len(buffer)
+        buffer += chunk
+        while (end := buffer.find(b"\n", start)) >= 0:
+            yield bytes(buffer[: end + 1])
+            del buffer[: end + 1]
+            start = 0
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            if buffer:
+                yield bytes(buffer)
+            return
 
 
 def _is_replay_answer(line: bytes) -> bool:
@@ -306,7 +309,10 @@ def _run_server(name: str) -> None:
 
 
 def _write(fd: int, message: dict[str, Any]) -> None:
-    data = json.dumps(message, separators=(",", ":")).encode() + b"\n"
+    _write_all(fd, json.dumps(message, separators=(",", ":")).encode() + b"\n")
+
+
+def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view) :]
