@@ -16,7 +16,7 @@ from miroctl.base.models import CallRequest, ServerSpec
 from miroctl.config.loader import Config
 from miroctl.core.manager import Manager
 from miroctl.sessions import lean, toolcheck
-from tests.conftest import FIXTURE, HEALTHY_STARTUP, ROOT
+from tests.conftest import FIXTURE, HEALTHY_STARTUP, ROOT, fixture_spec
 
 PLAIN = str(ROOT / "tests" / "servers" / "plainrpc.py")
 
@@ -235,3 +235,24 @@ def test_a_listing_pages_own_fields_are_taken_or_rejected_exactly_as_the_sdk_doe
         sdk = exc
     ours = toolcheck.page_problem(page, version)
     assert (ours is None) == (sdk is None), f"sdk: {sdk}; miroctl: {ours}"
+
+
+async def _recorded(spec: ServerSpec, path: Path, lean_client: bool) -> list[dict[str, Any]]:
+    async def progress(done: float, total: float | None, message: str | None) -> None:
+        pass
+
+    async with Manager(Config(servers=(spec,)), lean=lean_client, record_path=str(path)) as manager:
+        request = CallRequest(spec.name, "echo", {"text": "hi"}, timeout=20, progress=progress)
+        outcome = await manager.call(request)
+        assert outcome.exit_code == 0, outcome.error
+    lines = [json.loads(line) for line in path.read_text().splitlines()[1:]]
+    return [line["message"] for line in lines if line["direction"] == "to_server"]
+
+
+@pytest.mark.parametrize("era", ["modern", "legacy"])
+def test_the_lean_client_sends_what_the_sdk_client_sends(tmp_path, era):
+    spec = fixture_spec("fx") if era == "modern" else replace(fixture_spec("fx"), protocol="legacy")
+    sdk = anyio.run(_recorded, spec, tmp_path / "sdk.ndjson", False)
+    ours = anyio.run(_recorded, spec, tmp_path / "lean.ndjson", True)
+    assert [m["method"] for m in ours] == [m["method"] for m in sdk]
+    assert ours == sdk
