@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 
 from miroctl.base.models import ServerSpec
 from miroctl.config.loader import load
-from miroctl.core.manager import child_spec
+from miroctl.core.children import child_spec
 from miroctl.policy.decisions import Policy
 from miroctl.sessions import prestart
 

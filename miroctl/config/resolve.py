@@ -32,7 +32,10 @@ def spec_from_template(
 
 def resolve(template: Mapping[str, Any], where: str, inputs: Mapping[str, str]) -> dict[str, Any]:
     """The template's values with every `${oc.env:...}` read from the environment (ConfigError naming what
-    is missing, by name only)."""
+    is missing, by name only). A template with no `${` at all is taken as it is: OmegaConf (~0.1 s to
+    import) is not loaded for a plain mcpServers file."""
+    if not _interpolates(template):
+        return {str(k): _plain(v) for k, v in template.items()}
     from omegaconf import OmegaConf
     from omegaconf.errors import OmegaConfBaseException
 
@@ -51,6 +54,25 @@ def resolve(template: Mapping[str, Any], where: str, inputs: Mapping[str, str]) 
         raise ConfigError(f"{where}: cannot resolve {getattr(exc, 'full_key', None) or 'a value'}: {first}") from None
     assert isinstance(resolved, dict)
     return {str(k): v for k, v in resolved.items()}
+
+
+def _interpolates(value: Any) -> bool:
+    if isinstance(value, str):
+        return "${" in value
+    if isinstance(value, Mapping):
+        return any(_interpolates(k) or _interpolates(v) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return any(_interpolates(item) for item in value)
+    return False
+
+
+def _plain(value: Any) -> Any:
+    """A copy of a template value as OmegaConf.to_container gives it back (plain dicts and lists)."""
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(item) for item in value]
+    return value
 
 
 def interpolated_values(raw: Any, resolved: Any, key: str | None = None) -> set[str]:

@@ -11,8 +11,8 @@ import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager, nullcontext
-from dataclasses import dataclass, replace
-from types import MappingProxyType, TracebackType
+from dataclasses import dataclass
+from types import TracebackType
 from typing import Any, Self
 
 import anyio
@@ -21,20 +21,19 @@ from anyio.abc import TaskGroup
 from miroctl.base.errors import MiroctlError
 from miroctl.base.masking import Masker
 from miroctl.base.models import CallOutcome, CallRequest, Failure, ServerSpec, ServerTools, ToolInfo
-from miroctl.config import nesting
 from miroctl.config.loader import Config
 from miroctl.core import arguments as arguments_
 from miroctl.core import catalog, envelopes, truncation
 from miroctl.core.calllog import CallLog
+from miroctl.core.children import child_spec
 from miroctl.core.fallbacks import TRIGGER_KINDS, FallbackError, MarkItDownFallback, url_argument
 from miroctl.core.routing import Route, Router
-from miroctl.policy import urls as urlrules
 from miroctl.policy.decisions import Decision, Policy, ToolMeta
 from miroctl.sessions.exchange import TimedOut, within
 from miroctl.sessions.failures import REQUEST_TIMEOUT, died_during
 from miroctl.sessions.frames import unparsable
 from miroctl.sessions.pool import ServerHandle, Unavailable, closed
-from miroctl.sessions.processes import RUN_ID, RUN_MARKER, sweep_orphans
+from miroctl.sessions.processes import RUN_ID, sweep_orphans
 from miroctl.sessions.recording import Recorder
 from miroctl.sessions.stages import StageClock, StageFn
 from miroctl.sessions.transports import Relay
@@ -445,23 +444,6 @@ class Manager:
             )
         outcome.corrected_from = route.corrected_from
         return outcome
-
-
-def child_spec(
-    spec: ServerSpec, config: Config, policy: Policy, *, task_id: str | None = None, run_id: str | None = None
-) -> ServerSpec:
-    """A stdio server's spec with the task id and the URL rules (for bundled search tools) in its env: what
-    the Manager starts (and what an early start, cli/prestart.py, must match to be adopted)."""
-    if spec.transport != "stdio":
-        return spec
-    env = dict(spec.env)
-    if task_id:
-        env["TASK_ID"] = task_id
-    env.setdefault(urlrules.ENV_VAR, urlrules.to_env(policy.url_rules))
-    if run_id:
-        env[RUN_MARKER] = run_id
-    env[nesting.NESTING_ENV] = nesting.for_servers(config.source, config.servers)
-    return replace(spec, env=MappingProxyType(env))
 
 
 def _ms(started: float) -> float:
