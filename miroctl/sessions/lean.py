@@ -137,6 +137,7 @@ class LeanClient:
                 return
             self._adopt_modern(mutual[-1], raw)
             return
+        raise RpcError(UNSUPPORTED_VERSION, "the server and miroctl share no protocol version")  # not reached
 
     async def _discover(self, version: str) -> dict[str, Any]:
         meta = {META_VERSION: version, META_CLIENT: _client_info(), META_CAPABILITIES: {}}
