@@ -253,3 +253,18 @@ def test_the_warm_path_fills_the_completion_cache_too(pool, tool_cache):
     done = run_miroctl("list", "--via", pool["url"], env={"MIROCTL_CACHE_DIR": str(tool_cache)})
     assert done.returncode == 0, done.stderr
     assert complete("call", "--via", pool["url"], "beta", "") == ["echo"]
+
+
+@pytest.mark.parametrize("words", [["--json"], []])
+def test_a_plain_result_through_a_gateway_is_printed_without_loading_rich(pool, words):
+    probe = (
+        "import runpy, sys\n"
+        f"sys.argv = ['miroctl', 'call', 'beta', 'echo', 'text=light', *{words!r}, '--via', sys.argv[1]]\n"
+        "try:\n    runpy.run_module('miroctl', run_name='__main__')\nexcept SystemExit as exit:\n"
+        "    print(exit.code, 'rich' in sys.modules, file=sys.stderr)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe, pool["url"]], capture_output=True, text=True, cwd=ROOT, check=False, timeout=60
+    )
+    assert done.stderr.strip() == "0 False"
+    assert "light" in done.stdout

@@ -15,7 +15,6 @@ from miroctl.core import toolcache
 from miroctl.core.arguments import load_base
 from miroctl.remote import URL_ENV, GatewayClient, fetched_from_dict, list_from_dict, outcome_from_dict, readable
 from miroctl.render import blobs
-from miroctl.render.listing import list_tables
 from miroctl.render.output import Output
 from miroctl.render.results import call_result, fetched_result
 
@@ -64,6 +63,8 @@ def list_servers(via: str, servers: list[str], *, out: Output, schema: bool = Fa
     if out.json_mode:
         out.json(document)
     else:
+        from miroctl.render.listing import list_tables  # noqa: PLC0415 - Rich's tables only when a list is drawn
+
         list_tables(out, entries, schema=schema)
     listed = {entry.server: entry.tools for entry in entries if entry.ok}
     toolcache.store_gateway(via, listed, every=not servers)  # for shell completion, as `list` does directly

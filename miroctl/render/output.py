@@ -1,4 +1,8 @@
-"""Where output goes: the Output object (stdout, stderr, masking, progress), and literal server text."""
+"""Where output goes: the Output object (stdout, stderr, masking, progress), and literal server text.
+
+Rich is loaded when something needs it (a table, a styled note, an error, a terminal's live lines), not
+when an Output is made: a plain result through a gateway (`--via`, piped) prints without it (~60 ms).
+"""
 
 from __future__ import annotations
 
@@ -7,20 +11,18 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.prompt import Confirm
-from rich.text import Text
-
 from miroctl.base import escaping
 from miroctl.base.escaping import visible
 from miroctl.base.masking import Masker
 from miroctl.render import early
-from miroctl.render import progress as live_progress
-from miroctl.render.progress import ServerProgress
 
-if TYPE_CHECKING:  # the type only: a call through a gateway must not load the core
+if TYPE_CHECKING:  # the types only: a call through a gateway must not load the core, nor Rich before it prints
+    from rich.console import Console
+
     from miroctl.core.manager import Confirmation
+    from miroctl.render.progress import ServerProgress
+
+PROGRESS = "miroctl.render.progress"  # Rich's live lines; nothing is live before it is loaded
 
 
 def literal(text: Any) -> str:
@@ -43,14 +45,38 @@ class Output:
         self.masker = masker or Masker()
         self.json_to_stderr = json_to_stderr  # `serve --transport stdio --json`: stdout is the MCP channel
         self.documents = 0  # JSON documents written: an error after one must not add a second
-        self.out = Console(markup=False, highlight=False, emoji=False, soft_wrap=False)
-        running = live_progress.active()
+        self._out: Console | None = None
+        self._err: Console | None = None
         if json_mode:  # the console entry could not tell: nothing of the live lines with --json
-            live_progress.stop_active()
-            running = None
-        self.err = running.console if running is not None else live_progress.stderr_console()
-        if not json_mode and early.drawn is not None:  # the entry's first line comes alive (a spinner, a clock)
-            live_progress.adopt(self.err, early.drawn)
+            _stop_live()
+        elif early.drawn is not None:  # the entry's first line comes alive (a spinner, a clock)
+            _live().adopt(self.err, early.drawn)
+
+    @property
+    def out(self) -> Console:
+        """stdout as Rich writes it (tables); made when first used."""
+        if self._out is None:
+            from rich.console import Console  # noqa: PLC0415 - Rich only when something is drawn (see above)
+
+            self._out = Console(markup=False, highlight=False, emoji=False, soft_wrap=False)
+        return self._out
+
+    @out.setter
+    def out(self, console: Console) -> None:
+        self._out = console
+
+    @property
+    def err(self) -> Console:
+        """stderr as Rich writes it: the live lines' console while they run; made when first used."""
+        if self._err is None:
+            live = _live()
+            running = live.active() if not self.json_mode else None
+            self._err = running.console if running is not None else live.stderr_console()
+        return self._err
+
+    @err.setter
+    def err(self, console: Console) -> None:
+        self._err = console
 
     def mask(self, text: str) -> str:
         return self.masker.text(text)
@@ -70,11 +96,15 @@ class Output:
         sys.stdout.flush()
 
     def note(self, message: str, style: str = "yellow") -> None:
+        from rich.text import Text  # noqa: PLC0415 - Rich only when something is drawn (see above)
+
         self.err.print(Text(self.safe(message), style=style))
 
     def error(self, message: str, hint: str | None = None, tail: Sequence[str] = (), label: str = "error") -> None:
         """A one-line reason on stderr, then its hint and the server's last stderr lines (each line once)."""
-        live_progress.stop_active()
+        from rich.text import Text  # noqa: PLC0415 - Rich only when something is drawn (see above)
+
+        _stop_live()
         hint = without_tail_line(hint, tail)
         line = Text("miroctl: ", style="bold red")
         line.append(f"{label}: ", style="bold red")
@@ -85,6 +115,8 @@ class Output:
         self.stderr_tail(tail)
 
     def stderr_tail(self, tail: Sequence[str], indent: str = "  ") -> None:
+        from rich.text import Text  # noqa: PLC0415 - Rich only when something is drawn (see above)
+
         if tail:
             self.err.print(Text(f"{indent}server stderr (last {len(tail)} lines):", style="dim"))
             for line in tail:
@@ -95,16 +127,16 @@ class Output:
         """Live per-server lines on stderr while the block runs (a terminal only, never with --json); erased
         at its end, so the result takes their place."""
         if self.json_mode or not self.err.is_terminal:
-            live_progress.stop_active()
+            _stop_live()
             yield None
             return
-        view = live_progress.adopt(self.err, self.safe(label))
+        view = _live().adopt(self.err, self.safe(label))
         self._bar = view
         try:
             yield view
         finally:
             self._bar = None
-            live_progress.stop_active()
+            _stop_live()
 
     @contextmanager
     def progress(self, label: str) -> Iterator[Any]:
@@ -112,6 +144,8 @@ class Output:
         if self.json_mode or not self.err.is_terminal:
             yield _silent_progress
             return
+        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn  # noqa: PLC0415 - see above
+
         bar = Progress(
             TextColumn("{task.description}"),
             BarColumn(),
@@ -134,6 +168,9 @@ class Output:
 
     def confirm(self, question: Confirmation) -> bool:
         """Ask mode ask's question on the terminal (stderr); anything but yes is no."""
+        from rich.prompt import Confirm  # noqa: PLC0415 - Rich only when something is drawn (see above)
+        from rich.text import Text  # noqa: PLC0415
+
         prompt = Text("miroctl: ", style="bold yellow")
         prompt.append(self.safe(f"{question.decision.message}. Run {question.server}.{question.tool}"))
         arguments = self.mask(dumps(self.masker.data(dict(question.arguments))))
@@ -154,6 +191,19 @@ def without_tail_line(hint: str | None, tail: Sequence[str]) -> str | None:
     if hint and tail and hint.startswith("its stderr ends:"):
         return None
     return hint
+
+
+def _live() -> Any:
+    """render/progress.py (Rich's live lines), loaded when first needed."""
+    from miroctl.render import progress  # noqa: PLC0415 - Rich only when something is drawn (see above)
+
+    return progress
+
+
+def _stop_live() -> None:
+    """End the live lines, if any run (none can before render/progress.py is loaded)."""
+    if PROGRESS in sys.modules:
+        sys.modules[PROGRESS].stop_active()
 
 
 async def _silent_progress(progress: float, total: float | None, message: str | None) -> None:
