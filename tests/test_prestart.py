@@ -103,3 +103,16 @@ def test_the_early_reader_knows_every_option_of_call_and_list():
         for opt in cli_prestart.VALUED & options:
             param = next(p for p in command.commands[name].params if opt in p.opts)
             assert not getattr(param, "is_flag", False), opt
+
+
+def test_the_configuration_read_for_the_early_start_is_taken_once_by_the_same_config_only(tmp_path):
+    config, _ = counting_config(tmp_path)
+    try:
+        assert cli_prestart.begin(["call", "--config", str(config), "fx", "echo", "text=hi"]) == 1
+        assert cli_prestart.take_config("other.json") is None  # another config: read anew
+        assert cli_prestart.begin(["call", "--config", str(config), "fx", "echo", "text=hi"]) == 0  # started already
+        taken = cli_prestart.take_config(str(config))
+        assert taken is not None and [spec.name for spec in taken.servers] == ["fx"]
+        assert cli_prestart.take_config(str(config)) is None
+    finally:
+        prestart.discard()

@@ -18,6 +18,7 @@ import anyio
 
 from miroctl.base.errors import Interrupted, MiroctlError, UsageError
 from miroctl.base.models import ServerSpec, ToolInfo
+from miroctl.cli import prestart
 from miroctl.config.loader import Config, load
 from miroctl.config.sections import Mode
 from miroctl.core import toolcache
@@ -83,7 +84,8 @@ def load_config(
     env: list[str] | None = None,
 ) -> Config:
     """The config the command line names; its secrets (and the OAuth tokens stored for it) are masked in `out`."""
-    loaded = load(config, stdio=stdio or (), urls=url or (), headers=header or (), env=env or ())
+    early = None if stdio or url or header or env else prestart.take_config(config)
+    loaded = early or load(config, stdio=stdio or (), urls=url or (), headers=header or (), env=env or ())
     tokens = stored_secrets(spec.url for spec in loaded.servers if spec.url)
     out.masker = out.masker.with_secrets(loaded.secrets() | tokens)
     if startup_timeout:

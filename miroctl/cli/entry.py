@@ -87,6 +87,9 @@ def run_cli(words: list[str]) -> int:
         early_servers = sys.modules.get("miroctl.sessions.prestart")
         if early_servers is not None:  # whatever was started early and not adopted (even after Ctrl-C) stops
             early_servers.discard()
+        early_reader = sys.modules.get("miroctl.cli.prestart")
+        if early_reader is not None:
+            early_reader.forget()
 
 
 def _prestart(words: list[str]) -> None:
