@@ -152,7 +152,16 @@ def in_words(params: list[click.Parameter]) -> None:
             param.__class__ = _Argument  # the only way to drop Typer's type column for one argument
 
 
-class WordedCommand(TyperCommand):
+class _InWords:
+    """Help that names types in words (see the module's docstring), for a command and for the group."""
+
+    def get_params(self, ctx: click.Context) -> list[click.Parameter]:
+        params: list[click.Parameter] = super().get_params(ctx)  # type: ignore[misc]  # with --help, added here
+        in_words(params)
+        return params
+
+
+class WordedCommand(_InWords, TyperCommand):
     """A command whose help names types in words and ends with examples (see the module's docstring)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -162,21 +171,11 @@ class WordedCommand(TyperCommand):
         if self.epilog:
             self.epilog = as_typed(self.epilog)
 
-    def get_params(self, ctx: click.Context) -> list[click.Parameter]:
-        params = super().get_params(ctx)  # with --help, which click adds here
-        in_words(params)
-        return params
 
-
-class WordedGroup(TyperGroup):
+class WordedGroup(_InWords, TyperGroup):
     """The top-level group, worded the same way."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         if self.epilog:
             self.epilog = as_typed(self.epilog)
-
-    def get_params(self, ctx: click.Context) -> list[click.Parameter]:
-        params = super().get_params(ctx)  # with --help, which click adds here
-        in_words(params)
-        return params

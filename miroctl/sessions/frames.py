@@ -116,12 +116,11 @@ def _lenient(text: str) -> Any:
     import mcp_types
     from pydantic import ValidationError
 
-    try:
-        data = json.loads(text)
-    except (ValueError, RecursionError):
+    data = _lenient_data(text)
+    if data is None:
         return None
     try:
-        return mcp_types.jsonrpc_message_adapter.validate_python(_replace_surrogates(data), by_name=False)
+        return mcp_types.jsonrpc_message_adapter.validate_python(data, by_name=False)
     except (ValidationError, RecursionError):
         return None
 
