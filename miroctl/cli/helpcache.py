@@ -12,7 +12,6 @@ LINES, TERM, COLORTERM, NO_COLOR, FORCE_COLOR, TTY_COMPATIBLE, TTY_INTERACTIVE).
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import os
 import sys
 import tempfile
@@ -22,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from miroctl import __version__
+from miroctl.base import stamps
 from miroctl.base.cachedir import cache_dir
 
 HELP = ("--help", "-h")
@@ -39,10 +39,7 @@ def wanted(words: Sequence[str]) -> bool:
 
 def _key(words: Sequence[str], environ: Mapping[str, str]) -> str:
     digest = hashlib.sha256(f"{__version__}\0{sys.version}\0".encode())
-    for path in [*sorted(CLI.glob("*.py")), *_libraries()]:
-        with suppress(OSError):
-            stat = path.stat()
-            digest.update(f"{path.name}\0{stat.st_size}\0{stat.st_mtime_ns}\0".encode())
+    stamps.add_files(digest, [*sorted(CLI.glob("*.py")), *stamps.package_files(("typer", "rich", "click"))])
     terminal = ""
     if os.isatty(1):
         with suppress(OSError):
@@ -53,17 +50,6 @@ def _key(words: Sequence[str], environ: Mapping[str, str]) -> str:
     for word in words:
         digest.update(word.encode("utf-8", "surrogateescape") + b"\0")
     return digest.hexdigest()[:40]
-
-
-def _libraries() -> list[Path]:
-    """The files that say which Typer and Rich render the help (found, not imported)."""
-    found = []
-    for name in ("typer", "rich", "click"):
-        with suppress(ImportError, ValueError):
-            spec = importlib.util.find_spec(name)
-            if spec is not None and spec.origin:
-                found.append(Path(spec.origin))
-    return found
 
 
 def _path(words: Sequence[str], environ: Mapping[str, str]) -> Path:

@@ -7,8 +7,8 @@ can answer `initialize`; a `miroctl list` of five of them on two cores waits for
 - The first time, it hands the conversation to the real server at once and notes the server's own answers to
   `server/discover`, `initialize` and the first `tools/list` in a snapshot (in the user's cache, one file per
   server, named by a key of everything the answers could depend on: the code of the bundled servers and of
-  the miroctl parts they use, the Python and SDK versions, and the server's environment but for the markers
-  of a run).
+  the miroctl parts they use, the Python version and the SDK's installed files, and the server's
+  environment but for the markers of a run).
 - Later starts with the same key answer those requests from the snapshot, byte for byte what the server said,
   without importing anything heavy. The first request the snapshot cannot answer (a call, a cursor, a
   resource, anything unknown) starts the real server in this process and hands it the conversation: the
@@ -33,6 +33,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from miroctl.base import stamps
+
 # Servers whose start can fail for a reason outside code and environment (no browser installed): a snapshot
 # would answer for a server that cannot start, so they always start for real.
 DIRECT = frozenset({"browser"})
@@ -54,27 +56,15 @@ def cache_root() -> Path:
 def snapshot_key(name: str) -> str:
     """What the server's first answers could depend on, hashed."""
     digest = hashlib.sha256()
-    digest.update(f"{name}\0{sys.version}\0{_sdk_version()}\0".encode())
+    digest.update(f"{name}\0{sys.version}\0".encode())
     for part in ("servers", "base", "policy", "__init__.py"):
         root = CODE_ROOT / part
-        files = sorted(root.rglob("*.py")) if root.is_dir() else [root]
-        for path in files:
-            with contextlib.suppress(OSError):
-                stat = path.stat()
-                digest.update(f"{path.relative_to(CODE_ROOT)}\0{stat.st_size}\0{stat.st_mtime_ns}\0".encode())
+        stamps.add_files(digest, sorted(root.rglob("*.py")) if root.is_dir() else [root], CODE_ROOT)
+    stamps.add_files(digest, stamps.package_files(("mcp", "mcp_types")))  # the SDK's version, without importing it
     for key, value in sorted(os.environ.items()):
         if key not in VOLATILE:
             digest.update(f"{key}={value}\0".encode("utf-8", "surrogateescape"))
     return digest.hexdigest()[:40]
-
-
-def _sdk_version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("mcp")
-    except PackageNotFoundError:
-        return "?"
 
 
 def request_key(message: dict[str, Any], legacy_version: str | None) -> str | None:
