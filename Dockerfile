@@ -12,6 +12,7 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY miroctl ./miroctl
+COPY servers ./servers
 COPY config ./config
 RUN pip install '.[metrics]' \
     && rm -rf /src \

@@ -226,7 +226,9 @@ def test_wheel_ships_the_default_config_and_servers_as_package_data(tmp_path):
     names = set(zipfile.ZipFile(wheel).namelist())
     assert "miroctl/bundled_config/miroctl.yaml" in names
     assert "miroctl/bundled_config/tool/tool-reading.yaml" in names
-    assert "miroctl/servers/reading.py" in names
+    assert "miroctl/servers/reading.py" in names  # servers/ in the checkout installs as miroctl.servers
+    assert "miroctl/servers/helpers/quickstart.py" in names
+    assert "miroctl/schemas/call.json" in names
     assert not any(name.startswith("servers/") for name in names)  # no top-level package to clash with a user's
 
 

@@ -17,8 +17,9 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, ToolAnnotations
 
 from miroctl import __version__
-from miroctl.servers.helpers import models
-from miroctl.servers.helpers.common import number_setting, result, setting
+
+from .helpers import models
+from .helpers.common import number_setting, result, setting
 
 mcp = MCPServer("reasoning", version=__version__, log_level="WARNING")
 

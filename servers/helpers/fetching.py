@@ -19,7 +19,8 @@ from mcp.server.mcpserver.exceptions import ToolError
 from miroctl import __version__
 from miroctl.base import webpages
 from miroctl.policy import urls
-from miroctl.servers.helpers.common import human_bytes
+
+from .common import human_bytes
 
 SANDBOX_HOME = "/home/user"
 # Worth another try: a refused or dropped connection, no answer in time, a busy or failing server.

@@ -17,7 +17,8 @@ from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
 from miroctl import __version__
-from miroctl.servers.helpers.common import human_bytes, of_total, percent, result
+
+from .helpers.common import human_bytes, of_total, percent, result
 
 mcp = MCPServer("system", version=__version__, log_level="WARNING")
 

@@ -21,9 +21,9 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
-from miroctl.servers.helpers.common import number_setting, result, setting
-from miroctl.servers.helpers.markdown_convert import read_url
-from miroctl.servers.helpers.webapi import USER_AGENT, HttpSettings, call, page_url
+from .helpers.common import number_setting, result, setting
+from .helpers.markdown_convert import read_url
+from .helpers.webapi import USER_AGENT, HttpSettings, call, page_url
 
 mcp = MCPServer("wayback", version="0.1.0", log_level="WARNING")
 

@@ -16,9 +16,9 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, ToolAnnotations
 
-from miroctl.servers.helpers.common import number_setting, result, setting
-from miroctl.servers.helpers.markdown_convert import read_url
-from miroctl.servers.helpers.webapi import (
+from .helpers.common import number_setting, result, setting
+from .helpers.markdown_convert import read_url
+from .helpers.webapi import (
     USER_AGENT,
     Answer,
     HttpSettings,

@@ -2,6 +2,6 @@
 
 import sys
 
-from miroctl.servers.helpers.quickstart import main
+from .helpers.quickstart import main
 
 main(sys.argv[1:])

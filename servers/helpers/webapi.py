@@ -24,7 +24,8 @@ from miroctl import __version__
 from miroctl.base.text import human_bytes
 from miroctl.base.webpages import reason
 from miroctl.policy import urls
-from miroctl.servers.helpers.common import number_setting
+
+from .common import number_setting
 
 USER_AGENT = f"miroctl/{__version__} (bundled research tools)"
 MAX_REDIRECTS = 3

@@ -21,8 +21,9 @@ from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
 from miroctl import __version__
-from miroctl.servers.helpers.common import human_bytes, result, setting
-from miroctl.servers.helpers.net_probes import (
+
+from .helpers.common import human_bytes, result, setting
+from .helpers.net_probes import (
     Deadline,
     ProbeFailed,
     certificate,

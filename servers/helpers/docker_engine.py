@@ -11,8 +11,9 @@ from typing import Any
 from mcp.server.mcpserver.exceptions import ToolError
 
 from miroctl.base.masking import MASK, looks_secret
-from miroctl.servers.helpers.common import number_setting, setting
-from miroctl.servers.helpers.models import INSTALL_HINT
+
+from .common import number_setting, setting
+from .models import INSTALL_HINT
 
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)([smhdw])", re.IGNORECASE)
 _DURATIONS = re.compile(r"(?:\d+(?:\.\d+)?[smhdw])+", re.IGNORECASE)

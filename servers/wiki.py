@@ -19,8 +19,8 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
-from miroctl.servers.helpers.common import number_setting, result, setting
-from miroctl.servers.helpers.webapi import USER_AGENT, Answer, HttpSettings, call, json_message
+from .helpers.common import number_setting, result, setting
+from .helpers.webapi import USER_AGENT, Answer, HttpSettings, call, json_message
 
 mcp = MCPServer("wiki", version="0.1.0", log_level="WARNING")
 

@@ -8,8 +8,9 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 
 from miroctl import __version__
-from miroctl.servers.helpers.common import human_bytes, number_setting, setting
-from miroctl.servers.helpers.markdown_convert import DEFAULT_MAX_BYTES, read_document, read_url
+
+from .helpers.common import human_bytes, number_setting, setting
+from .helpers.markdown_convert import DEFAULT_MAX_BYTES, read_document, read_url
 
 mcp = MCPServer("reading", version=__version__, log_level="WARNING")
 

@@ -13,7 +13,8 @@ from mcp.server.mcpserver.exceptions import ToolError
 from miroctl import __version__
 from miroctl.base import webpages
 from miroctl.policy.urls import from_env
-from miroctl.servers.helpers.common import number_setting
+
+from .common import number_setting
 
 DEFAULT_MAX_BYTES = 50 * 1024 * 1024
 

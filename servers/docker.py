@@ -17,8 +17,9 @@ from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
 from miroctl import __version__
-from miroctl.servers.helpers.common import human_bytes, of_total, result
-from miroctl.servers.helpers.docker_engine import (
+
+from .helpers.common import human_bytes, of_total, result
+from .helpers.docker_engine import (
     cpu_percent,
     engine_call,
     masked_inspect,

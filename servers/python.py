@@ -21,11 +21,12 @@ from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
 from miroctl import __version__
-from miroctl.servers.helpers.common import human_bytes, number_setting, result, scratch_dir, setting
-from miroctl.servers.helpers.fetching import fetch_url
-from miroctl.servers.helpers.sandbox_e2b import E2BSandboxes
-from miroctl.servers.helpers.sandbox_local import E2B_HOME, LocalSandboxes, limits_from_env
-from miroctl.servers.helpers.sandbox_run import Run, stop_all
+
+from .helpers.common import human_bytes, number_setting, result, scratch_dir, setting
+from .helpers.fetching import fetch_url
+from .helpers.sandbox_e2b import E2BSandboxes
+from .helpers.sandbox_local import E2B_HOME, LocalSandboxes, limits_from_env
+from .helpers.sandbox_run import Run, stop_all
 
 mcp = MCPServer("python", version=__version__, log_level="WARNING")
 

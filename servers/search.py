@@ -21,8 +21,9 @@ from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
 from miroctl.policy import urls
-from miroctl.servers.helpers.common import result, setting
-from miroctl.servers.helpers.webapi import Answer, HttpSettings, call, json_message, one_line
+
+from .helpers.common import result, setting
+from .helpers.webapi import Answer, HttpSettings, call, json_message, one_line
 
 mcp = MCPServer("search", version="0.1.0", log_level="WARNING")
 

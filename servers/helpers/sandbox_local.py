@@ -18,8 +18,8 @@ from pathlib import Path
 
 from mcp.server.mcpserver.exceptions import ToolError
 
-from miroctl.servers.helpers.common import number_setting, scratch_dir, setting
-from miroctl.servers.helpers.sandbox_run import Limits, Run, run_limited
+from .common import number_setting, scratch_dir, setting
+from .sandbox_run import Limits, Run, run_limited
 
 SANDBOX_ID = re.compile(r"sbx-[0-9a-f]{16}")
 E2B_HOME = "/home/user"  # the working directory E2B sandboxes use; accepted as a name for ours

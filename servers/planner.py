@@ -25,7 +25,8 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, ToolAnnotations
 
 from miroctl import __version__
-from miroctl.servers.helpers.common import result, setting, state_dir
+
+from .helpers.common import result, setting, state_dir
 
 mcp = MCPServer("planner", version=__version__, log_level="WARNING")
 

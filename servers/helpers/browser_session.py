@@ -12,8 +12,9 @@ from urllib.parse import urljoin
 from mcp.server.mcpserver.exceptions import ToolError
 
 from miroctl.policy import urls
-from miroctl.servers.helpers.common import number_setting, setting
-from miroctl.servers.helpers.models import INSTALL_HINT
+
+from .common import number_setting, setting
+from .models import INSTALL_HINT
 
 NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome")
 PLACES = ("/usr/bin/chromium", "/usr/lib/chromium/chromium", "/snap/bin/chromium", "/opt/google/chrome/chrome")

@@ -18,8 +18,8 @@ from typing import Any
 
 from mcp.server.mcpserver.exceptions import ToolError
 
-from miroctl.servers.helpers.common import cut_middle, number_setting, setting
-from miroctl.servers.helpers.sandbox_run import Limits, Run
+from .common import cut_middle, number_setting, setting
+from .sandbox_run import Limits, Run
 
 E2B_HOME = "/home/user"
 

@@ -22,8 +22,9 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, ToolAnnotations
 
 from miroctl import __version__
-from miroctl.servers.helpers import fetching, models
-from miroctl.servers.helpers.common import number_setting, result, setting
+
+from .helpers import fetching, models
+from .helpers.common import number_setting, result, setting
 
 mcp = MCPServer("audio", version=__version__, log_level="WARNING")
 

@@ -20,7 +20,7 @@ from typing import Any
 
 from mcp.server.mcpserver.exceptions import ToolError
 
-from miroctl.servers.helpers.common import number_setting, setting
+from .common import number_setting, setting
 
 INSTALL_HINT = "pip install 'miroctl[research]'"
 # A local OpenAI-compatible server (vLLM, a Whisper server) may need no key; the SDK insists on one.

@@ -20,9 +20,10 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import CallToolResult, ToolAnnotations
 
 from miroctl import __version__
-from miroctl.servers.helpers.browser_session import BrowserSession, find_browser, missing_browser_message
-from miroctl.servers.helpers.common import result
-from miroctl.servers.helpers.fetching import check_url
+
+from .helpers.browser_session import BrowserSession, find_browser, missing_browser_message
+from .helpers.common import result
+from .helpers.fetching import check_url
 
 
 @asynccontextmanager
