@@ -111,3 +111,18 @@ def test_another_environment_is_another_snapshot(tmp_path):
         server.ask(LIST)
         server.close()
     assert len(list(tmp_path.glob("system-*.json"))) == 2
+
+
+def test_the_snapshot_key_changes_when_the_servers_or_the_miroctl_code_they_use_change(monkeypatch):
+    from miroctl.servers.helpers import quickstart
+
+    watched = [quickstart.SERVERS_ROOT / "system.py", quickstart.MIROCTL_ROOT / "base" / "stamps.py"]
+    before = quickstart.snapshot_key("system")
+    for path in watched:
+        stat = path.stat()
+        try:
+            os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
+            assert quickstart.snapshot_key("system") != before, path
+        finally:
+            os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert quickstart.snapshot_key("system") == before

@@ -42,7 +42,8 @@ VOLATILE = ("MIROCTL_RUN", "MIROCTL_NESTING", "TASK_ID")  # differ from run to r
 SNAPSHOT_METHODS = ("server/discover", "initialize", "tools/list")
 REPLAY_ID = "miroctl-quickstart-replay"
 META_VERSION = "io.modelcontextprotocol/protocolVersion"
-CODE_ROOT = Path(__file__).resolve().parents[2]  # the miroctl package
+SERVERS_ROOT = Path(__file__).resolve().parents[1]  # miroctl.servers (servers/ in a checkout)
+MIROCTL_ROOT = Path(stamps.__file__).resolve().parents[1]  # the miroctl package, wherever servers/ lives
 
 
 def cache_root() -> Path:
@@ -57,9 +58,10 @@ def snapshot_key(name: str) -> str:
     """What the server's first answers could depend on, hashed."""
     digest = hashlib.sha256()
     digest.update(f"{name}\0{sys.version}\0".encode())
-    for part in ("servers", "base", "policy", "__init__.py"):
-        root = CODE_ROOT / part
-        stamps.add_files(digest, sorted(root.rglob("*.py")) if root.is_dir() else [root], CODE_ROOT)
+    stamps.add_files(digest, sorted(SERVERS_ROOT.rglob("*.py")), SERVERS_ROOT.parent)
+    for part in ("base", "policy", "__init__.py"):
+        root = MIROCTL_ROOT / part
+        stamps.add_files(digest, sorted(root.rglob("*.py")) if root.is_dir() else [root], MIROCTL_ROOT)
     stamps.add_files(digest, stamps.package_files(("mcp", "mcp_types")))  # the SDK's version, without importing it
     for key, value in sorted(os.environ.items()):
         if key not in VOLATILE:
