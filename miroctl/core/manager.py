@@ -29,12 +29,14 @@ from miroctl.core.children import child_spec
 from miroctl.core.fallbacks import TRIGGER_KINDS, FallbackError, MarkItDownFallback, url_argument
 from miroctl.core.routing import Route, Router
 from miroctl.policy.decisions import Decision, Policy, ToolMeta
+from miroctl.sessions.connectors import SDK, Connector
 from miroctl.sessions.exchange import TimedOut, within
-from miroctl.sessions.failures import REQUEST_TIMEOUT, died_during
+from miroctl.sessions.failures import died_during
 from miroctl.sessions.frames import unparsable
 from miroctl.sessions.pool import ServerHandle, Unavailable, closed
 from miroctl.sessions.processes import RUN_ID, sweep_orphans
 from miroctl.sessions.recording import Recorder
+from miroctl.sessions.session import REQUEST_TIMEOUT, InvalidResult, RpcError
 from miroctl.sessions.stages import StageClock, StageFn
 from miroctl.sessions.transports import Relay
 
@@ -71,13 +73,14 @@ class Manager:
         follow_changes: bool = False,
         record_path: str | None = None,
         stages: StageFn | None = None,
-        lean: bool = False,
+        connector: Connector = SDK,
     ) -> None:
         """`stages` hears each server's progress (starting, initialising, listing, calling, done, failed);
         `confirm` answers mode ask's questions, `log_path` gets the call log, `task_id` goes to servers;
         with `follow_changes`, sessions follow their servers' tool-list changes (see `next_change`);
-        `record_path` gets every server's JSON-RPC traffic (--record); with `lean`, stdio servers get the lean
-        client (sessions/lean.py): a cold list or call that needs no more of a session never imports the SDK."""
+        `record_path` gets every server's JSON-RPC traffic (--record); `connector` opens every session: the SDK's
+        client (`connectors.SDK`), or the lean one wherever it serves (`connectors.LEAN`: a cold list or call
+        that needs no more of a session never imports the SDK)."""
         # `run_id` (processes.sub_run_id) marks this Manager's stdio servers apart from others in the process,
         # so its sweep at exit leaves theirs alone (a gateway's check must not stop the served sessions).
         # Without `confirm`, ask mode means denied unless the policy assumes yes (a gateway with no one to ask).
@@ -104,7 +107,7 @@ class Manager:
         self._record_path = record_path
         self._recorder: Recorder | None = None
         self.stages = StageClock(stages)
-        self.lean = lean
+        self.connector = connector
 
     @property
     def log_path(self) -> str | None:
@@ -160,7 +163,7 @@ class Manager:
                 relay=self.relay,
                 recorder=self._recorder,
                 stages=self.stages,
-                lean=self.lean,
+                connector=self.connector,
             )
         return self._handles[spec.name]
 
@@ -420,30 +423,31 @@ class Manager:
         return outcome
 
     async def _call_failed(self, route: Route, handle: ServerHandle, exc: BaseException, timeout: float) -> CallOutcome:
-        code = getattr(exc, "code", None)
-        if code == REQUEST_TIMEOUT:
+        if isinstance(exc, RpcError) and exc.code == REQUEST_TIMEOUT:
             return envelopes.timed_out(route, timeout)
         if closed(exc):
             wire = await handle.lost()
             phase = f"the call to {route.tool.name}"
             failure = died_during(wire, phase) if wire else Failure("crashed", f"the session closed during {phase}")
             outcome = envelopes.unavailable(route.spec.name, route.tool.name, Unavailable(failure))
-        elif code is not None:
-            message = getattr(exc, "message", exc)
-            cause = unparsable(code, message)
-            error = f"server answered with error {code}: {message}"
-            if cause is not None:
-                error = f"the answer to {route.tool.name} could not be parsed: {cause}"
-            outcome = CallOutcome(route.spec.name, route.tool.name, error_kind="failed", error=error)
-        else:  # an answer the SDK could not take (an invalid result): the server's fault, reported as such
-            outcome = CallOutcome(
-                route.spec.name,
-                route.tool.name,
-                error_kind="failed",
-                error=f"the answer to {route.tool.name} was not a valid result: {type(exc).__name__}: {exc}",
-            )
+        else:
+            outcome = CallOutcome(route.spec.name, route.tool.name, error_kind="failed", error=_refused(route, exc))
         outcome.corrected_from = route.corrected_from
         return outcome
+
+
+def _refused(route: Route, exc: BaseException) -> str:
+    """Why a call got no usable answer, in one line: the server's error, or what is wrong with its answer."""
+    tool = route.tool.name
+    if isinstance(exc, RpcError):
+        cause = unparsable(exc.code, exc.message)
+        if cause is not None:
+            return f"the answer to {tool} could not be parsed: {cause}"
+        return f"server answered with error {exc.code}: {exc.message}"
+    if isinstance(exc, InvalidResult):
+        return f"the answer to {tool} was not a valid result: {exc}"
+    first = (str(exc).strip().splitlines() or [""])[0]  # an answer the session could not take: the server's fault
+    return f"the answer to {tool} was not a valid result: {type(exc).__name__}: {first}"
 
 
 def _ms(started: float) -> float:

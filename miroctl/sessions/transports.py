@@ -30,9 +30,12 @@ from miroctl.sessions.frames import parse_line
 from miroctl.sessions.oauth import background_auth
 from miroctl.sessions.processes import signal_group, spawn
 from miroctl.sessions.recording import FROM_SERVER, TO_SERVER, TapFn
+from miroctl.sessions.sdk_session import SdkSession
+from miroctl.sessions.session import METHOD_NOT_FOUND, RpcError, Session
 
 if TYPE_CHECKING:  # the SDK and its HTTP client cost ~1 s to import: only the code paths that talk load them
     import httpx2
+    from mcp import Client
     from mcp.client.session import IncomingMessage, MessageHandlerFnT
 
 
@@ -54,6 +57,7 @@ class Relay(Protocol):
 EOF_GRACE = 2.0
 TERM_GRACE = 1.0
 MAX_MESSAGE_BYTES = int(os.environ.get("MIROCTL_MAX_MESSAGE_BYTES") or 64 * 1024 * 1024)
+OUTBOX_BYTES = 16 * 1024 * 1024  # answers to a server's own requests waiting for it to read them, at most
 NOISE_SAMPLES = 3
 TAIL_LINES = 20
 TAIL_BYTES = 16 * 1024
@@ -69,6 +73,7 @@ class Wire:
     noise_lines: int = 0
     noise_samples: list[str] = field(default_factory=list)
     oversize: bool = False
+    flooded: bool = False  # it sent requests and never read the answers (over lean.OUTBOX_BYTES waited)
     http_status: int | None = None
     www_authenticate: str | None = None  # the challenge of the last 401/403, when the server sent one
     stderr_path: str | None = None
@@ -78,6 +83,11 @@ class Wire:
     spawned_at: float | None = None  # perf_counter() when the process was started (stdio)
     first_response_at: float | None = None  # perf_counter() when the first HTTP response arrived
     on_spawned: Callable[[], None] | None = None  # told when the process runs (stdio): the handshake begins
+
+    @property
+    def broke_framing(self) -> bool:
+        """It wrote what is not JSON-RPC to stdout, an endless line, or requests it never read the answers to."""
+        return bool(self.noise_lines or self.oversize or self.flooded)
 
     def stderr_tail(self, lines: int = TAIL_LINES) -> tuple[str, ...]:
         """The last lines the server wrote to stderr, secrets masked."""
@@ -113,22 +123,28 @@ class Started:
 
 @dataclass
 class Connection:
-    """An open, initialized session to one server."""
+    """An open, initialized session to one server, and what its transport observed."""
 
-    client: Any  # mcp.Client; a cold stdio list or call has sessions.lean.LeanClient, which answers the same
+    session: Session
     wire: Wire
 
     @property
     def protocol_version(self) -> str | None:
-        version: str | None = self.client.protocol_version
-        return version
+        return self.session.protocol_version
 
     @property
     def server_version(self) -> str | None:
-        info = self.client.server_info
+        info = self.session.server_info
         if info is None:
             return None
         return f"{info.name} {info.version}".strip()
+
+    @property
+    def client(self) -> Client:
+        """The SDK's client, for what only it offers (resources, prompts, ping, completion, subscriptions)."""
+        if not isinstance(self.session, SdkSession):
+            raise RpcError(METHOD_NOT_FOUND, "this session is the lean client's: it offers tools only")
+        return self.session.client
 
 
 @asynccontextmanager
@@ -164,7 +180,7 @@ async def open_connection(
             **(_relayed(spec.name, relay) if relay is not None else {}),
         )
         await stack.enter_async_context(client)
-        yield Connection(client=client, wire=wire)
+        yield Connection(SdkSession(client), wire)
 
 
 def _relayed(server: str, relay: Relay) -> dict[str, Any]:
