@@ -32,6 +32,7 @@ from miroctl.sessions import prestart
 from miroctl.sessions.frames import parse_plain
 from miroctl.sessions.processes import spawn
 from miroctl.sessions.recording import FROM_SERVER, TO_SERVER, TapFn
+from miroctl.sessions.resultcheck import result_problem
 from miroctl.sessions.session import (
     CONNECTION_CLOSED,
     INVALID_REQUEST,
@@ -303,7 +304,7 @@ class LeanClient:
     ) -> JSONObject:
         """tools/call; the result as the server sent it, checked as the SDK checks a CallToolResult."""
         result = await self._request("tools/call", {"name": name, "arguments": dict(arguments)}, progress)
-        check_call_result(result)
+        check_call_result(result, self.protocol_version)
         if not result.get("isError"):
             self._check_structured(name, result)
         return result
@@ -333,51 +334,13 @@ def _result(pending: _Pending) -> JSONObject:
     return result
 
 
-def check_call_result(result: dict[str, Any]) -> None:
-    """InvalidResult unless `result` has the shape of a CallToolResult (the SDK rejects the same)."""
+def check_call_result(result: JSONObject, version: str | None = None) -> None:
+    """InvalidResult unless `result` has the shape of a CallToolResult at `version` (the SDK rejects the same)."""
     if result.get("resultType", "complete") != "complete":
         raise RuntimeError(f"call_tool: the server asked for more input ({result.get('resultType')!r})")
-    content = result.get("content", [])
-    if not isinstance(content, list):
-        raise InvalidResult("content: Input should be a valid list")
-    for index, block in enumerate(content):
-        problem = _block_problem(block)
-        if problem is not None:
-            raise InvalidResult(f"content.{index}: {problem}")
-    if "isError" in result and not isinstance(result["isError"], bool) and result["isError"] is not None:
-        raise InvalidResult("isError: Input should be a valid boolean")
-    structured = result.get("structuredContent")
-    if structured is not None and not isinstance(structured, dict):
-        raise InvalidResult("structuredContent: Input should be a valid dictionary")
-
-
-_BLOCK_FIELDS = {
-    "text": (("text", str),),
-    "image": (("data", str), ("mimeType", str)),
-    "audio": (("data", str), ("mimeType", str)),
-    "resource_link": (("uri", str), ("name", str)),
-    "resource": (("resource", dict),),
-}
-
-
-def _block_problem(block: Any) -> str | None:
-    if not isinstance(block, dict):
-        return "Input should be a valid dictionary"
-    kind = block.get("type")
-    if kind not in _BLOCK_FIELDS:
-        return f"Input tag {kind!r} found using 'type' does not match any of the expected tags"
-    for key, expected in _BLOCK_FIELDS[kind]:
-        if key not in block:
-            return f"{kind}.{key}: Field required"
-        if not isinstance(block[key], expected):
-            return f"{kind}.{key}: Input should be a valid {'string' if expected is str else 'dictionary'}"
-    if kind == "resource":
-        resource = block["resource"]
-        if not isinstance(resource.get("uri"), str):
-            return "resource.resource.uri: Field required"
-        if not isinstance(resource.get("text"), str) and not isinstance(resource.get("blob"), str):
-            return "resource.resource: a text or blob is required"
-    return None
+    problem = result_problem(result, version)
+    if problem is not None:
+        raise InvalidResult(problem)
 
 
 def _supported(exc: RpcError) -> list[str] | None:

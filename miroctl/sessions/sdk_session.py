@@ -119,11 +119,19 @@ async def translated() -> AsyncIterator[None]:
 
 
 def validation_reason(exc: ValidationError) -> str:
-    """The first thing the protocol's types object to, as `field: message` (one line)."""
+    """The first thing the protocol's types object to, as `field: message` (one line). Of a union's members
+    (TextContent, ImageContent... in a loc), the one whose tag matched speaks; the others only say so."""
     errors = exc.errors()
     if not errors:
         return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-    first = errors[0]
-    where = [str(part) for part in first.get("loc", ()) if part != "tools"]
-    extra = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-    return f"{'.'.join(where) or 'the answer'}: {first.get('msg', 'invalid')}{extra}"
+    mistagged = {_members(e["loc"]) for e in errors if e["loc"] and e["loc"][-1] in ("type", "resultType")}
+    chosen = next((e for e in errors if _members(e["loc"]) not in mistagged), errors[0])
+    same = [e for e in errors if _members(e["loc"]) == _members(chosen["loc"])]
+    where = [str(part) for part in chosen["loc"] if part != "tools" and part not in _members(chosen["loc"])]
+    extra = f" (and {len(same) - 1} more)" if len(same) > 1 else ""
+    return f"{'.'.join(where) or 'the answer'}: {chosen.get('msg', 'invalid')}{extra}"
+
+
+def _members(loc: tuple[int | str, ...]) -> tuple[str, ...]:
+    """The union members a loc passes through: the names of models (TextContent), not of fields."""
+    return tuple(part for part in loc if isinstance(part, str) and part[:1].isupper())

@@ -65,7 +65,7 @@ def tool_problem(item: Any, version: str) -> str | None:
     if item.get("outputSchema") is not None:
         problems += _schema_problems("outputSchema", item["outputSchema"], typed=not modern, modern=modern)
     problems += _annotation_problems(item.get("annotations"))
-    problems += _icon_problems(item.get("icons"))
+    problems += icon_problems(item.get("icons"))
     if item.get("execution") is not None:  # checked by the SDK's own Tool model at every version
         execution = item["execution"]
         if not isinstance(execution, dict):
@@ -113,14 +113,14 @@ def _annotation_problems(annotations: Any) -> list[str]:
     problems = [
         f"annotations.{hint}: Input should be a valid boolean"
         for hint in _HINTS
-        if annotations.get(hint) is not None and not _lax_bool(annotations[hint])
+        if annotations.get(hint) is not None and not lax_bool(annotations[hint])
     ]
     if annotations.get("title") is not None and not isinstance(annotations["title"], str):
         problems.append("annotations.title: Input should be a valid string")
     return problems
 
 
-def _icon_problems(icons: Any) -> list[str]:
+def icon_problems(icons: Any) -> list[str]:
     if icons is None:
         return []
     if not isinstance(icons, list):
@@ -159,7 +159,7 @@ def annotations_of(annotations: Any) -> dict[str, Any]:
     return kept
 
 
-def _lax_bool(value: Any) -> bool:
+def lax_bool(value: Any) -> bool:
     """Whether pydantic's lax mode reads `value` as a boolean (as the SDK's models do)."""
     if isinstance(value, bool):
         return True
