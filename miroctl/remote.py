@@ -16,7 +16,16 @@ from urllib.parse import urlencode, urlsplit
 
 from miroctl.base.errors import ErrorKind, ExitCode, MiroctlError, ServerUnavailable, TimedOut
 from miroctl.base.fetched import Fetched
-from miroctl.base.models import CallOutcome, Failure, RejectedTool, ServerTools, ToolInfo
+from miroctl.base.models import (
+    CallOutcome,
+    DecisionRecord,
+    Failure,
+    Fallback,
+    RejectedTool,
+    ServerTools,
+    ToolInfo,
+    Truncated,
+)
 
 T = TypeVar("T")
 URL_ENV = "MIROCTL_URL"
@@ -235,13 +244,13 @@ def outcome_from_dict(data: Mapping[str, Any]) -> CallOutcome:
         content=_list(data, "content"),
         structured_content=data.get("structured_content"),
         corrected_from=_text(data, "corrected_from"),
-        fallback=_mapping(data, "fallback"),
-        truncated=_mapping(data, "truncated"),
+        fallback=Fallback.from_json(data.get("fallback")),
+        truncated=Truncated.from_json(data.get("truncated")),
         duration_ms=_number(data, "duration_ms"),
         hint=_text(data, "hint"),
         failure=failure_from_dict(failure) if failure else None,
         candidates=_list(data, "candidates", str),
-        decision=_mapping(data, "decision"),
+        decision=DecisionRecord.from_json(data.get("decision")),
         notes=_list(data, "notes", str),
     )
 

@@ -5,9 +5,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, Self
 
 from miroctl.base.errors import ExitCode, exit_code_for_kind
 
@@ -210,6 +210,116 @@ def list_document(config: str, entries: Sequence[ServerTools]) -> dict[str, Any]
     }
 
 
+class Record(Mapping[str, object]):
+    """A small frozen record of a call's envelope that reads as the JSON it prints (`to_dict`): typed fields
+    for code, and `record["key"]` (and `==` with a dict) for what reads the envelope as JSON."""
+
+    def to_dict(self) -> dict[str, object]:
+        raise NotImplementedError
+
+    def __getitem__(self, key: str) -> object:
+        return self.to_dict()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.to_dict())
+
+    def __len__(self) -> int:
+        return len(self.to_dict())
+
+    @classmethod
+    def from_json(cls, data: object) -> Self | None:
+        """The record of an envelope's JSON (a gateway's answer); None when it is not one."""
+        if not isinstance(data, Mapping):
+            return None
+        names = set(getattr(cls, "__dataclass_fields__", {}))
+        try:
+            return cls(**{key: value for key, value in data.items() if key in names})
+        except TypeError:  # a field it must have is missing
+            return None
+
+
+@dataclass(frozen=True, eq=False)
+class Fallback(Record):
+    """A failed scrape-type call answered (or not) by converting its URL locally."""
+
+    kind: str
+    url: str
+    original_error: str | None
+    original_error_kind: str | None
+    ok: bool
+    error: str | None = None  # why the conversion failed too
+
+    def to_dict(self) -> dict[str, object]:
+        body: dict[str, object] = {
+            "kind": self.kind,
+            "url": self.url,
+            "original_error": self.original_error,
+            "original_error_kind": self.original_error_kind,
+            "ok": self.ok,
+        }
+        if not self.ok:
+            body["error"] = self.error
+        return body
+
+
+@dataclass(frozen=True, eq=False)
+class Truncated(Record):
+    """A result cut to max_result_chars."""
+
+    original_chars: int
+    kept_chars: int
+    limit: int
+    structured_content_dropped: bool = False  # its structured content was too big to keep as well
+
+    def to_dict(self) -> dict[str, object]:
+        body: dict[str, object] = {
+            "original_chars": self.original_chars,
+            "kept_chars": self.kept_chars,
+            "limit": self.limit,
+        }
+        if self.structured_content_dropped:
+            body["structured_content_dropped"] = True
+        return body
+
+
+@dataclass(frozen=True, eq=False)
+class Written(Record):
+    """The whole result text went to `path` (`requested` and `error`: the path asked for could not be written)."""
+
+    path: str
+    chars: int
+    requested: str | None = None
+    error: str | None = None
+
+    def to_dict(self) -> dict[str, object]:
+        body: dict[str, object] = {"path": self.path, "chars": self.chars}
+        if self.error is not None:
+            body.update(requested=self.requested, error=self.error)
+        return body
+
+
+@dataclass(frozen=True, eq=False)
+class DecisionRecord(Record):
+    """What the policy decided about a call, and who said yes when it asked."""
+
+    allowed: bool
+    state: str
+    reason: str
+    message: str
+    confirmed_by: str | None = None
+
+    def to_dict(self) -> dict[str, object]:
+        body: dict[str, object] = {
+            "allowed": self.allowed,
+            "state": self.state,
+            "reason": self.reason,
+            "message": self.message,
+        }
+        if self.confirmed_by:
+            body["confirmed_by"] = self.confirmed_by
+        return body
+
+
 class Envelope:
     """What an envelope with `error`, `error_kind` and `failure` says of itself: ok, and its exit code."""
 
@@ -241,15 +351,15 @@ class CallOutcome(Envelope):
     content: list[dict[str, Any]] = field(default_factory=list)
     structured_content: Any = None
     corrected_from: str | None = None
-    fallback: dict[str, Any] | None = None
-    truncated: dict[str, Any] | None = None
+    fallback: Fallback | None = None
+    truncated: Truncated | None = None
     duration_ms: float = 0.0
     hint: str | None = None
     failure: Failure | None = None
     candidates: list[str] = field(default_factory=list)
-    decision: dict[str, Any] | None = None
+    decision: DecisionRecord | None = None
     notes: list[str] = field(default_factory=list)
-    output: dict[str, Any] | None = None  # {"path", "chars"}: the whole result text went to this file
+    output: Written | None = None  # the whole result text went to this file
 
     def to_dict(self) -> dict[str, Any]:
         body: dict[str, Any] = {
@@ -268,8 +378,8 @@ class CallOutcome(Envelope):
             content=self.content,
             structured_content=self.structured_content,
             corrected_from=self.corrected_from,
-            fallback=self.fallback,
-            truncated=self.truncated,
+            fallback=self.fallback.to_dict() if self.fallback is not None else None,
+            truncated=self.truncated.to_dict() if self.truncated is not None else None,
             duration_ms=round(self.duration_ms, 1),
             exit_code=int(self.exit_code),
         )
@@ -278,11 +388,11 @@ class CallOutcome(Envelope):
         if self.failure is not None:
             body["failure"] = self.failure.to_dict()
         if self.decision is not None:
-            body["decision"] = self.decision
+            body["decision"] = self.decision.to_dict()
         if self.notes:
             body["notes"] = self.notes
         if self.output is not None:
-            body["output"] = self.output
+            body["output"] = self.output.to_dict()
         return body
 
 

@@ -11,23 +11,23 @@ import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager, nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import TracebackType
 from typing import Any, Self
 
 import anyio
 from anyio.abc import TaskGroup
 
-from miroctl.base.errors import MiroctlError
+from miroctl.base.errors import MiroctlError, NotFound
 from miroctl.base.masking import Masker
-from miroctl.base.models import CallOutcome, CallRequest, Failure, ServerSpec, ServerTools, ToolInfo
+from miroctl.base.models import CallOutcome, CallRequest, Failure, Fallback, ServerSpec, ServerTools, ToolInfo
 from miroctl.config.loader import Config
 from miroctl.core import arguments as arguments_
 from miroctl.core import catalog, envelopes, truncation
 from miroctl.core.calllog import CallLog
 from miroctl.core.children import child_spec
 from miroctl.core.fallbacks import TRIGGER_KINDS, FallbackError, MarkItDownFallback, url_argument
-from miroctl.core.routing import Route, Router
+from miroctl.core.routing import Denied, Route, Router
 from miroctl.policy.decisions import Decision, Policy, ToolMeta
 from miroctl.sessions.connectors import SDK, Connector
 from miroctl.sessions.exchange import TimedOut, within
@@ -263,12 +263,11 @@ class Manager:
                 error=exc.message,
                 error_kind=exc.kind,
                 hint=exc.hint,
-                candidates=list(getattr(exc, "candidates", [])),
+                candidates=list(exc.candidates) if isinstance(exc, NotFound) else [],
             )
-            decision = getattr(exc, "decision", None)
-            if decision is not None:  # denied before the server was asked for its tools
-                outcome.decision = decision.to_dict()
-                self.emit("decision", server=request.server, tool=request.tool, **outcome.decision)
+            if isinstance(exc, Denied):  # denied before the server was asked for its tools
+                outcome.decision = envelopes.decision_record(exc.decision)
+                self.emit("decision", server=request.server, tool=request.tool, **outcome.decision.to_dict())
         except Unavailable as exc:
             outcome = envelopes.unavailable(request.server, request.tool, exc)
         outcome.duration_ms = _ms(started)
@@ -304,7 +303,7 @@ class Manager:
             return outcome
         outcome = await self._execute(route, values, request)
         if decision.confirmed_by:  # the envelope says who said yes
-            outcome.decision = decision.to_dict()
+            outcome.decision = envelopes.decision_record(decision)
         if request.autocorrect and envelopes.says_unknown_tool(outcome):
             rerouted = await self.router.reroute(route)
             if rerouted is not None:
@@ -362,21 +361,18 @@ class Manager:
         url = url_argument(values) if self.policy.is_scrape(route.tool.name) else None
         if url is None:
             return outcome
-        record: dict[str, Any] = {
-            "kind": "markitdown",
-            "url": url,
-            "original_error": outcome.error,
-            "original_error_kind": outcome.error_kind,
-        }
+        failed = Fallback("markitdown", url, outcome.error, outcome.error_kind, ok=False)
         try:
             text = await self.fallback.convert(url, self.policy.url_rules)
         except FallbackError as exc:
-            outcome.fallback = {**record, "ok": False, "error": str(exc)}
-            self.emit("fallback", server=route.spec.name, tool=route.tool.name, **outcome.fallback)
+            outcome.fallback = replace(failed, error=str(exc))
+            self.emit("fallback", server=route.spec.name, tool=route.tool.name, **outcome.fallback.to_dict())
             return outcome
+        converted_ok = replace(failed, ok=True)
+        record = {key: value for key, value in converted_ok.to_dict().items() if key != "ok"}
         self.emit("fallback", server=route.spec.name, tool=route.tool.name, ok=True, **record)
         converted = await self._outcome(route, envelopes.text_result(text), request)
-        converted.fallback = {**record, "ok": True}
+        converted.fallback = converted_ok
         return converted
 
     async def invoke(self, route: Route, values: Mapping[str, Any], request: CallRequest) -> CallOutcome:
