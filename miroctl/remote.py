@@ -17,9 +17,11 @@ from urllib.parse import urlencode, urlsplit
 from miroctl.base.errors import ErrorKind, ExitCode, MiroctlError, ServerUnavailable, TimedOut
 from miroctl.base.fetched import Fetched
 from miroctl.base.models import (
+    FAILURE_KINDS,
     CallOutcome,
     DecisionRecord,
     Failure,
+    FailureKind,
     Fallback,
     RejectedTool,
     ServerTools,
@@ -276,9 +278,13 @@ def fetched_from_dict(data: Mapping[str, Any]) -> Fetched:
     )
 
 
+def _failure_kind(kind: str | None) -> FailureKind:
+    return next((known for known in FAILURE_KINDS if known == kind), "unavailable")
+
+
 def failure_from_dict(data: Mapping[str, Any]) -> Failure:
     return Failure(
-        _text(data, "kind") or "unavailable",
+        _failure_kind(_text(data, "kind")),
         _text(data, "message") or "",
         hint=_text(data, "hint"),
         phase=_text(data, "phase"),

@@ -7,9 +7,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, Self
+from typing import Any, Literal, Protocol, Self, get_args
 
 from miroctl.base.errors import ExitCode, exit_code_for_kind
+
+FailureKind = Literal[
+    "config", "not_found", "exited", "timeout", "protocol", "http", "auth", "crashed", "unavailable", "smoke"
+]
+FAILURE_KINDS: tuple[FailureKind, ...] = get_args(FailureKind)
 
 DEFAULT_CALL_TIMEOUT = 900.0
 DEFAULT_STARTUP_TIMEOUT = 30.0
@@ -87,7 +92,7 @@ class ServerSpec:
 class Failure:
     """Why a server could not be used: a class of failure, a one-line reason, a hint."""
 
-    kind: str  # config | not_found | exited | timeout | protocol | http | auth | crashed | unavailable
+    kind: FailureKind
     message: str
     hint: str | None = None
     phase: str | None = None  # config | spawn | connect | initialize | tools | ping | call
