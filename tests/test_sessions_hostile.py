@@ -6,6 +6,12 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import anyio
+
+from miroctl.base.models import ServerSpec
+from miroctl.sessions import lean
+from miroctl.sessions.failures import died_during
+from miroctl.sessions.transports import Wire
 from tests.conftest import HOSTILE
 
 
@@ -35,3 +41,18 @@ def test_junk_glued_to_the_first_answer_ends_the_start_at_once_with_the_line_sho
     assert "\x1b" not in done.stderr
     assert "a stdio server must write only JSON-RPC to stdout" in done.stderr
     assert "no answer to initialize" not in done.stderr
+
+
+async def _pings(client: lean.LeanClient, count: int) -> None:
+    for index in range(count):
+        await client.receive({"jsonrpc": "2.0", "id": index, "method": "ping"})
+
+
+def test_a_server_that_never_reads_its_answers_ends_its_session_at_the_bound_instead_of_filling_memory():
+    wire = Wire(ServerSpec("flooder"))
+    outbox = lean.Outbox(wire, limit=200)
+    client = lean.LeanClient(outbox.put)
+    anyio.run(_pings, client, 50)
+    assert client.closed and wire.flooded
+    assert outbox.queued <= 200
+    assert died_during(wire, "a call").message.startswith("server sent requests without reading the answers")

@@ -102,7 +102,7 @@ class Failure:
     def exit_code(self) -> ExitCode:
         return ExitCode.USAGE if self.kind == "config" else ExitCode.UNAVAILABLE
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {
             "kind": self.kind,
             "message": self.message,
@@ -132,7 +132,7 @@ class ToolInfo:
                 return line.strip()
         return ""
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {
             "name": self.name,
             "title": self.title,
@@ -150,7 +150,7 @@ class RejectedTool:
     name: str
     reason: str
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {"name": self.name, "reason": self.reason}
 
 
@@ -182,7 +182,7 @@ class ServerTools:
         """Listed, every tool it listed is usable, and every section asked for was listed."""
         return self.ok and not self.rejected and not self.list_failures
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         body = {
             "name": self.server,
             "ok": self.ok,
@@ -203,7 +203,7 @@ class ServerTools:
         return body
 
 
-def list_document(config: str, entries: Sequence[ServerTools]) -> dict[str, Any]:
+def list_document(config: str, entries: Sequence[ServerTools]) -> dict[str, object]:
     """The document of `list --json` (and the gateway's /v1/list): exit 1 when any server is not healthy."""
     ok = all(entry.healthy for entry in entries)
     return {
@@ -366,8 +366,8 @@ class CallOutcome(Envelope):
     notes: list[str] = field(default_factory=list)
     output: Written | None = None  # the whole result text went to this file
 
-    def to_dict(self) -> dict[str, Any]:
-        body: dict[str, Any] = {
+    def to_dict(self) -> dict[str, object]:
+        body: dict[str, object] = {
             "schema": "miroctl.call/1",
             "server_name": self.server_name,
             "tool_name": self.tool_name,

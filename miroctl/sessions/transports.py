@@ -15,12 +15,13 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack, asynccontextmanager, suppress
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
+from anyio.abc import Process
 
 from miroctl import __version__
 from miroctl.base.masking import Masker
@@ -116,7 +117,7 @@ class Wire:
 class Started:
     """A stdio server's process, spawned before its transport exists; `owned` once the transport runs it."""
 
-    process: Any
+    process: Process
     stderr_path: str
     owned: bool = False
 
@@ -370,7 +371,7 @@ def _http_client(wire: Wire, auth: httpx2.Auth | None = None) -> httpx2.AsyncCli
     """An HTTP client with the server's headers (and OAuth) that records the last error status it saw."""
     import httpx2
 
-    async def record(response: Any) -> None:
+    async def record(response: httpx2.Response) -> None:
         if wire.first_response_at is None:
             wire.first_response_at = time.perf_counter()
         if response.status_code >= 400:
@@ -417,7 +418,7 @@ async def stdio_transport(
 
     async def pump_stdout() -> None:
         async with read_in:
-            async for line in read_lines(process.stdout, wire):
+            async for line in read_lines(stdout, wire):
                 message = _parse(line, wire)
                 if message is not None:
                     await read_in.send(message)
@@ -444,12 +445,12 @@ async def stdio_transport(
             tg.cancel_scope.cancel()
 
 
-async def _guard(pump: Any) -> None:
+async def _guard(pump: Callable[[], Awaitable[None]]) -> None:
     with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, OSError):
         await pump()
 
 
-async def read_lines(stream: Any, wire: Wire) -> AsyncIterator[bytes]:
+async def read_lines(stream: AsyncIterable[bytes], wire: Wire) -> AsyncIterator[bytes]:
     """Split a byte stream into lines, scanning each byte once; an endless line ends the stream."""
     buffer = bytearray()
     async for chunk in stream:
