@@ -23,8 +23,7 @@ from miroctl.sessions.failures import died_during
 from miroctl.sessions.frames import unparsable
 from miroctl.sessions.pool import ServerHandle, Unavailable, closed
 from miroctl.sessions.sdk_session import translated
-from miroctl.sessions.session import METHOD_NOT_FOUND, RpcError, Session
-from miroctl.sessions.transports import Connection
+from miroctl.sessions.session import METHOD_NOT_FOUND, RpcError
 
 if TYPE_CHECKING:
     from mcp import Client
@@ -64,10 +63,6 @@ async def listed(client: Client, key: str) -> tuple[dict[str, Any], ...]:
     return await _every_page(getattr(client, _LISTERS[key]), key)
 
 
-async def _listed_on(connection: Connection, key: str, session: Session) -> tuple[dict[str, Any], ...]:
-    return await listed(connection.client, key)  # resources and prompts are the SDK client's
-
-
 async def offered_by(
     handle: ServerHandle, extras: frozenset[str]
 ) -> tuple[dict[str, tuple[dict[str, Any], ...]], dict[str, Failure]]:
@@ -86,7 +81,7 @@ async def offered_by(
             continue
         try:
             left = max(0.0, deadline - time.monotonic())
-            found[key] = await handle.ask(connection, METHODS[key], left, partial(_listed_on, connection, key))
+            found[key] = await handle.ask(connection, METHODS[key], left, partial(listed, key=key))
         except Unavailable as exc:
             failures[key] = last = exc.failure
     return found, failures

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import anyio
 from anyio.abc import TaskGroup
@@ -31,6 +31,9 @@ from miroctl.sessions.session import JSONObject, Session
 from miroctl.sessions.session import closed as session_closed
 from miroctl.sessions.stages import Stage, StageClock
 from miroctl.sessions.transports import Connection, Relay, Wire
+
+if TYPE_CHECKING:
+    from mcp import Client
 
 T = TypeVar("T")
 RETRY_AFTER = 5.0  # a server that failed to start is not tried again sooner (doubling up to RETRY_MAX)
@@ -256,11 +259,18 @@ class ServerHandle:
             return self._tools
         name = self.spec.name
         self._stages(name, "listing")
-        listed = await self.ask(connection, "tools/list", self.startup_timeout, lambda c: list_tools(name, c))
+        listed = await self.ask_session(connection, "tools/list", self.startup_timeout, lambda s: list_tools(name, s))
         self._tools, self.rejected = listed.tools, listed.rejected
         return self._tools
 
     async def ask(
+        self, connection: Connection, phase: str, timeout: float, send: Callable[[Client], Awaitable[T]]
+    ) -> T:
+        """`send(client)` on the session's SDK client (for what only it offers: resources, prompts, completion,
+        logging levels) under `timeout`; every failure as Unavailable of its class."""
+        return await self.ask_session(connection, phase, timeout, lambda _: send(connection.client))
+
+    async def ask_session(
         self, connection: Connection, phase: str, timeout: float, send: Callable[[Session], Awaitable[T]]
     ) -> T:
         """`send(session)` on the session under `timeout`; every failure as Unavailable of its class."""
