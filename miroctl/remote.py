@@ -16,7 +16,18 @@ from urllib.parse import urlencode, urlsplit
 
 from miroctl.base.errors import ErrorKind, ExitCode, MiroctlError, ServerUnavailable, TimedOut
 from miroctl.base.fetched import Fetched
-from miroctl.base.models import CallOutcome, Failure, RejectedTool, ServerTools, ToolInfo
+from miroctl.base.models import (
+    FAILURE_KINDS,
+    CallOutcome,
+    DecisionRecord,
+    Failure,
+    FailureKind,
+    Fallback,
+    RejectedTool,
+    ServerTools,
+    ToolInfo,
+    Truncated,
+)
 
 T = TypeVar("T")
 URL_ENV = "MIROCTL_URL"
@@ -235,13 +246,13 @@ def outcome_from_dict(data: Mapping[str, Any]) -> CallOutcome:
         content=_list(data, "content"),
         structured_content=data.get("structured_content"),
         corrected_from=_text(data, "corrected_from"),
-        fallback=_mapping(data, "fallback"),
-        truncated=_mapping(data, "truncated"),
+        fallback=Fallback.from_json(data.get("fallback")),
+        truncated=Truncated.from_json(data.get("truncated")),
         duration_ms=_number(data, "duration_ms"),
         hint=_text(data, "hint"),
         failure=failure_from_dict(failure) if failure else None,
         candidates=_list(data, "candidates", str),
-        decision=_mapping(data, "decision"),
+        decision=DecisionRecord.from_json(data.get("decision")),
         notes=_list(data, "notes", str),
     )
 
@@ -267,9 +278,13 @@ def fetched_from_dict(data: Mapping[str, Any]) -> Fetched:
     )
 
 
+def _failure_kind(kind: str | None) -> FailureKind:
+    return next((known for known in FAILURE_KINDS if known == kind), "unavailable")
+
+
 def failure_from_dict(data: Mapping[str, Any]) -> Failure:
     return Failure(
-        _text(data, "kind") or "unavailable",
+        _failure_kind(_text(data, "kind")),
         _text(data, "message") or "",
         hint=_text(data, "hint"),
         phase=_text(data, "phase"),

@@ -15,7 +15,7 @@ import pytest
 from miroctl.base.models import CallRequest, ServerSpec
 from miroctl.config.loader import Config
 from miroctl.core.manager import Manager
-from miroctl.sessions import lean, toolcheck
+from miroctl.sessions import connectors, lean, toolcheck
 from tests.conftest import FIXTURE, HEALTHY_STARTUP, ROOT, fixture_spec
 
 PLAIN = str(ROOT / "tests" / "servers" / "plainrpc.py")
@@ -40,10 +40,10 @@ async def _call(spec: ServerSpec, tool: str, timeout: float = 20, arguments: dic
     async def progress(done: float, total: float | None, message: str | None) -> None:
         heard.append((done, total, message))
 
-    async with Manager(Config(servers=(spec,)), lean=True) as manager:
+    async with Manager(Config(servers=(spec,)), connector=connectors.LEAN) as manager:
         outcome = await manager.call(CallRequest(spec.name, tool, arguments or {}, timeout=timeout, progress=progress))
         connection = manager.handle(spec).connection
-        client = connection.client if connection is not None else None
+        client = connection.session if connection is not None else None
     return outcome, heard, client
 
 
@@ -241,7 +241,8 @@ async def _recorded(spec: ServerSpec, path: Path, lean_client: bool) -> list[dic
     async def progress(done: float, total: float | None, message: str | None) -> None:
         pass
 
-    async with Manager(Config(servers=(spec,)), lean=lean_client, record_path=str(path)) as manager:
+    connector = connectors.LEAN if lean_client else connectors.SDK
+    async with Manager(Config(servers=(spec,)), connector=connector, record_path=str(path)) as manager:
         request = CallRequest(spec.name, "echo", {"text": "hi"}, timeout=20, progress=progress)
         outcome = await manager.call(request)
         assert outcome.exit_code == 0, outcome.error

@@ -40,7 +40,7 @@ def test_list_reports_each_failure_in_place_and_takes_the_slowest_timeout_not_th
     assert "fixture: giving up" in servers["quitter"]["failure"]["stderr_tail"]
     assert servers["sleeper"]["failure"]["kind"] == "timeout"
     assert servers["chatty"]["failure"]["kind"] == "protocol"
-    assert "5 non-JSON lines" in servers["chatty"]["failure"]["message"]
+    assert "non-JSON line" in servers["chatty"]["failure"]["message"]  # the start ends at the first one
     assert elapsed < 3 * BROKEN_TIMEOUT - 1, f"took {elapsed:.1f}s: the timeouts ran one after another"
     assert not wait_for_no_tagged(leak_tag, timeout=10)
 

@@ -20,6 +20,7 @@ warm client, which has no envelope to put it in, raises TimedOut.
 from __future__ import annotations
 
 import signal
+from collections.abc import Sequence
 from enum import IntEnum, StrEnum
 
 
@@ -124,7 +125,13 @@ class PolicyDenied(MiroctlError):
 
 
 class NotFound(MiroctlError):
+    """No such server or tool; `candidates` are the servers that could be meant (an ambiguous tool name)."""
+
     kind = ErrorKind.NOT_FOUND
+
+    def __init__(self, message: str, *, hint: str | None = None, candidates: Sequence[str] = ()) -> None:
+        super().__init__(message, hint=hint)
+        self.candidates = tuple(candidates)
 
 
 class Interrupted(MiroctlError):

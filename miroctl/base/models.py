@@ -5,11 +5,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol, Self, get_args
 
 from miroctl.base.errors import ExitCode, exit_code_for_kind
+
+FailureKind = Literal[
+    "config", "not_found", "exited", "timeout", "protocol", "http", "auth", "crashed", "unavailable", "smoke"
+]
+FAILURE_KINDS: tuple[FailureKind, ...] = get_args(FailureKind)
 
 DEFAULT_CALL_TIMEOUT = 900.0
 DEFAULT_STARTUP_TIMEOUT = 30.0
@@ -87,7 +92,7 @@ class ServerSpec:
 class Failure:
     """Why a server could not be used: a class of failure, a one-line reason, a hint."""
 
-    kind: str  # config | not_found | exited | timeout | protocol | http | auth | crashed | unavailable
+    kind: FailureKind
     message: str
     hint: str | None = None
     phase: str | None = None  # config | spawn | connect | initialize | tools | ping | call
@@ -97,7 +102,7 @@ class Failure:
     def exit_code(self) -> ExitCode:
         return ExitCode.USAGE if self.kind == "config" else ExitCode.UNAVAILABLE
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {
             "kind": self.kind,
             "message": self.message,
@@ -127,7 +132,7 @@ class ToolInfo:
                 return line.strip()
         return ""
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {
             "name": self.name,
             "title": self.title,
@@ -145,7 +150,7 @@ class RejectedTool:
     name: str
     reason: str
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {"name": self.name, "reason": self.reason}
 
 
@@ -177,7 +182,7 @@ class ServerTools:
         """Listed, every tool it listed is usable, and every section asked for was listed."""
         return self.ok and not self.rejected and not self.list_failures
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         body = {
             "name": self.server,
             "ok": self.ok,
@@ -198,7 +203,7 @@ class ServerTools:
         return body
 
 
-def list_document(config: str, entries: Sequence[ServerTools]) -> dict[str, Any]:
+def list_document(config: str, entries: Sequence[ServerTools]) -> dict[str, object]:
     """The document of `list --json` (and the gateway's /v1/list): exit 1 when any server is not healthy."""
     ok = all(entry.healthy for entry in entries)
     return {
@@ -208,6 +213,116 @@ def list_document(config: str, entries: Sequence[ServerTools]) -> dict[str, Any]
         "exit_code": int(ExitCode.OK if ok else ExitCode.FAILED),
         "servers": [entry.to_dict() for entry in entries],
     }
+
+
+class Record(Mapping[str, object]):
+    """A small frozen record of a call's envelope that reads as the JSON it prints (`to_dict`): typed fields
+    for code, and `record["key"]` (and `==` with a dict) for what reads the envelope as JSON."""
+
+    def to_dict(self) -> dict[str, object]:
+        raise NotImplementedError
+
+    def __getitem__(self, key: str) -> object:
+        return self.to_dict()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.to_dict())
+
+    def __len__(self) -> int:
+        return len(self.to_dict())
+
+    @classmethod
+    def from_json(cls, data: object) -> Self | None:
+        """The record of an envelope's JSON (a gateway's answer); None when it is not one."""
+        if not isinstance(data, Mapping):
+            return None
+        names = set(getattr(cls, "__dataclass_fields__", {}))
+        try:
+            return cls(**{key: value for key, value in data.items() if key in names})
+        except TypeError:  # a field it must have is missing
+            return None
+
+
+@dataclass(frozen=True, eq=False)
+class Fallback(Record):
+    """A failed scrape-type call answered (or not) by converting its URL locally."""
+
+    kind: str
+    url: str
+    original_error: str | None
+    original_error_kind: str | None
+    ok: bool
+    error: str | None = None  # why the conversion failed too
+
+    def to_dict(self) -> dict[str, object]:
+        body: dict[str, object] = {
+            "kind": self.kind,
+            "url": self.url,
+            "original_error": self.original_error,
+            "original_error_kind": self.original_error_kind,
+            "ok": self.ok,
+        }
+        if not self.ok:
+            body["error"] = self.error
+        return body
+
+
+@dataclass(frozen=True, eq=False)
+class Truncated(Record):
+    """A result cut to max_result_chars."""
+
+    original_chars: int
+    kept_chars: int
+    limit: int
+    structured_content_dropped: bool = False  # its structured content was too big to keep as well
+
+    def to_dict(self) -> dict[str, object]:
+        body: dict[str, object] = {
+            "original_chars": self.original_chars,
+            "kept_chars": self.kept_chars,
+            "limit": self.limit,
+        }
+        if self.structured_content_dropped:
+            body["structured_content_dropped"] = True
+        return body
+
+
+@dataclass(frozen=True, eq=False)
+class Written(Record):
+    """The whole result text went to `path` (`requested` and `error`: the path asked for could not be written)."""
+
+    path: str
+    chars: int
+    requested: str | None = None
+    error: str | None = None
+
+    def to_dict(self) -> dict[str, object]:
+        body: dict[str, object] = {"path": self.path, "chars": self.chars}
+        if self.error is not None:
+            body.update(requested=self.requested, error=self.error)
+        return body
+
+
+@dataclass(frozen=True, eq=False)
+class DecisionRecord(Record):
+    """What the policy decided about a call, and who said yes when it asked."""
+
+    allowed: bool
+    state: str
+    reason: str
+    message: str
+    confirmed_by: str | None = None
+
+    def to_dict(self) -> dict[str, object]:
+        body: dict[str, object] = {
+            "allowed": self.allowed,
+            "state": self.state,
+            "reason": self.reason,
+            "message": self.message,
+        }
+        if self.confirmed_by:
+            body["confirmed_by"] = self.confirmed_by
+        return body
 
 
 class Envelope:
@@ -241,18 +356,18 @@ class CallOutcome(Envelope):
     content: list[dict[str, Any]] = field(default_factory=list)
     structured_content: Any = None
     corrected_from: str | None = None
-    fallback: dict[str, Any] | None = None
-    truncated: dict[str, Any] | None = None
+    fallback: Fallback | None = None
+    truncated: Truncated | None = None
     duration_ms: float = 0.0
     hint: str | None = None
     failure: Failure | None = None
     candidates: list[str] = field(default_factory=list)
-    decision: dict[str, Any] | None = None
+    decision: DecisionRecord | None = None
     notes: list[str] = field(default_factory=list)
-    output: dict[str, Any] | None = None  # {"path", "chars"}: the whole result text went to this file
+    output: Written | None = None  # the whole result text went to this file
 
-    def to_dict(self) -> dict[str, Any]:
-        body: dict[str, Any] = {
+    def to_dict(self) -> dict[str, object]:
+        body: dict[str, object] = {
             "schema": "miroctl.call/1",
             "server_name": self.server_name,
             "tool_name": self.tool_name,
@@ -268,8 +383,8 @@ class CallOutcome(Envelope):
             content=self.content,
             structured_content=self.structured_content,
             corrected_from=self.corrected_from,
-            fallback=self.fallback,
-            truncated=self.truncated,
+            fallback=self.fallback.to_dict() if self.fallback is not None else None,
+            truncated=self.truncated.to_dict() if self.truncated is not None else None,
             duration_ms=round(self.duration_ms, 1),
             exit_code=int(self.exit_code),
         )
@@ -278,11 +393,11 @@ class CallOutcome(Envelope):
         if self.failure is not None:
             body["failure"] = self.failure.to_dict()
         if self.decision is not None:
-            body["decision"] = self.decision
+            body["decision"] = self.decision.to_dict()
         if self.notes:
             body["notes"] = self.notes
         if self.output is not None:
-            body["output"] = self.output
+            body["output"] = self.output.to_dict()
         return body
 
 

@@ -159,7 +159,7 @@ class Prober:
         began = time.perf_counter()
         handle.stage("listing")
         answer = await within(
-            connection.wire, budget.remaining(), lambda: list_tools(handle.spec.name, connection.client)
+            connection.wire, budget.remaining(), lambda: list_tools(handle.spec.name, connection.session)
         )
         if not isinstance(answer, Listing):
             report.fail("tools", await self._failure(handle, connection, answer, budget, "tools/list"), _ms(began))

@@ -37,6 +37,7 @@ from miroctl.render import blobs
 from miroctl.render.listing import list_tables
 from miroctl.render.output import Output
 from miroctl.render.results import call_result
+from miroctl.sessions.connectors import LEAN, SDK
 
 
 def list_(
@@ -103,7 +104,14 @@ def list_(
         async def work() -> list[ServerTools]:
             stages = view.on_stage if view else None
             async with manager_for(
-                loaded, out, mode, task_id=task_id, log=log, record=record, stages=stages, lean=not extras
+                loaded,
+                out,
+                mode,
+                task_id=task_id,
+                log=log,
+                record=record,
+                stages=stages,
+                connector=SDK if extras else LEAN,
             ) as manager:
                 return await manager.list_tools(specs, extras)
 
@@ -243,7 +251,7 @@ def call(
         raise typer.Exit(
             _batch(
                 out,
-                manager_for(loaded, out, mode, yes, task_id, log, record=record, lean=True),
+                manager_for(loaded, out, mode, yes, task_id, log, record=record, connector=LEAN),
                 text,
                 jobs,
                 timeout,
@@ -275,7 +283,7 @@ def call(
 
         async def work() -> CallOutcome:
             stages = view.on_stage if view else None
-            manager = manager_for(loaded, out, mode, yes, task_id, log, record=record, stages=stages, lean=True)
+            manager = manager_for(loaded, out, mode, yes, task_id, log, record=record, stages=stages, connector=LEAN)
             async with manager:
                 request = CallRequest(
                     server,

@@ -26,6 +26,8 @@ from miroctl.core.calllog import CallLog
 from miroctl.core.manager import Confirmation, ConfirmFn, Manager
 from miroctl.policy.decisions import Policy
 from miroctl.render.output import Output
+from miroctl.sessions import connectors
+from miroctl.sessions.connectors import Connector
 from miroctl.sessions.stages import StageFn
 from miroctl.sessions.tokens import stored_secrets
 
@@ -105,7 +107,7 @@ def manager_for(
     follow_changes: bool = False,
     record: str | None = None,
     stages: StageFn | None = None,
-    lean: bool = False,
+    connector: Connector = connectors.SDK,
 ) -> Manager:
     """A Manager with the profile's policy and the command line's --mode, --yes, --task-id and --log."""
     policy = Policy.from_profile(loaded.profile).with_overrides(
@@ -121,7 +123,7 @@ def manager_for(
         follow_changes=follow_changes,
         record_path=record,
         stages=stages,
-        lean=lean,
+        connector=connector,
     )
 
 

@@ -106,9 +106,9 @@ async def run(lines: Iterable[Line], call: CallFn, emit: EmitFn, jobs: int = DEF
     async def one(index: int, line: Line) -> None:
         if line.problem is not None:
             outcomes[index] = line.problem
-        else:
+        elif line.request is not None:  # a line has one of the two
             async with limiter:
-                outcomes[index] = await call(line.request)  # type: ignore[arg-type]
+                outcomes[index] = await call(line.request)
         done[index].set()
 
     async with anyio.create_task_group() as tg:
@@ -116,7 +116,9 @@ async def run(lines: Iterable[Line], call: CallFn, emit: EmitFn, jobs: int = DEF
             tg.start_soon(one, index, line)
         for index in range(len(items)):
             await done[index].wait()
-            emit(outcomes[index])  # type: ignore[arg-type]
+            outcome = outcomes[index]
+            if outcome is not None:
+                emit(outcome)
     return [o for o in outcomes if o is not None]
 
 

@@ -22,12 +22,14 @@ from miroctl.sessions.exchange import PagingError, TimedOut, every_page, within
 from miroctl.sessions.failures import died_during
 from miroctl.sessions.frames import unparsable
 from miroctl.sessions.pool import ServerHandle, Unavailable, closed
+from miroctl.sessions.sdk_session import translated
+from miroctl.sessions.session import METHOD_NOT_FOUND, RpcError
 
 if TYPE_CHECKING:
     from mcp import Client
     from pydantic import BaseModel
 
-METHOD_NOT_FOUND, RESOURCE_NOT_FOUND, INVALID_PARAMS = -32601, -32002, -32602
+RESOURCE_NOT_FOUND, INVALID_PARAMS = -32002, -32602
 METHODS = {"resources": "resources/list", "resource_templates": "resources/templates/list", "prompts": "prompts/list"}
 
 
@@ -89,13 +91,14 @@ async def _every_page(method: Callable[..., Awaitable[Any]], items: str) -> tupl
     """Every item of one listing; a server that answers "method not found" offers none (many servers that
     have resources do not implement resources/templates/list)."""
     try:
-        found, _ = await every_page(
-            lambda cursor: method(cursor=cursor),
-            lambda page: [plain(item) for item in getattr(page, items)],
-            METHODS[items],
-        )
-    except Exception as exc:
-        if getattr(exc, "code", None) == METHOD_NOT_FOUND:
+        async with translated():
+            found, _ = await every_page(
+                lambda cursor: method(cursor=cursor),
+                lambda page: [plain(item) for item in getattr(page, items)],
+                METHODS[items],
+            )
+    except RpcError as exc:
+        if exc.code == METHOD_NOT_FOUND:
             return ()
         raise
     return tuple(found)
@@ -203,7 +206,12 @@ async def _asked_on_session(
         outcome.failure = exc.failure
         return outcome
     handle.stage("calling", "resources/read" if asked.what == "resource" else "prompts/get")
-    answer = await within(connection.wire, timeout, lambda: fetch(connection.client))
+
+    async def fetched() -> Fetched:
+        async with translated():
+            return await fetch(connection.client)
+
+    answer = await within(connection.wire, timeout, fetched)
     if isinstance(answer, BaseException):
         return await _request_failed(handle, asked, answer)
     if isinstance(answer, TimedOut):
@@ -218,8 +226,6 @@ async def _asked_on_session(
 
 
 async def _request_failed(handle: ServerHandle, asked: Fetched, exc: BaseException) -> Fetched:
-    code = getattr(exc, "code", None)
-    message = str(getattr(exc, "message", None) or exc)
     if closed(exc):
         wire = await handle.lost()
         failure = died_during(wire, f"the {asked.what} request") if wire else None
@@ -228,9 +234,10 @@ async def _request_failed(handle: ServerHandle, asked: Fetched, exc: BaseExcepti
         return outcome
     if isinstance(exc, PagingError):
         return _failed(asked, "failed", f"{asked.server_name}: {exc}", "the server's nextCursor never ends")
-    if code is None:  # an answer the SDK could not take: the server's fault
+    if not isinstance(exc, RpcError):  # an answer the SDK could not take: the server's fault
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         return _failed(asked, "failed", f"the answer to the {asked.what} request was not valid: {first}")
+    code, message = exc.code, exc.message or str(exc)
     cause = unparsable(code, message)
     if cause is not None:
         return _failed(asked, "failed", f"the answer to the {asked.what} request could not be parsed: {cause}")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from miroctl.base.models import CallOutcome
+from miroctl.base.models import CallOutcome, DecisionRecord
 
 if TYPE_CHECKING:
     from miroctl.base.models import CallRequest
@@ -57,12 +57,17 @@ def text_result(text: str) -> dict[str, Any]:
     return {"content": [{"type": "text", "text": text}]}
 
 
+def decision_record(decision: Decision) -> DecisionRecord:
+    """The policy's decision as the envelope records it."""
+    return DecisionRecord(decision.allowed, decision.state, decision.reason, decision.message, decision.confirmed_by)
+
+
 def denied(server: str | None, tool: str, decision: Decision, unanswered: bool = False) -> CallOutcome:
     hint = f"reason: {decision.reason}"
     if decision.reason == "mode_ask" and unanswered:
         hint += "; answer the prompt on a terminal, or pass --yes (policy.assume_yes in the profile)"
     return CallOutcome(
-        server, tool, error=decision.message, error_kind="denied", hint=hint, decision=decision.to_dict()
+        server, tool, error=decision.message, error_kind="denied", hint=hint, decision=decision_record(decision)
     )
 
 
@@ -76,9 +81,9 @@ def log_summary(outcome: CallOutcome) -> tuple[str, dict[str, Any]]:
     }
     if outcome.corrected_from is not None:
         fields["corrected_from"] = outcome.corrected_from
-    for key in ("truncated", "fallback", "output"):
-        if getattr(outcome, key):
-            fields[key] = getattr(outcome, key)
+    for key, record in (("truncated", outcome.truncated), ("fallback", outcome.fallback), ("output", outcome.output)):
+        if record is not None:
+            fields[key] = record.to_dict()
     if outcome.ok:
         return "call_success", {**fields, "result_chars": len(outcome.result or "")}
     return "call_error", {**fields, "error_kind": outcome.error_kind, "error": outcome.error}

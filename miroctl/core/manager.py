@@ -11,30 +11,32 @@ import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager, nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import TracebackType
 from typing import Any, Self
 
 import anyio
 from anyio.abc import TaskGroup
 
-from miroctl.base.errors import MiroctlError
+from miroctl.base.errors import MiroctlError, NotFound
 from miroctl.base.masking import Masker
-from miroctl.base.models import CallOutcome, CallRequest, Failure, ServerSpec, ServerTools, ToolInfo
+from miroctl.base.models import CallOutcome, CallRequest, Failure, Fallback, ServerSpec, ServerTools, ToolInfo
 from miroctl.config.loader import Config
 from miroctl.core import arguments as arguments_
 from miroctl.core import catalog, envelopes, truncation
 from miroctl.core.calllog import CallLog
 from miroctl.core.children import child_spec
 from miroctl.core.fallbacks import TRIGGER_KINDS, FallbackError, MarkItDownFallback, url_argument
-from miroctl.core.routing import Route, Router
+from miroctl.core.routing import Denied, Route, Router
 from miroctl.policy.decisions import Decision, Policy, ToolMeta
+from miroctl.sessions.connectors import SDK, Connector
 from miroctl.sessions.exchange import TimedOut, within
-from miroctl.sessions.failures import REQUEST_TIMEOUT, died_during
+from miroctl.sessions.failures import died_during
 from miroctl.sessions.frames import unparsable
 from miroctl.sessions.pool import ServerHandle, Unavailable, closed
 from miroctl.sessions.processes import RUN_ID, sweep_orphans
 from miroctl.sessions.recording import Recorder
+from miroctl.sessions.session import REQUEST_TIMEOUT, InvalidResult, RpcError
 from miroctl.sessions.stages import StageClock, StageFn
 from miroctl.sessions.transports import Relay
 
@@ -71,13 +73,14 @@ class Manager:
         follow_changes: bool = False,
         record_path: str | None = None,
         stages: StageFn | None = None,
-        lean: bool = False,
+        connector: Connector = SDK,
     ) -> None:
         """`stages` hears each server's progress (starting, initialising, listing, calling, done, failed);
         `confirm` answers mode ask's questions, `log_path` gets the call log, `task_id` goes to servers;
         with `follow_changes`, sessions follow their servers' tool-list changes (see `next_change`);
-        `record_path` gets every server's JSON-RPC traffic (--record); with `lean`, stdio servers get the lean
-        client (sessions/lean.py): a cold list or call that needs no more of a session never imports the SDK."""
+        `record_path` gets every server's JSON-RPC traffic (--record); `connector` opens every session: the SDK's
+        client (`connectors.SDK`), or the lean one wherever it serves (`connectors.LEAN`: a cold list or call
+        that needs no more of a session never imports the SDK)."""
         # `run_id` (processes.sub_run_id) marks this Manager's stdio servers apart from others in the process,
         # so its sweep at exit leaves theirs alone (a gateway's check must not stop the served sessions).
         # Without `confirm`, ask mode means denied unless the policy assumes yes (a gateway with no one to ask).
@@ -104,7 +107,7 @@ class Manager:
         self._record_path = record_path
         self._recorder: Recorder | None = None
         self.stages = StageClock(stages)
-        self.lean = lean
+        self.connector = connector
 
     @property
     def log_path(self) -> str | None:
@@ -160,7 +163,7 @@ class Manager:
                 relay=self.relay,
                 recorder=self._recorder,
                 stages=self.stages,
-                lean=self.lean,
+                connector=self.connector,
             )
         return self._handles[spec.name]
 
@@ -260,12 +263,11 @@ class Manager:
                 error=exc.message,
                 error_kind=exc.kind,
                 hint=exc.hint,
-                candidates=list(getattr(exc, "candidates", [])),
+                candidates=list(exc.candidates) if isinstance(exc, NotFound) else [],
             )
-            decision = getattr(exc, "decision", None)
-            if decision is not None:  # denied before the server was asked for its tools
-                outcome.decision = decision.to_dict()
-                self.emit("decision", server=request.server, tool=request.tool, **outcome.decision)
+            if isinstance(exc, Denied):  # denied before the server was asked for its tools
+                outcome.decision = envelopes.decision_record(exc.decision)
+                self.emit("decision", server=request.server, tool=request.tool, **outcome.decision.to_dict())
         except Unavailable as exc:
             outcome = envelopes.unavailable(request.server, request.tool, exc)
         outcome.duration_ms = _ms(started)
@@ -301,7 +303,7 @@ class Manager:
             return outcome
         outcome = await self._execute(route, values, request)
         if decision.confirmed_by:  # the envelope says who said yes
-            outcome.decision = decision.to_dict()
+            outcome.decision = envelopes.decision_record(decision)
         if request.autocorrect and envelopes.says_unknown_tool(outcome):
             rerouted = await self.router.reroute(route)
             if rerouted is not None:
@@ -359,21 +361,18 @@ class Manager:
         url = url_argument(values) if self.policy.is_scrape(route.tool.name) else None
         if url is None:
             return outcome
-        record: dict[str, Any] = {
-            "kind": "markitdown",
-            "url": url,
-            "original_error": outcome.error,
-            "original_error_kind": outcome.error_kind,
-        }
+        failed = Fallback("markitdown", url, outcome.error, outcome.error_kind, ok=False)
         try:
             text = await self.fallback.convert(url, self.policy.url_rules)
         except FallbackError as exc:
-            outcome.fallback = {**record, "ok": False, "error": str(exc)}
-            self.emit("fallback", server=route.spec.name, tool=route.tool.name, **outcome.fallback)
+            outcome.fallback = replace(failed, error=str(exc))
+            self.emit("fallback", server=route.spec.name, tool=route.tool.name, **outcome.fallback.to_dict())
             return outcome
+        converted_ok = replace(failed, ok=True)
+        record = {key: value for key, value in converted_ok.to_dict().items() if key != "ok"}
         self.emit("fallback", server=route.spec.name, tool=route.tool.name, ok=True, **record)
         converted = await self._outcome(route, envelopes.text_result(text), request)
-        converted.fallback = {**record, "ok": True}
+        converted.fallback = converted_ok
         return converted
 
     async def invoke(self, route: Route, values: Mapping[str, Any], request: CallRequest) -> CallOutcome:
@@ -420,30 +419,31 @@ class Manager:
         return outcome
 
     async def _call_failed(self, route: Route, handle: ServerHandle, exc: BaseException, timeout: float) -> CallOutcome:
-        code = getattr(exc, "code", None)
-        if code == REQUEST_TIMEOUT:
+        if isinstance(exc, RpcError) and exc.code == REQUEST_TIMEOUT:
             return envelopes.timed_out(route, timeout)
         if closed(exc):
             wire = await handle.lost()
             phase = f"the call to {route.tool.name}"
             failure = died_during(wire, phase) if wire else Failure("crashed", f"the session closed during {phase}")
             outcome = envelopes.unavailable(route.spec.name, route.tool.name, Unavailable(failure))
-        elif code is not None:
-            message = getattr(exc, "message", exc)
-            cause = unparsable(code, message)
-            error = f"server answered with error {code}: {message}"
-            if cause is not None:
-                error = f"the answer to {route.tool.name} could not be parsed: {cause}"
-            outcome = CallOutcome(route.spec.name, route.tool.name, error_kind="failed", error=error)
-        else:  # an answer the SDK could not take (an invalid result): the server's fault, reported as such
-            outcome = CallOutcome(
-                route.spec.name,
-                route.tool.name,
-                error_kind="failed",
-                error=f"the answer to {route.tool.name} was not a valid result: {type(exc).__name__}: {exc}",
-            )
+        else:
+            outcome = CallOutcome(route.spec.name, route.tool.name, error_kind="failed", error=_refused(route, exc))
         outcome.corrected_from = route.corrected_from
         return outcome
+
+
+def _refused(route: Route, exc: BaseException) -> str:
+    """Why a call got no usable answer, in one line: the server's error, or what is wrong with its answer."""
+    tool = route.tool.name
+    if isinstance(exc, RpcError):
+        cause = unparsable(exc.code, exc.message)
+        if cause is not None:
+            return f"the answer to {tool} could not be parsed: {cause}"
+        return f"server answered with error {exc.code}: {exc.message}"
+    if isinstance(exc, InvalidResult):
+        return f"the answer to {tool} was not a valid result: {exc}"
+    first = (str(exc).strip().splitlines() or [""])[0]  # an answer the session could not take: the server's fault
+    return f"the answer to {tool} was not a valid result: {type(exc).__name__}: {first}"
 
 
 def _ms(started: float) -> float:

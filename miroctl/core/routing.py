@@ -13,10 +13,18 @@ from miroctl.base.errors import NotFound, PolicyDenied, UsageError
 from miroctl.base.models import ServerSpec, ToolInfo
 from miroctl.base.text import suggest
 from miroctl.config.loader import Config
-from miroctl.policy.decisions import Policy
+from miroctl.policy.decisions import Decision, Policy
 
 FindTool = Callable[[str, Sequence[str]], Awaitable[list[ToolInfo]]]
 ListTools = Callable[[ServerSpec], Awaitable[tuple[ToolInfo, ...]]]
+
+
+class Denied(PolicyDenied):
+    """The policy refused a tool before its server was asked for its tools; `decision` says why."""
+
+    def __init__(self, decision: Decision) -> None:
+        super().__init__(decision.message, hint=f"reason: {decision.reason}")
+        self.decision = decision
 
 
 @dataclass(frozen=True)
@@ -93,9 +101,7 @@ class Router:
     def _check_blacklist(self, spec: ServerSpec, tool: str) -> None:
         decision = self.policy.decide(spec, tool)
         if decision.state == "deny":  # "ask" is settled once the tool's annotations are known
-            error = PolicyDenied(decision.message, hint=f"reason: {decision.reason}")
-            error.decision = decision  # type: ignore[attr-defined]
-            raise error
+            raise Denied(decision)
 
     def _nowhere(self, server: str | None, tool: str) -> str:
         if server:
@@ -112,6 +118,6 @@ class Router:
 
 def _ambiguous(tool: str, holders: Sequence[ToolInfo], lead: str) -> NotFound:
     servers = sorted(t.server for t in holders)
-    error = NotFound(f"{lead}: {', '.join(servers)}", hint=f"name one: miroctl call {servers[0]} {tool}")
-    error.candidates = servers  # type: ignore[attr-defined]
-    return error
+    return NotFound(
+        f"{lead}: {', '.join(servers)}", hint=f"name one: miroctl call {servers[0]} {tool}", candidates=servers
+    )

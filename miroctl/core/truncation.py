@@ -11,9 +11,11 @@ import json
 import os
 import tempfile
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 from miroctl.base.masking import Masker
+from miroctl.base.models import Truncated, Written
 
 Result = dict[str, Any]  # a Result as JSON: content, structuredContent, isError
 
@@ -26,17 +28,13 @@ def marker(original: int, kept: int) -> str:
     return f"\n[... truncated by miroctl: {kept} of {original} characters shown]"
 
 
-def record(original: int, limit: int, **extra: Any) -> dict[str, Any]:
-    return {"original_chars": original, "kept_chars": limit, "limit": limit, **extra}
-
-
 def text_length(result: Result) -> int:
     """Characters of the result's joined text, counted without joining it."""
     lengths = [len(text) for _, text in _texts(result)]
     return sum(lengths) + max(0, len(lengths) - 1)
 
 
-def limit_result(result: Result, limit: int | None) -> dict[str, Any] | None:
+def limit_result(result: Result, limit: int | None) -> Truncated | None:
     """Cut the result's text to `limit` characters in place; the `truncated` record, or None if it fits."""
     if limit is None:
         return None
@@ -56,11 +54,10 @@ def limit_result(result: Result, limit: int | None) -> dict[str, Any] | None:
     kept = next(reversed(list(_texts(result))), None)
     if kept is not None:
         _set_text(kept[0], kept[1] + marker(original, limit))
-    extra: dict[str, Any] = {}
-    if result.get("structuredContent") is not None and not _fits(result["structuredContent"], limit):
+    dropped_structured = result.get("structuredContent") is not None and not _fits(result["structuredContent"], limit)
+    if dropped_structured:
         result.pop("structuredContent")  # a copy of the same data, too big to keep as well
-        extra["structured_content_dropped"] = True
-    return record(original, limit, **extra)
+    return Truncated(original, limit, limit, structured_content_dropped=dropped_structured)
 
 
 def _fits(value: Any, limit: int) -> bool:
@@ -76,7 +73,7 @@ def _fits(value: Any, limit: int) -> bool:
     return True
 
 
-def write_kept(path: str, result: Result, masker: Masker) -> dict[str, Any]:
+def write_kept(path: str, result: Result, masker: Masker) -> Written:
     """write_full to `path`; if that fails, to a new temp file so the result is never lost (the record then
     names the path asked for and why it failed). OSError only if the temp file cannot be written either."""
     try:
@@ -85,11 +82,11 @@ def write_kept(path: str, result: Result, masker: Masker) -> dict[str, Any]:
         reason = exc.strerror or str(exc)
     handle, kept = tempfile.mkstemp(prefix="miroctl-output-", suffix=".txt")
     os.close(handle)
-    return {**write_full(kept, result, masker), "requested": path, "error": f"cannot write {path}: {reason}"}
+    return replace(write_full(kept, result, masker), requested=path, error=f"cannot write {path}: {reason}")
 
 
-def write_full(path: str, result: Result, masker: Masker) -> dict[str, Any]:
-    """Write the result's whole text to `path` (secrets masked); returns {"path", "chars"}."""
+def write_full(path: str, result: Result, masker: Masker) -> Written:
+    """Write the result's whole text to `path` (secrets masked): where, and how many characters."""
     chars = 0
     with open(path, "w", encoding="utf-8", newline="") as handle:
         texts = [text for _, text in _texts(result)]
@@ -101,7 +98,7 @@ def write_full(path: str, result: Result, masker: Masker) -> dict[str, Any]:
             text = masker.text(text)  # a copy only when a secret is found in it
             for start in range(0, len(text), CHUNK):
                 chars += handle.write(text[start : start + CHUNK])
-    return {"path": path, "chars": chars}
+    return Written(path, chars)
 
 
 def _texts(result: Result) -> Iterator[tuple[dict[str, Any], str]]:

@@ -30,8 +30,8 @@ def call_result(out: Output, outcome: CallOutcome, saved: Saved | None = None) -
     else:
         tail = outcome.failure.stderr_tail if outcome.failure else ()
         out.error(outcome.error or "", outcome.hint, tail, label=outcome.error_kind or "error")
-        if outcome.fallback and not outcome.fallback.get("ok"):
-            out.note(f"the MarkItDown fallback failed too: {outcome.fallback['error']}")
+        if outcome.fallback is not None and not outcome.fallback.ok:
+            out.note(f"the MarkItDown fallback failed too: {outcome.fallback.error}")
     saved_notes(out, saved)
 
 
@@ -80,22 +80,22 @@ def saved_notes(out: Output, saved: Saved | None) -> None:
 def policy_notes(out: Output, outcome: CallOutcome) -> None:
     """What the policy layer did to a call: fallback, cut, whole result written to a file."""
     fallback = outcome.fallback
-    if fallback and fallback.get("ok"):
+    if fallback is not None and fallback.ok:
         out.note(
-            f"{outcome.tool_name} failed ({fallback['original_error']}); "
-            f"this is {fallback['url']} converted locally by MarkItDown"
+            f"{outcome.tool_name} failed ({fallback.original_error}); "
+            f"this is {fallback.url} converted locally by MarkItDown"
         )
     cut = outcome.truncated
-    if cut:
+    if cut is not None:
         out.note(
-            f"result cut to {cut['kept_chars']} of {cut['original_chars']} characters (max_result_chars); "
+            f"result cut to {cut.kept_chars} of {cut.original_chars} characters (max_result_chars); "
             "--output FILE writes all of it"
         )
     written = outcome.output
-    if written and written.get("error"):
-        out.note(f"{written['error']}; the whole result ({written['chars']} characters) is in {written['path']}")
-    elif written:
-        out.note(f"wrote the whole result ({written['chars']} characters) to {written['path']}", style="green")
+    if written is not None and written.error:
+        out.note(f"{written.error}; the whole result ({written.chars} characters) is in {written.path}")
+    elif written is not None:
+        out.note(f"wrote the whole result ({written.chars} characters) to {written.path}", style="green")
 
 
 def _pretty(outcome: CallOutcome) -> str:

@@ -14,7 +14,7 @@ from typing import Protocol, TypeVar
 
 import anyio
 
-from miroctl.sessions.failures import leaf
+from miroctl.sessions.session import leaf
 from miroctl.sessions.transports import Wire
 
 T = TypeVar("T")

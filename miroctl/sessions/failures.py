@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import signal
-from typing import Any
 
 from miroctl.base.errors import AuthRequired
 from miroctl.base.models import Failure
@@ -11,18 +10,11 @@ from miroctl.base.text import counted
 from miroctl.sessions.frames import unparsable
 from miroctl.sessions.oauth import auth_hint
 from miroctl.sessions.processes import SpawnError
-from miroctl.sessions.transports import MAX_MESSAGE_BYTES, Wire
+from miroctl.sessions.session import CONNECTION_CLOSED, InvalidResult, RpcError
+from miroctl.sessions.session import leaf as leaf  # re-exported: its home before sessions/session.py
+from miroctl.sessions.transports import MAX_MESSAGE_BYTES, OUTBOX_BYTES, Wire
 
-CONNECTION_CLOSED = -32000
-REQUEST_TIMEOUT = -32001
 UNSUPPORTED_VERSION = "Unsupported protocol version"  # the SDK's RuntimeError after initialize
-
-
-def leaf(exc: BaseException) -> BaseException:
-    """The first real error inside nested ExceptionGroups (the SDK's task groups wrap them)."""
-    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
-        exc = exc.exceptions[0]
-    return exc
 
 
 def exit_description(returncode: int | None) -> str:
@@ -45,7 +37,7 @@ def startup_failure(exc: BaseException, wire: Wire, phase: str = "initialize") -
         return auth
     if isinstance(exc, SpawnError):
         return Failure(exc.kind, str(exc), hint=exc.hint, phase="spawn", stderr_tail=tail)
-    if wire.noise_lines or wire.oversize:
+    if wire.broke_framing:
         return Failure(
             "protocol",
             _noise_reason(wire),
@@ -56,7 +48,7 @@ def startup_failure(exc: BaseException, wire: Wire, phase: str = "initialize") -
     http = _http_failure(exc, wire, phase, tail)
     if http is not None:
         return http
-    code = getattr(exc, "code", None)
+    code = exc.code if isinstance(exc, RpcError) else None
     if wire.exited_on_its_own or (code == CONNECTION_CLOSED and _exited_unsignalled(wire)):
         return Failure(
             "exited",
@@ -73,8 +65,8 @@ def startup_failure(exc: BaseException, wire: Wire, phase: str = "initialize") -
             phase=phase,
             stderr_tail=tail,
         )
-    if code is not None:
-        return _error_answer(exc, code, phase, tail)
+    if isinstance(exc, RpcError):
+        return _error_answer(exc, phase, tail)
     if UNSUPPORTED_VERSION in str(exc):
         return unsupported_version(exc, phase, tail)
     return Failure("crashed", f"{phase} failed: {type(exc).__name__}: {_one_line(exc)}", phase=phase, stderr_tail=tail)
@@ -102,7 +94,7 @@ def startup_timeout(wire: Wire, seconds: float, phase: str = "initialize") -> Fa
 def died_during(wire: Wire, phase: str) -> Failure:
     """The server went away while a request was in flight."""
     tail = wire.stderr_tail()
-    if wire.oversize:
+    if wire.oversize or wire.flooded:
         return Failure("protocol", _noise_reason(wire), phase=phase, stderr_tail=tail)
     if wire.returncode is not None:
         reason = f"server {exit_description(wire.returncode)} during {phase}"
@@ -163,6 +155,8 @@ def _oauth_challenge(wire: Wire) -> bool:
 
 
 def _noise_reason(wire: Wire) -> str:
+    if wire.flooded:
+        return f"server sent requests without reading the answers (over {_size(OUTBOX_BYTES)} of them waited)"
     if wire.oversize:
         return f"server wrote a line of over {_size(MAX_MESSAGE_BYTES)} to stdout without a newline"
     sample = f" (first: {wire.noise_samples[0]!r})" if wire.noise_samples else ""
@@ -182,7 +176,7 @@ def _stderr_hint(tail: tuple[str, ...]) -> str | None:
     return f"its stderr ends: {tail[-1]}" if tail else None
 
 
-def _one_line(exc: Any) -> str:
+def _one_line(exc: object) -> str:
     text = str(exc).strip()
     return text.splitlines()[0] if text else ""
 
@@ -213,11 +207,11 @@ def after_initialize(exc: BaseException, wire: Wire, phase: str) -> Failure:
     """A request failed once the session was up; `wire` is read after the session was closed."""
     exc = leaf(exc)
     tail = wire.stderr_tail()
-    code = getattr(exc, "code", None)
+    code = exc.code if isinstance(exc, RpcError) else None
     auth = auth_failure(exc, wire, phase)
     if auth is not None:
         return auth
-    if wire.noise_lines or wire.oversize:
+    if wire.broke_framing:
         return Failure(
             "protocol",
             _noise_reason(wire),
@@ -236,7 +230,7 @@ def after_initialize(exc: BaseException, wire: Wire, phase: str) -> Failure:
     http = _http_failure(exc, wire, phase, tail)
     if http is not None:
         return http
-    if type(exc).__name__ == "ValidationError":
+    if isinstance(exc, InvalidResult):
         return Failure(
             "protocol",
             f"the answer to {phase} does not fit the protocol: {_one_line(exc)}",
@@ -251,14 +245,14 @@ def after_initialize(exc: BaseException, wire: Wire, phase: str) -> Failure:
             phase=phase,
             stderr_tail=tail,
         )
-    if code is not None:
-        return _error_answer(exc, code, phase, tail)
+    if isinstance(exc, RpcError):
+        return _error_answer(exc, phase, tail)
     return Failure("crashed", f"{phase} failed: {type(exc).__name__}: {_one_line(exc)}", phase=phase, stderr_tail=tail)
 
 
-def _error_answer(exc: BaseException, code: Any, phase: str, tail: tuple[str, ...]) -> Failure:
+def _error_answer(exc: RpcError, phase: str, tail: tuple[str, ...]) -> Failure:
     """A request answered with a JSON-RPC error (or an answer that could not be parsed)."""
-    message = getattr(exc, "message", exc)
+    code, message = exc.code, exc.message
     cause = unparsable(code, message)
     if cause is not None:
         return Failure("protocol", f"the answer to {phase} could not be parsed: {cause}", phase=phase, stderr_tail=tail)
@@ -267,7 +261,7 @@ def _error_answer(exc: BaseException, code: Any, phase: str, tail: tuple[str, ..
 
 def stdout_noise(wire: Wire | None, phase: str) -> Failure | None:
     """A working server that still wrote non-JSON to stdout: other clients break on that."""
-    if wire is None or not (wire.noise_lines or wire.oversize):
+    if wire is None or not wire.broke_framing:
         return None
     return Failure(
         "protocol",

@@ -64,7 +64,7 @@ def parse_plain(text: str) -> dict[str, Any] | None:
     return {"jsonrpc": "2.0", "id": ident, "error": {"code": UNPARSABLE, "message": UNPARSABLE_PREFIX + cause}}
 
 
-def _lenient_data(text: str) -> Any:
+def _lenient_data(text: str) -> object:
     """The line as Python's JSON parser reads it, lone surrogates replaced by U+FFFD; None if it cannot."""
     try:
         return _replace_surrogates(json.loads(text))
@@ -72,7 +72,7 @@ def _lenient_data(text: str) -> Any:
         return None
 
 
-def frame_problem(data: Any) -> str | None:
+def frame_problem(data: object) -> str | None:
     """Why `data` is not a JSON-RPC 2.0 request, notification or answer; None when it is one."""
     if not isinstance(data, dict):
         return f"a {type(data).__name__}, not an object"
@@ -157,7 +157,7 @@ def answer_id(text: str) -> int | str | None:
     return ident
 
 
-def unparsable(code: Any, message: Any) -> str | None:
+def unparsable(code: object, message: object) -> str | None:
     """The cause, when an error says the server's answer could not be parsed (by miroctl over stdio, or by
     the SDK over HTTP, whose message carries a whole validation report): one line."""
     if code != UNPARSABLE:

@@ -16,13 +16,15 @@ gateway's relays, `check`, resources and prompts).
 from __future__ import annotations
 
 import json
+import math
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
+from anyio.abc import ByteSendStream
 
 from miroctl import __version__
 from miroctl.base.models import ProgressFn, ServerSpec
@@ -30,8 +32,26 @@ from miroctl.sessions import prestart
 from miroctl.sessions.frames import parse_plain
 from miroctl.sessions.processes import spawn
 from miroctl.sessions.recording import FROM_SERVER, TO_SERVER, TapFn
+from miroctl.sessions.resultcheck import result_problem
+from miroctl.sessions.session import (
+    CONNECTION_CLOSED,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    REQUEST_TIMEOUT,
+    UNSUPPORTED_VERSION,
+    Answer,
+    InvalidResult,
+    JSONObject,
+    Message,
+    Notification,
+    Request,
+    RpcError,
+    ServerInfo,
+)
 from miroctl.sessions.toolcheck import output_validator
-from miroctl.sessions.transports import Connection, Wire, count_noise, read_lines, stop_process
+from miroctl.sessions.transports import OUTBOX_BYTES, Connection, Wire, count_noise, read_lines, stop_process
+
+__all__ = ["InvalidResult", "LeanClient", "RpcError", "ServerInfo", "check_call_result", "open_lean_connection"]
 
 # The SDK's (mcp_types.version), repeated because importing them loads every model; tests/test_lean.py
 # fails when the SDK's lists change.
@@ -45,8 +65,6 @@ META_CLIENT = "io.modelcontextprotocol/clientInfo"
 META_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
 META_SERVER = "io.modelcontextprotocol/serverInfo"
 
-CONNECTION_CLOSED, REQUEST_TIMEOUT = -32000, -32001
-INVALID_REQUEST, METHOD_NOT_FOUND, UNSUPPORTED_VERSION = -32600, -32601, -32022
 REFUSED = {  # a server's requests that need a capability miroctl does not declare here: the SDK's answers
     "sampling/createMessage": "Sampling not supported",
     "elicitation/create": "Elicitation not supported",
@@ -54,40 +72,19 @@ REFUSED = {  # a server's requests that need a capability miroctl does not decla
 }
 
 
-class RpcError(Exception):
-    """A request answered with a JSON-RPC error (or ended by a closed connection): `code`, `message`, `data`."""
-
-    def __init__(self, code: int, message: str, data: Any = None) -> None:
-        super().__init__(message)
-        self.code, self.message, self.data = code, message, data
-
-    @property
-    def error(self) -> RpcError:
-        return self  # as the SDK's MCPError.error, for code that reads `exc.error.data`
-
-
-class InvalidResult(Exception):
-    """An answer whose shape the protocol rejects (the SDK raises a ValidationError for these)."""
-
-
-@dataclass(frozen=True)
-class ServerInfo:
-    name: str
-    version: str
-
-
 @dataclass
 class _Pending:
     on_progress: ProgressFn | None = None
     done: anyio.Event = field(default_factory=anyio.Event)
-    answer: dict[str, Any] | None = None
+    answer: JSONObject | None = None
+    error: RpcError | None = None
 
 
-Send = Callable[[dict[str, Any]], Awaitable[None]]
+Send = Callable[[Message], None]  # queues one message for the server; never waits (see Outbox)
 
 
 class LeanClient:
-    """One initialized session: requests out through `send`, every message in through `receive`."""
+    """One initialized session (a `Session`): requests out through `send`, every message in through `receive`."""
 
     def __init__(self, send: Send, legacy: bool = False) -> None:
         """`legacy`: the initialize handshake only, no server/discover (a server file's `protocol: legacy`)."""
@@ -97,9 +94,9 @@ class LeanClient:
         self._next_id = 0
         self.protocol_version: str | None = None
         self.server_info: ServerInfo | None = None
-        self.capabilities: dict[str, Any] = {}
-        self._stamp: dict[str, Any] | None = None  # the modern `_meta` stamp, once adopted
-        self._output_schemas: dict[str, dict[str, Any] | None] = {}
+        self.capabilities: JSONObject = {}
+        self._stamp: JSONObject | None = None  # the modern `_meta` stamp, once adopted
+        self._output_schemas: dict[str, JSONObject | None] = {}
         self.closed = False
 
     # ------------------------------------------------------------------------------------- negotiation
@@ -119,8 +116,8 @@ class LeanClient:
                 if exc.code == UNSUPPORTED_VERSION and mutual and attempt == 0:
                     version = mutual[-1]
                     continue
-                if supported is not None and not any(v in HANDSHAKE_VERSIONS for v in supported):
-                    raise  # a modern-only server that shares no version with miroctl
+                if exc.closed or (supported is not None and not any(v in HANDSHAKE_VERSIONS for v in supported)):
+                    raise  # gone, or a modern-only server that shares no version with miroctl
                 try:
                     await self._initialize()
                 except RpcError as handshake:
@@ -139,15 +136,15 @@ class LeanClient:
             return
         raise RpcError(UNSUPPORTED_VERSION, "the server and miroctl share no protocol version")  # not reached
 
-    async def _discover(self, version: str) -> dict[str, Any]:
+    async def _discover(self, version: str) -> JSONObject:
         meta = {META_VERSION: version, META_CLIENT: _client_info(), META_CAPABILITIES: {}}
         with anyio.move_on_after(DISCOVER_TIMEOUT):
-            return await self.request("server/discover", {"_meta": meta}, cancellable=False)
+            return await self._request("server/discover", {"_meta": meta}, cancellable=False)
         raise RpcError(REQUEST_TIMEOUT, f"server/discover: no answer within {DISCOVER_TIMEOUT:g}s")
 
     async def _initialize(self) -> None:
         params = {"protocolVersion": LATEST_HANDSHAKE, "capabilities": {}, "clientInfo": _client_info()}
-        result = await self.request("initialize", params, cancellable=False)
+        result = await self._request("initialize", params, cancellable=False)
         version, info = result.get("protocolVersion"), result.get("serverInfo")
         if not isinstance(version, str) or not isinstance(result.get("capabilities"), dict):
             raise InvalidResult("the answer to initialize has no protocolVersion or capabilities")
@@ -159,7 +156,7 @@ class LeanClient:
         self.server_info = ServerInfo(info["name"], str(info.get("version") or ""))
         await self.notify("notifications/initialized")
 
-    def _adopt_modern(self, version: str, result: dict[str, Any]) -> None:
+    def _adopt_modern(self, version: str, result: JSONObject) -> None:
         self.protocol_version, self.capabilities = version, result["capabilities"]
         self._stamp = {META_VERSION: version, META_CLIENT: _client_info(), META_CAPABILITIES: {}}
         meta = result.get("_meta")
@@ -169,20 +166,23 @@ class LeanClient:
 
     # ----------------------------------------------------------------------------------------- requests
 
-    async def request(
+    async def request(self, method: str, params: Mapping[str, object] | None = None) -> JSONObject:
+        return await self._request(method, params)
+
+    async def _request(
         self,
         method: str,
-        params: Mapping[str, Any] | None = None,
+        params: Mapping[str, object] | None = None,
         progress: ProgressFn | None = None,
         cancellable: bool = True,
-    ) -> dict[str, Any]:
+    ) -> JSONObject:
         """The result of one request; RpcError for an error answer or a lost connection. Cancelled (a
         timeout), the server is told with notifications/cancelled, as the SDK does."""
         if self.closed:
             raise RpcError(CONNECTION_CLOSED, "Connection closed")
         self._next_id += 1
         ident = self._next_id
-        body = dict(params or {})
+        body: JSONObject = dict(params or {})
         if self._stamp is not None or progress is not None:
             meta = dict(body.get("_meta") or {})
             if self._stamp is not None:
@@ -190,51 +190,44 @@ class LeanClient:
             if progress is not None:
                 meta["progressToken"] = ident  # the request id doubles as the token, as in the SDK
             body["_meta"] = meta
-        message: dict[str, Any] = {"jsonrpc": "2.0", "id": ident, "method": method}
+        message: Request = {"jsonrpc": "2.0", "id": ident, "method": method}
         if body:
             message["params"] = body
         pending = self._pending[ident] = _Pending(progress)
         try:
-            await self._write(message)
+            self._write(message)
             await pending.done.wait()
         except anyio.get_cancelled_exc_class():
             if cancellable and not self.closed and not pending.done.is_set():
-                with anyio.CancelScope(shield=True), anyio.move_on_after(1):
-                    await self.notify("notifications/cancelled", {"requestId": ident, "reason": "Request cancelled"})
+                await self.notify("notifications/cancelled", {"requestId": ident, "reason": "Request cancelled"})
             raise
         finally:
             self._pending.pop(ident, None)
-        answer = pending.answer or {}
-        if "error" in answer:
-            error = answer["error"]
-            raise RpcError(error["code"], error["message"], error.get("data"))
-        result = answer.get("result")
-        if not isinstance(result, dict):
-            raise RpcError(CONNECTION_CLOSED, "Connection closed")
-        return result
+        return _result(pending)
 
-    async def notify(self, method: str, params: Mapping[str, Any] | None = None) -> None:
-        message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+    async def notify(self, method: str, params: Mapping[str, object] | None = None) -> None:
+        message: Notification = {"jsonrpc": "2.0", "method": method}
         if params is not None:
             message["params"] = dict(params)
         with suppress(RpcError):  # fire and forget, as the SDK's
-            await self._write(message)
+            self._write(message)
 
-    async def _write(self, message: dict[str, Any]) -> None:
+    def _write(self, message: Message) -> None:
         try:
-            await self._send(message)
-        except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
+            self._send(message)
+        except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError, anyio.WouldBlock) as exc:
             self.close()
             raise RpcError(CONNECTION_CLOSED, "Connection closed") from exc
 
     # ----------------------------------------------------------------------------------- what comes in
 
-    async def receive(self, message: dict[str, Any]) -> None:
-        """One message from the server: an answer, a notification, or a request of its own."""
+    async def receive(self, message: JSONObject) -> None:
+        """One message from the server: an answer, a notification, or a request of its own. Never waits for
+        the server: an answer to its request is queued (a server that writes before it reads never blocks)."""
         method = message.get("method")
         if isinstance(method, str):
             if "id" in message:
-                await self._answer(message["id"], method)
+                self._answer(message["id"], method)
             elif method == "notifications/progress":
                 await self._progress(message.get("params"))
             return
@@ -243,9 +236,15 @@ class LeanClient:
             pending.answer = message
             pending.done.set()
 
-    async def _answer(self, ident: Any, method: str) -> None:
+    def stray(self) -> None:
+        """A line that is not JSON-RPC: before the handshake's answer it ends the start at once (the spec allows
+        nothing else on stdout, and an answer glued to it would otherwise be waited for until the timeout)."""
+        if self.protocol_version is None:
+            self.close()
+
+    def _answer(self, ident: object, method: str) -> None:
         """The SDK's answers to a server's requests when no callbacks are given."""
-        reply: dict[str, Any] = {"jsonrpc": "2.0", "id": ident}
+        reply: Answer = {"jsonrpc": "2.0", "id": ident if isinstance(ident, (int, str)) else None}
         if method == "ping":
             reply["result"] = {}
         elif method in REFUSED:
@@ -253,9 +252,9 @@ class LeanClient:
         else:
             reply["error"] = {"code": METHOD_NOT_FOUND, "message": "Method not found"}
         with suppress(RpcError):
-            await self._write(reply)
+            self._write(reply)
 
-    async def _progress(self, params: Any) -> None:
+    async def _progress(self, params: object) -> None:
         if not isinstance(params, dict):
             return
         token, progress, total, text = (params.get(k) for k in ("progressToken", "progress", "total", "message"))
@@ -276,33 +275,41 @@ class LeanClient:
         self.closed = True
         for pending in self._pending.values():
             if not pending.done.is_set():
-                pending.answer = {"error": {"code": CONNECTION_CLOSED, "message": "Connection closed"}}
+                pending.error = RpcError(CONNECTION_CLOSED, "Connection closed")
                 pending.done.set()
 
     # ------------------------------------------------------------------------------------------- tools
 
-    def learn_tools(self, schemas: Mapping[str, dict[str, Any] | None], complete: bool) -> None:
+    def learn_tools(self, tools: Sequence[JSONObject], complete: bool) -> frozenset[str]:
         """The output schemas of listed tools (a complete listing replaces what was known)."""
+        schemas = {tool["name"]: tool.get("outputSchema") for tool in tools}
         if complete:
-            self._output_schemas = dict(schemas)
+            self._output_schemas = schemas
         else:
             self._output_schemas.update(schemas)
+        return frozenset(schemas)
 
     @property
     def knows_tools(self) -> bool:
         return bool(self._output_schemas)
 
+    def announces_tool_changes(self) -> bool:
+        return False  # the lean client follows no changes (a session that must gets the SDK's client)
+
+    async def follow_tool_changes(self, changed: Callable[[], None]) -> None:
+        return None
+
     async def call_tool(
-        self, name: str, arguments: Mapping[str, Any], progress_callback: ProgressFn | None = None
-    ) -> dict[str, Any]:
+        self, name: str, arguments: Mapping[str, object], progress: ProgressFn | None = None
+    ) -> JSONObject:
         """tools/call; the result as the server sent it, checked as the SDK checks a CallToolResult."""
-        result = await self.request("tools/call", {"name": name, "arguments": dict(arguments)}, progress_callback)
-        check_call_result(result)
+        result = await self._request("tools/call", {"name": name, "arguments": dict(arguments)}, progress)
+        check_call_result(result, self.protocol_version)
         if not result.get("isError"):
             self._check_structured(name, result)
         return result
 
-    def _check_structured(self, name: str, result: dict[str, Any]) -> None:
+    def _check_structured(self, name: str, result: JSONObject) -> None:
         schema = self._output_schemas.get(name)
         if schema is None:
             return
@@ -313,51 +320,27 @@ class LeanClient:
             raise RuntimeError(problem)
 
 
-def check_call_result(result: dict[str, Any]) -> None:
-    """InvalidResult unless `result` has the shape of a CallToolResult (the SDK rejects the same)."""
+def _result(pending: _Pending) -> JSONObject:
+    """A finished request's result, or the RpcError it ended with."""
+    if pending.error is not None:
+        raise pending.error
+    answer = pending.answer or {}
+    if "error" in answer:
+        error = answer["error"]
+        raise RpcError(error["code"], error["message"], error.get("data"))
+    result = answer.get("result")
+    if not isinstance(result, dict):
+        raise RpcError(CONNECTION_CLOSED, "Connection closed")
+    return result
+
+
+def check_call_result(result: JSONObject, version: str | None = None) -> None:
+    """InvalidResult unless `result` has the shape of a CallToolResult at `version` (the SDK rejects the same)."""
     if result.get("resultType", "complete") != "complete":
         raise RuntimeError(f"call_tool: the server asked for more input ({result.get('resultType')!r})")
-    content = result.get("content", [])
-    if not isinstance(content, list):
-        raise InvalidResult("content: Input should be a valid list")
-    for index, block in enumerate(content):
-        problem = _block_problem(block)
-        if problem is not None:
-            raise InvalidResult(f"content.{index}: {problem}")
-    if "isError" in result and not isinstance(result["isError"], bool) and result["isError"] is not None:
-        raise InvalidResult("isError: Input should be a valid boolean")
-    structured = result.get("structuredContent")
-    if structured is not None and not isinstance(structured, dict):
-        raise InvalidResult("structuredContent: Input should be a valid dictionary")
-
-
-_BLOCK_FIELDS = {
-    "text": (("text", str),),
-    "image": (("data", str), ("mimeType", str)),
-    "audio": (("data", str), ("mimeType", str)),
-    "resource_link": (("uri", str), ("name", str)),
-    "resource": (("resource", dict),),
-}
-
-
-def _block_problem(block: Any) -> str | None:
-    if not isinstance(block, dict):
-        return "Input should be a valid dictionary"
-    kind = block.get("type")
-    if kind not in _BLOCK_FIELDS:
-        return f"Input tag {kind!r} found using 'type' does not match any of the expected tags"
-    for key, expected in _BLOCK_FIELDS[kind]:
-        if key not in block:
-            return f"{kind}.{key}: Field required"
-        if not isinstance(block[key], expected):
-            return f"{kind}.{key}: Input should be a valid {'string' if expected is str else 'dictionary'}"
-    if kind == "resource":
-        resource = block["resource"]
-        if not isinstance(resource.get("uri"), str):
-            return "resource.resource.uri: Field required"
-        if not isinstance(resource.get("text"), str) and not isinstance(resource.get("blob"), str):
-            return "resource.resource: a text or blob is required"
-    return None
+    problem = result_problem(result, version)
+    if problem is not None:
+        raise InvalidResult(problem)
 
 
 def _supported(exc: RpcError) -> list[str] | None:
@@ -383,6 +366,40 @@ def _client_info() -> dict[str, str]:
 # ---------------------------------------------------------------------------------------------- stdio
 
 
+class Outbox:
+    """Messages on their way to the server, written by one task, so that nothing that reads ever waits for the
+    server to read: a server that writes many requests before it reads again (a flood of pings) has its
+    answers queued, up to OUTBOX_BYTES; past that, it is not reading at all, and the session ends."""
+
+    def __init__(self, wire: Wire, tap: TapFn | None = None, limit: int = OUTBOX_BYTES) -> None:
+        self._wire, self._tap, self._limit = wire, tap, limit
+        self._sending, self._queue = anyio.create_memory_object_stream[bytes](math.inf)
+        self.queued = 0
+
+    def put(self, message: Message) -> None:
+        """Queue one message (never waits); WouldBlock when the queue is over its limit or closed."""
+        if self._tap is not None:
+            self._tap(TO_SERVER, message)
+        data = (json.dumps(message, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
+        if self.queued + len(data) > self._limit:
+            self._wire.flooded = self._wire.hurry = True
+            self._sending.close()
+            raise anyio.WouldBlock
+        self.queued += len(data)
+        self._sending.send_nowait(data)
+
+    async def run(self, stdin: ByteSendStream) -> None:
+        """Write what is queued, in order, until the queue is closed or the pipe breaks (then stop writing)."""
+        with suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+            async with self._queue:
+                async for data in self._queue:
+                    self.queued -= len(data)
+                    await stdin.send(data)
+
+    def close(self) -> None:
+        self._sending.close()
+
+
 @asynccontextmanager
 async def open_lean_connection(spec: ServerSpec, wire: Wire, tap: TapFn | None = None) -> AsyncIterator[Connection]:
     """Start a stdio server, negotiate, and yield the session; the process is stopped on exit as the SDK
@@ -392,28 +409,25 @@ async def open_lean_connection(spec: ServerSpec, wire: Wire, tap: TapFn | None =
     wire.pid, wire.spawned_at, wire.stderr_path = process.pid, time.perf_counter(), stderr_path
     if wire.on_spawned is not None:
         wire.on_spawned()
-    stdin: Any = process.stdin
-    assert stdin is not None and process.stdout is not None, "spawn opens both pipes"
-    writing = anyio.Lock()
+    stdin, stdout = process.stdin, process.stdout
+    assert stdin is not None and stdout is not None, "spawn opens both pipes"
+    outbox = Outbox(wire, tap)
+    client = LeanClient(outbox.put, legacy=spec.protocol == "legacy")
 
-    async def send(message: dict[str, Any]) -> None:
-        if tap is not None:
-            tap(TO_SERVER, message)
-        data = (json.dumps(message, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
-        async with writing:
-            await stdin.send(data)
-
-    client = LeanClient(send, legacy=spec.protocol == "legacy")
+    async def write() -> None:
+        await outbox.run(stdin)
+        client.close()  # the server stopped reading: nothing sent from now on would arrive
 
     async def pump() -> None:
         try:
-            async for line in read_lines(process.stdout, wire):
+            async for line in read_lines(stdout, wire):
                 text = line.decode("utf-8", errors="replace").strip()
                 if not text:
                     continue
                 message = parse_plain(text)
                 if message is None:
                     count_noise(text, wire)
+                    client.stray()
                     continue
                 if tap is not None:
                     tap(FROM_SERVER, message)
@@ -425,11 +439,13 @@ async def open_lean_connection(spec: ServerSpec, wire: Wire, tap: TapFn | None =
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(pump)
+        tg.start_soon(write)
         try:
             await client.connect()
-            yield Connection(client=client, wire=wire)
+            yield Connection(client, wire)
         finally:
             client.close()
+            outbox.close()
             with anyio.CancelScope(shield=True):
                 await stop_process(process, wire)
             tg.cancel_scope.cancel()

@@ -238,7 +238,7 @@ def _static_client(settings: OAuthSettings, redirect_uri: str) -> Any:
     return OAuthClientInformationFull(
         client_id=settings.client_id or "",
         client_secret=settings.client_secret,
-        redirect_uris=[redirect_uri],  # type: ignore[list-item]
+        redirect_uris=[redirect_uri],  # type: ignore[list-item]  # pydantic validates the str into its AnyUrl
         token_endpoint_auth_method="client_secret_post" if settings.client_secret else "none",
     )
 
@@ -250,7 +250,7 @@ def client_metadata(spec: ServerSpec, redirect_uri: str) -> OAuthClientMetadata:
     settings = spec.oauth or OAuthSettings()
     return OAuthClientMetadata(
         client_name="miroctl",
-        redirect_uris=[redirect_uri],  # type: ignore[list-item]
+        redirect_uris=[redirect_uri],  # type: ignore[list-item]  # pydantic validates the str into its AnyUrl
         grant_types=["authorization_code", "refresh_token"],
         response_types=["code"],
         token_endpoint_auth_method="client_secret_post" if settings.client_secret else "none",

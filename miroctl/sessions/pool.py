@@ -7,29 +7,30 @@ task of the pool's task group; callers share the session object and signal the o
 from __future__ import annotations
 
 import os
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import anyio
 from anyio.abc import TaskGroup
 
 from miroctl.base.models import Failure, ProgressFn, RejectedTool, ServerSpec, ToolInfo
 from miroctl.sessions.backoff import Backoff
+from miroctl.sessions.connectors import SDK, Connector
 from miroctl.sessions.exchange import PagingError, TimedOut, within
 from miroctl.sessions.failures import (
-    CONNECTION_CLOSED,
     after_initialize,
     died_during,
     leaf,
     startup_failure,
     startup_timeout,
 )
-from miroctl.sessions.lean import open_lean_connection
 from miroctl.sessions.listing import ListingError, list_tools
 from miroctl.sessions.recording import Recorder
+from miroctl.sessions.session import JSONObject, Session
+from miroctl.sessions.session import closed as session_closed
 from miroctl.sessions.stages import Stage, StageClock
-from miroctl.sessions.transports import Connection, Relay, Wire, open_connection
+from miroctl.sessions.transports import Connection, Relay, Wire
 
 if TYPE_CHECKING:
     from mcp import Client
@@ -82,14 +83,13 @@ class ServerHandle:
         relay: Relay | None = None,
         recorder: Recorder | None = None,
         stages: StageClock | None = None,
-        lean: bool = False,
+        connector: Connector = SDK,
     ) -> None:
         """With `on_tools_changed`, the session follows the server's tool-list changes and reports them;
         with `relay`, the server's own requests and log messages go there (a gateway's hosts); with
         `recorder`, every session's messages are recorded (--record); `stages` hears how far a start and a
-        listing have got. With `lean`, a stdio server that needs neither a relay nor change-following gets the
-        lean client (sessions/lean.py) instead of the SDK's: a cold list or call never imports the SDK."""
-        self.lean = lean
+        listing have got; `connector` opens each session (sessions/connectors.py)."""
+        self._connector = connector
         self.relay = relay
         self._recorder = recorder
         self.spec = spec
@@ -172,16 +172,13 @@ class ServerHandle:
             )
 
     async def call_tool(
-        self, connection: Connection, name: str, arguments: dict[str, Any], progress: ProgressFn | None = None
-    ) -> dict[str, Any]:
+        self, connection: Connection, name: str, arguments: Mapping[str, object], progress: ProgressFn | None = None
+    ) -> JSONObject:
         """One tools/call on the session, its result as JSON: at most CALLS_PER_SERVER at once; a closed
         connection marks its session dead (so `lost()` knows which one broke), an answer resets the crash count."""
         async with self.call_slots:
             try:
-                answer = await connection.client.call_tool(name, arguments, progress_callback=progress)
-                result: dict[str, Any] = (
-                    answer if isinstance(answer, dict) else answer.model_dump(by_alias=True, exclude_none=True)
-                )
+                result = await connection.session.call_tool(name, arguments, progress)
             except Exception as exc:
                 gen = next((g for g in self._gens if g.opened is connection), None)
                 if gen is not None and closed(exc):
@@ -230,20 +227,15 @@ class ServerHandle:
             with gen.scope:
                 following = self._tools_changed if self._on_tools_changed is not None else None
                 tap = self._recorder.tap(self.spec.name) if self._recorder is not None else None
-                lean = self.lean and self.spec.transport == "stdio" and self.relay is None and following is None
-                opened = (
-                    open_lean_connection(self.spec, gen.wire, tap=tap)
-                    if lean
-                    else open_connection(self.spec, gen.wire, on_tools_changed=following, relay=self.relay, tap=tap)
-                )
+                opened = self._connector(self.spec, gen.wire, on_tools_changed=following, relay=self.relay, tap=tap)
                 async with (
                     opened as connection,
                     anyio.create_task_group() as changes,
                 ):
                     gen.connection = gen.opened = connection
                     gen.ready.set()
-                    if following is not None and _announces_tool_changes(connection.client):
-                        changes.start_soon(_listen_for_tool_changes, connection.client, following)
+                    if following is not None and connection.session.announces_tool_changes():
+                        changes.start_soon(_listen_for_tool_changes, connection.session, following)
                     await gen.stop.wait()
                     changes.cancel_scope.cancel()
         except Exception as exc:  # noqa: BLE001 - reported through the generation, never raised into the pool
@@ -267,15 +259,22 @@ class ServerHandle:
             return self._tools
         name = self.spec.name
         self._stages(name, "listing")
-        listed = await self.ask(connection, "tools/list", self.startup_timeout, lambda c: list_tools(name, c))
+        listed = await self.ask_session(connection, "tools/list", self.startup_timeout, lambda s: list_tools(name, s))
         self._tools, self.rejected = listed.tools, listed.rejected
         return self._tools
 
     async def ask(
         self, connection: Connection, phase: str, timeout: float, send: Callable[[Client], Awaitable[T]]
     ) -> T:
-        """`send(client)` on the session under `timeout`; every failure as Unavailable of its class."""
-        answer = await within(connection.wire, timeout, lambda: send(connection.client))
+        """`send(client)` on the session's SDK client (for what only it offers: resources, prompts, completion,
+        logging levels) under `timeout`; every failure as Unavailable of its class."""
+        return await self.ask_session(connection, phase, timeout, lambda _: send(connection.client))
+
+    async def ask_session(
+        self, connection: Connection, phase: str, timeout: float, send: Callable[[Session], Awaitable[T]]
+    ) -> T:
+        """`send(session)` on the session under `timeout`; every failure as Unavailable of its class."""
+        answer = await within(connection.wire, timeout, lambda: send(connection.session))
         if isinstance(answer, TimedOut):
             raise Unavailable(startup_timeout(connection.wire, timeout, phase=phase))
         if isinstance(answer, BaseException):
@@ -349,22 +348,13 @@ class ServerHandle:
 def closed(exc: BaseException) -> bool:
     """Whether a call failed because the session's connection is gone."""
     exc = leaf(exc)
-    return getattr(exc, "code", None) == CONNECTION_CLOSED or isinstance(
-        exc, (anyio.ClosedResourceError, anyio.BrokenResourceError)
-    )
+    return session_closed(exc) or isinstance(exc, (anyio.ClosedResourceError, anyio.BrokenResourceError))
 
 
-def _announces_tool_changes(client: Any) -> bool:
-    capabilities = client.server_capabilities
-    return bool(capabilities is not None and capabilities.tools is not None and capabilities.tools.list_changed)
-
-
-async def _listen_for_tool_changes(client: Any, changed: Callable[[], None]) -> None:
+async def _listen_for_tool_changes(session: Session, changed: Callable[[], None]) -> None:
     """Follow a server's tool-list changes on a subscriptions/listen stream (protocol 2026-07-28); servers on
     older versions send them unsolicited, which the connection's message handler takes instead."""
     try:
-        async with client.listen(tools_list_changed=True) as events:
-            async for _ in events:
-                changed()
+        await session.follow_tool_changes(changed)
     except Exception:  # noqa: BLE001 - a server that cannot keep the stream is still served, only not followed
         return

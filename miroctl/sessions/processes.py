@@ -17,7 +17,7 @@ from typing import Any
 
 import anyio
 
-from miroctl.base.models import ServerSpec
+from miroctl.base.models import FailureKind, ServerSpec
 
 RUN_MARKER = "MIROCTL_RUN"
 # A miroctl started by another miroctl (a gateway of gateways) marks its servers as part of the outer run,
@@ -50,7 +50,7 @@ def run_marker(env: Any) -> str:
 class SpawnError(Exception):
     """The server process could not be started at all."""
 
-    def __init__(self, message: str, *, kind: str = "not_found", hint: str | None = None) -> None:
+    def __init__(self, message: str, *, kind: FailureKind = "not_found", hint: str | None = None) -> None:
         super().__init__(message)
         self.kind = kind
         self.hint = hint

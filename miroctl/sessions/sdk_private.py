@@ -38,3 +38,14 @@ def absorb_tools(client: Client, result: ListToolsResult, complete: bool) -> Lis
     """Let the session learn a listing it did not make itself (it may drop tools, as the protocol says)."""
     absorb = getattr(client.session, "_absorb_tool_listing", None)
     return absorb(result, complete=complete) if callable(absorb) else result
+
+
+async def raw_notify(client: Client, method: str, params: dict[str, Any] | None) -> None:
+    """One notification stamped as the SDK stamps its own (fire and forget)."""
+    session: Any = client.session
+    data: dict[str, Any] = {"method": method}
+    if params is not None:
+        data["params"] = params
+    options: dict[str, Any] = {}
+    session._stamp(data, options)
+    await session._dispatcher.notify(method, data.get("params"), options)

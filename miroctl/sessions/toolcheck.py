@@ -10,8 +10,7 @@ compiled once (jsonschema, `$ref`s resolved inside the schema only), the best-ma
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
 
 MODERN = "2026-07-28"
 _TRUE = {"1", "on", "t", "true", "y", "yes"}
@@ -20,7 +19,7 @@ _TASK_SUPPORT = ("forbidden", "optional", "required")
 _HINTS = ("destructiveHint", "idempotentHint", "openWorldHint", "readOnlyHint")
 
 
-def page_problem(page: dict[str, Any], version: str) -> str | None:
+def page_problem(page: Mapping[str, object], version: str) -> str | None:
     """Why the protocol at `version` rejects a tools/list page's own fields (all but its tools), or None."""
     cursor = page.get("nextCursor")
     if cursor is not None and not isinstance(cursor, str):
@@ -45,7 +44,7 @@ def page_problem(page: dict[str, Any], version: str) -> str | None:
     return None
 
 
-def tool_problem(item: Any, version: str) -> str | None:
+def tool_problem(item: object, version: str) -> str | None:
     """Why the protocol at `version` rejects this tools/list item (`field: message`), or None."""
     if not isinstance(item, dict):
         return "the tool: Input should be a valid dictionary or instance of Tool"
@@ -65,7 +64,7 @@ def tool_problem(item: Any, version: str) -> str | None:
     if item.get("outputSchema") is not None:
         problems += _schema_problems("outputSchema", item["outputSchema"], typed=not modern, modern=modern)
     problems += _annotation_problems(item.get("annotations"))
-    problems += _icon_problems(item.get("icons"))
+    problems += icon_problems(item.get("icons"))
     if item.get("execution") is not None:  # checked by the SDK's own Tool model at every version
         execution = item["execution"]
         if not isinstance(execution, dict):
@@ -80,7 +79,7 @@ def tool_problem(item: Any, version: str) -> str | None:
     return problems[0] + extra
 
 
-def _schema_problems(key: str, schema: Any, *, typed: bool, modern: bool) -> list[str]:
+def _schema_problems(key: str, schema: object, *, typed: bool, modern: bool) -> list[str]:
     model = "InputSchema" if key == "inputSchema" else "OutputSchema"
     if not isinstance(schema, dict):
         return [f"{key}: Input should be a valid dictionary or instance of {model}"]
@@ -105,7 +104,7 @@ def _schema_problems(key: str, schema: Any, *, typed: bool, modern: bool) -> lis
     return problems
 
 
-def _annotation_problems(annotations: Any) -> list[str]:
+def _annotation_problems(annotations: object) -> list[str]:
     if annotations is None:
         return []
     if not isinstance(annotations, dict):
@@ -113,14 +112,14 @@ def _annotation_problems(annotations: Any) -> list[str]:
     problems = [
         f"annotations.{hint}: Input should be a valid boolean"
         for hint in _HINTS
-        if annotations.get(hint) is not None and not _lax_bool(annotations[hint])
+        if annotations.get(hint) is not None and not lax_bool(annotations[hint])
     ]
     if annotations.get("title") is not None and not isinstance(annotations["title"], str):
         problems.append("annotations.title: Input should be a valid string")
     return problems
 
 
-def _icon_problems(icons: Any) -> list[str]:
+def icon_problems(icons: object) -> list[str]:
     if icons is None:
         return []
     if not isinstance(icons, list):
@@ -144,11 +143,11 @@ def _icon_problems(icons: Any) -> list[str]:
     return problems
 
 
-def annotations_of(annotations: Any) -> dict[str, Any]:
+def annotations_of(annotations: object) -> dict[str, object]:
     """A valid tool's annotations as the SDK keeps them: the known keys that are set, hints as booleans."""
     if not isinstance(annotations, dict):
         return {}
-    kept: dict[str, Any] = {}
+    kept: dict[str, object] = {}
     for key, value in annotations.items():
         if value is None:
             continue
@@ -159,7 +158,7 @@ def annotations_of(annotations: Any) -> dict[str, Any]:
     return kept
 
 
-def _lax_bool(value: Any) -> bool:
+def lax_bool(value: object) -> bool:
     """Whether pydantic's lax mode reads `value` as a boolean (as the SDK's models do)."""
     if isinstance(value, bool):
         return True
@@ -168,10 +167,10 @@ def _lax_bool(value: Any) -> bool:
     return isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE
 
 
-_VALIDATORS: dict[str, tuple[str, Callable[[Any], str | None]]] = {}
+_VALIDATORS: dict[str, tuple[str, Callable[[object], str | None]]] = {}
 
 
-def output_validator(name: str, schema: dict[str, Any]) -> Callable[[Any], str | None]:
+def output_validator(name: str, schema: Mapping[str, object]) -> Callable[[object], str | None]:
     """A check of tool `name`'s structured content against its output schema: None when it fits, else the
     SDK's words for what is wrong. A schema that is not valid JSON Schema fails every check."""
     key = json.dumps(schema, sort_keys=True, default=str)
@@ -183,7 +182,7 @@ def output_validator(name: str, schema: dict[str, Any]) -> Callable[[Any], str |
     return check
 
 
-def _compile(name: str, schema: dict[str, Any]) -> Callable[[Any], str | None]:
+def _compile(name: str, schema: Mapping[str, object]) -> Callable[[object], str | None]:
     # jsonschema is imported by the first result that has an output schema, not by every start (~40 ms)
     from jsonschema import SchemaError
     from jsonschema import exceptions as schema_errors
@@ -199,7 +198,7 @@ def _compile(name: str, schema: dict[str, Any]) -> Callable[[Any], str | None]:
         return lambda value: invalid
     validator = cls(schema, registry=Registry())
 
-    def check(value: Any) -> str | None:
+    def check(value: object) -> str | None:
         try:
             error = schema_errors.best_match(validator.iter_errors(value))
         except Unresolvable as exc:

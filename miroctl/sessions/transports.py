@@ -15,12 +15,13 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack, asynccontextmanager, suppress
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
+from anyio.abc import Process
 
 from miroctl import __version__
 from miroctl.base.masking import Masker
@@ -30,9 +31,12 @@ from miroctl.sessions.frames import parse_line
 from miroctl.sessions.oauth import background_auth
 from miroctl.sessions.processes import signal_group, spawn
 from miroctl.sessions.recording import FROM_SERVER, TO_SERVER, TapFn
+from miroctl.sessions.sdk_session import SdkSession
+from miroctl.sessions.session import METHOD_NOT_FOUND, RpcError, Session
 
 if TYPE_CHECKING:  # the SDK and its HTTP client cost ~1 s to import: only the code paths that talk load them
     import httpx2
+    from mcp import Client
     from mcp.client.session import IncomingMessage, MessageHandlerFnT
 
 
@@ -54,6 +58,7 @@ class Relay(Protocol):
 EOF_GRACE = 2.0
 TERM_GRACE = 1.0
 MAX_MESSAGE_BYTES = int(os.environ.get("MIROCTL_MAX_MESSAGE_BYTES") or 64 * 1024 * 1024)
+OUTBOX_BYTES = 16 * 1024 * 1024  # answers to a server's own requests waiting for it to read them, at most
 NOISE_SAMPLES = 3
 TAIL_LINES = 20
 TAIL_BYTES = 16 * 1024
@@ -69,6 +74,7 @@ class Wire:
     noise_lines: int = 0
     noise_samples: list[str] = field(default_factory=list)
     oversize: bool = False
+    flooded: bool = False  # it sent requests and never read the answers (over lean.OUTBOX_BYTES waited)
     http_status: int | None = None
     www_authenticate: str | None = None  # the challenge of the last 401/403, when the server sent one
     stderr_path: str | None = None
@@ -78,6 +84,11 @@ class Wire:
     spawned_at: float | None = None  # perf_counter() when the process was started (stdio)
     first_response_at: float | None = None  # perf_counter() when the first HTTP response arrived
     on_spawned: Callable[[], None] | None = None  # told when the process runs (stdio): the handshake begins
+
+    @property
+    def broke_framing(self) -> bool:
+        """It wrote what is not JSON-RPC to stdout, an endless line, or requests it never read the answers to."""
+        return bool(self.noise_lines or self.oversize or self.flooded)
 
     def stderr_tail(self, lines: int = TAIL_LINES) -> tuple[str, ...]:
         """The last lines the server wrote to stderr, secrets masked."""
@@ -106,29 +117,35 @@ class Wire:
 class Started:
     """A stdio server's process, spawned before its transport exists; `owned` once the transport runs it."""
 
-    process: Any
+    process: Process
     stderr_path: str
     owned: bool = False
 
 
 @dataclass
 class Connection:
-    """An open, initialized session to one server."""
+    """An open, initialized session to one server, and what its transport observed."""
 
-    client: Any  # mcp.Client; a cold stdio list or call has sessions.lean.LeanClient, which answers the same
+    session: Session
     wire: Wire
 
     @property
     def protocol_version(self) -> str | None:
-        version: str | None = self.client.protocol_version
-        return version
+        return self.session.protocol_version
 
     @property
     def server_version(self) -> str | None:
-        info = self.client.server_info
+        info = self.session.server_info
         if info is None:
             return None
         return f"{info.name} {info.version}".strip()
+
+    @property
+    def client(self) -> Client:
+        """The SDK's client, for what only it offers (resources, prompts, ping, completion, subscriptions)."""
+        if not isinstance(self.session, SdkSession):
+            raise RpcError(METHOD_NOT_FOUND, "this session is the lean client's: it offers tools only")
+        return self.session.client
 
 
 @asynccontextmanager
@@ -164,7 +181,7 @@ async def open_connection(
             **(_relayed(spec.name, relay) if relay is not None else {}),
         )
         await stack.enter_async_context(client)
-        yield Connection(client=client, wire=wire)
+        yield Connection(SdkSession(client), wire)
 
 
 def _relayed(server: str, relay: Relay) -> dict[str, Any]:
@@ -354,7 +371,7 @@ def _http_client(wire: Wire, auth: httpx2.Auth | None = None) -> httpx2.AsyncCli
     """An HTTP client with the server's headers (and OAuth) that records the last error status it saw."""
     import httpx2
 
-    async def record(response: Any) -> None:
+    async def record(response: httpx2.Response) -> None:
         if wire.first_response_at is None:
             wire.first_response_at = time.perf_counter()
         if response.status_code >= 400:
@@ -401,7 +418,7 @@ async def stdio_transport(
 
     async def pump_stdout() -> None:
         async with read_in:
-            async for line in read_lines(process.stdout, wire):
+            async for line in read_lines(stdout, wire):
                 message = _parse(line, wire)
                 if message is not None:
                     await read_in.send(message)
@@ -428,12 +445,12 @@ async def stdio_transport(
             tg.cancel_scope.cancel()
 
 
-async def _guard(pump: Any) -> None:
+async def _guard(pump: Callable[[], Awaitable[None]]) -> None:
     with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, OSError):
         await pump()
 
 
-async def read_lines(stream: Any, wire: Wire) -> AsyncIterator[bytes]:
+async def read_lines(stream: AsyncIterable[bytes], wire: Wire) -> AsyncIterator[bytes]:
     """Split a byte stream into lines, scanning each byte once; an endless line ends the stream."""
     buffer = bytearray()
     async for chunk in stream:

@@ -14,11 +14,14 @@ normally unless `--broken METHOD=MODE` says otherwise:
 
 Some tools answer with lines a JSON parser rejects: `surrogate` (a lone UTF-16 surrogate, as
 JavaScript writes a cut emoji), `deep` (arrays nested deeper than parsers allow), `truncated`
-(a response cut in the middle); `hang` never answers. With --stubborn the server ignores SIGTERM
-and the end of its input, and leaves a detached grandchild running (in a session of its own).
-The schema tools (`cyclic`, `dangling`, `remote`, `model`, `open`, `items`, `text`) declare the
-input schemas their names say and echo their arguments. --http PORT serves streamable HTTP; --sse PORT
-serves the legacy HTTP+SSE transport (GET /sse, POST /messages), each answer one `message` event.
+(a response cut in the middle); `hang` never answers; `flood` writes `count` ping requests before it
+reads their answers (then says how many came back); `annotated` answers a text block with the annotations
+it is given. With --junk TEXT the server writes TEXT to stdout (`\\n` for a newline) before it reads
+anything. With --stubborn the server ignores SIGTERM and the end of its input, and leaves a detached
+grandchild running (in a session of its own). The schema tools (`cyclic`, `dangling`, `remote`, `model`,
+`open`, `items`, `text`) declare the input schemas their names say and echo their arguments. --http PORT
+serves streamable HTTP; --sse PORT serves the legacy HTTP+SSE transport (GET /sse, POST /messages), each
+answer one `message` event.
 """
 
 import argparse
@@ -84,6 +87,16 @@ TOOLS = [
         "inputSchema": schema({"points": {"type": "array", "items": POINT}}, ("points",)),
     },
     {"name": "text", "description": "One string.", "inputSchema": schema({"text": {"type": "string"}}, ("text",))},
+    {
+        "name": "flood",
+        "description": "Send `count` pings before reading any answer.",
+        "inputSchema": schema({"count": {"type": "integer"}}),
+    },
+    {
+        "name": "annotated",
+        "description": "A text block with the annotations given (as JSON).",
+        "inputSchema": schema({"annotations": {"type": "string"}}, ("annotations",)),
+    },
 ]
 MALFORMED = [
     {"description": "a tool without a name", "inputSchema": {"type": "object"}},
@@ -170,6 +183,18 @@ class Hostile:
             page["nextCursor"] = "again"
         self.answer(ident, page)
 
+    def flood(self, count: int) -> str:
+        """Write every ping first, then read the answers: a client that answers inline blocks on a full pipe."""
+        for index in range(count):
+            self.send({"jsonrpc": "2.0", "id": f"ping-{index}", "method": "ping"})
+        answered = 0
+        while answered < count:
+            line = sys.stdin.readline()
+            if not line:
+                break
+            answered += json.loads(line).get("result") == {}
+        return f"{answered} of {count} pings answered"
+
     def call(self, ident, name: str, arguments: dict) -> None:
         if os.environ.get("HOSTILE_CALL_LOG"):  # tests wait for a call to arrive
             with open(os.environ["HOSTILE_CALL_LOG"], "a") as log:
@@ -184,6 +209,11 @@ class Hostile:
             self.broken["tools/list"] = "relist"
             self.send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
             return self.answer(ident, {"content": [{"type": "text", "text": "broken"}]})
+        if name == "flood":
+            return self.answer(ident, {"content": [{"type": "text", "text": self.flood(int(arguments["count"]))}]})
+        if name == "annotated":
+            block = {"type": "text", "text": "annotated", "annotations": json.loads(arguments["annotations"])}
+            return self.answer(ident, {"content": [block]})
         if name == "surrogate":  # json.dumps writes the lone surrogate as the escape \ud83d
             return self.answer(ident, {"content": [{"type": "text", "text": "cut emoji: \ud83d"}]})
         head = f'{{"jsonrpc": "2.0", "id": {json.dumps(ident)}, "result": {{"content": ['
@@ -204,6 +234,7 @@ def main() -> None:
     parser.add_argument("--stubborn", action="store_true", help="ignore SIGTERM and EOF; leave a grandchild")
     parser.add_argument("--http", type=int, default=0, help="serve streamable HTTP (JSON answers) on this port")
     parser.add_argument("--sse", type=int, default=0, help="serve the legacy HTTP+SSE transport on this port")
+    parser.add_argument("--junk", default="", help="write this to stdout first (\\n: a newline)")
     opts = parser.parse_args()
     if opts.http:
         return serve_http(opts)
@@ -213,7 +244,10 @@ def main() -> None:
     if opts.stubborn:
         stubborn()
     print(f"{server.name}: ready", file=sys.stderr, flush=True)
-    for line in sys.stdin:
+    if opts.junk:
+        sys.stdout.write(opts.junk.replace("\\n", "\n"))
+        sys.stdout.flush()
+    for line in iter(sys.stdin.readline, ""):
         if line.strip():
             server.handle(json.loads(line))
     if opts.stubborn:

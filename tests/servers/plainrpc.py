@@ -116,6 +116,7 @@ def main() -> None:
                         "result": {
                             "content": [{"type": "text", "text": str(args.get("text"))}],
                             "structuredContent": structured,
+                            **({"resultType": "complete"} if modern else {}),  # required from 2026-07-28 on
                         },
                     }
                 )

@@ -1,0 +1,64 @@
+"""How a session is opened: the one choice between the lean client and the SDK's, made when a Manager is built.
+
+A connector turns a server's spec into an open `Connection` (an async context manager). `SDK` always uses
+the mcp SDK's client; `LEAN` gives a stdio server that needs neither a relay (a gateway's hosts) nor
+change-following the lean client (sessions/lean.py), so that a cold list or call never imports the SDK,
+and every other session the SDK's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
+from typing import Protocol
+
+from miroctl.base.models import ServerSpec
+from miroctl.sessions.lean import open_lean_connection
+from miroctl.sessions.recording import TapFn
+from miroctl.sessions.transports import Connection, Relay, Wire, open_connection
+
+Opened = AbstractAsyncContextManager[Connection]
+
+
+class Connector(Protocol):
+    """Opens one session to `spec`, observed through `wire`."""
+
+    def __call__(
+        self,
+        spec: ServerSpec,
+        wire: Wire,
+        *,
+        on_tools_changed: Callable[[], None] | None = None,
+        relay: Relay | None = None,
+        tap: TapFn | None = None,
+    ) -> Opened: ...
+
+
+def sdk(
+    spec: ServerSpec,
+    wire: Wire,
+    *,
+    on_tools_changed: Callable[[], None] | None = None,
+    relay: Relay | None = None,
+    tap: TapFn | None = None,
+) -> Opened:
+    """Every session on the mcp SDK's client (HTTP, SSE, OAuth, relays, resources and prompts, checks)."""
+    return open_connection(spec, wire, on_tools_changed=on_tools_changed, relay=relay, tap=tap)
+
+
+def lean(
+    spec: ServerSpec,
+    wire: Wire,
+    *,
+    on_tools_changed: Callable[[], None] | None = None,
+    relay: Relay | None = None,
+    tap: TapFn | None = None,
+) -> Opened:
+    """The lean client where it serves (a stdio server's tools, nothing relayed or followed), else the SDK's."""
+    if spec.transport == "stdio" and relay is None and on_tools_changed is None:
+        return open_lean_connection(spec, wire, tap=tap)
+    return sdk(spec, wire, on_tools_changed=on_tools_changed, relay=relay, tap=tap)
+
+
+SDK: Connector = sdk
+LEAN: Connector = lean
