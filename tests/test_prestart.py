@@ -13,10 +13,11 @@ from types import MappingProxyType
 import psutil
 import pytest
 
+from miroctl.base.models import ServerSpec
 from miroctl.cli import prestart as cli_prestart
 from miroctl.launch.handoff import Launch
 from miroctl.sessions import prestart
-from tests.conftest import FIXTURE, fixture_spec
+from tests.conftest import FIXTURE, HOSTILE, fixture_spec, tagged_processes, wait_for_no_tagged
 
 STARTS = """
 import os, sys
@@ -135,3 +136,22 @@ def test_the_configuration_read_for_the_early_start_is_taken_once_by_the_same_co
         first.close()
         second.close()
     assert prestart._STARTED == {}
+
+
+def test_an_early_server_left_unused_is_stopped_with_the_helper_it_detached_at_start(leak_tag):
+    spec = ServerSpec(
+        name="stubborn",
+        command=sys.executable,
+        args=(HOSTILE, "--name", "stubborn", "--stubborn"),
+        env=MappingProxyType({"MIROCTL_TEST_TAG": leak_tag}),
+    )
+    try:
+        assert prestart.start(spec)
+        deadline = time.monotonic() + 60
+        while len(tagged_processes(leak_tag)) < 2:  # the server and the helper it put in a session of its own
+            assert time.monotonic() < deadline, "the server did not start its helper"
+            time.sleep(0.05)
+    finally:
+        prestart.discard()
+    assert prestart._STARTED == {}
+    assert not wait_for_no_tagged(leak_tag, timeout=10)
