@@ -14,8 +14,6 @@ import signal
 import sys
 from collections.abc import Mapping, Sequence
 
-from miroctl.base.errors import Interrupted, error_document
-from miroctl.base.escaping import dumps
 from miroctl.launch import early, helpcache, reader
 from miroctl.launch.handoff import Launch, Stopped
 from miroctl.launch.options import CALL, LIST, URL_ENV
@@ -75,6 +73,10 @@ def _without_traceback_flag(words: list[str]) -> tuple[list[str], bool]:
 
 def _interrupted(launch: Launch, exc: BaseException) -> int:
     """The interruption as the boundary words it (stderr, and the error document with --json)."""
+    # Only now: a help from the cache prints before JSON and the error kinds are loaded.
+    from miroctl.base.errors import Interrupted, error_document  # noqa: PLC0415
+    from miroctl.base.escaping import dumps  # noqa: PLC0415
+
     error = Interrupted(exc.signum if isinstance(exc, Stopped) else signal.SIGINT, stopped=launch.started > 0)
     early.erase()
     _write(2, f"miroctl: {error.kind}: {error.message}\n")

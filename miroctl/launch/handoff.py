@@ -11,7 +11,6 @@ from __future__ import annotations
 import signal
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from types import FrameType
 
 from miroctl.launch.reader import Reading
@@ -29,20 +28,20 @@ class Stopped(BaseException):
         self.signum = signum
 
 
-@dataclass
 class Launch:
     """One run of the console entry, from the command line to its exit code."""
 
-    words: list[str]
-    traceback: bool = False  # --traceback was on the command line (it is taken off `words`)
-    early: Reading | None = None  # a cold call or list as the early start read it
-    config: object | None = None  # the configuration the early start read,
-    config_name: str | None = None  # for this --config (None: the default)
-    help_rendered: bool = False  # Typer printed a command's help (only that is kept in the help cache)
-    started: int = 0  # servers started early
-    _stops: list[Callable[[], None]] = field(default_factory=list)
-    _holding: bool = False
-    _pending: int | None = None
+    def __init__(self, words: list[str], traceback: bool = False) -> None:
+        self.words = words
+        self.traceback = traceback  # --traceback was on the command line (it is taken off `words`)
+        self.early: Reading | None = None  # a cold call or list as the early start read it
+        self.config: object | None = None  # the configuration the early start read,
+        self.config_name: str | None = None  # for this --config (None: the default)
+        self.help_rendered = False  # Typer printed a command's help (only that is kept in the help cache)
+        self.started = 0  # servers started early
+        self._stops: list[Callable[[], None]] = []
+        self._holding = False
+        self._pending: int | None = None
 
     def take_config(self, name: str | None) -> object | None:
         """The configuration the early start read for this --config, once (reading a profile again costs

@@ -14,9 +14,8 @@ import errno
 import math
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Literal, NamedTuple
 
 Kind = Literal["flag", "value", "values"]  # values: the option may be given more than once
 # What the early start does with an option: use its value, accept it (checked as Typer checks it) and
@@ -72,8 +71,7 @@ def directory(text: str) -> str:
     return text
 
 
-@dataclass(frozen=True)
-class Option:
+class Option(NamedTuple):
     """One option: its names, the parameter it fills, and how the early readers treat it."""
 
     names: tuple[str, ...]

@@ -8,8 +8,7 @@ given twice) gives None: the Typer app then reads the command line and says what
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from miroctl.launch.options import CALL, LIST, OPTIONS, Option, options_of
 
@@ -20,13 +19,12 @@ COMMANDS: dict[Reader, frozenset[str]] = {
 }
 
 
-@dataclass(frozen=True)
-class Reading:
+class Reading(NamedTuple):
     """A command line as the table reads it: the command, each option's value by its parameter's name (True
     for a flag), and the positional words."""
 
     command: str
-    values: dict[str, str | bool] = field(default_factory=dict)
+    values: dict[str, str | bool]
     words: tuple[str, ...] = ()
 
     def text(self, dest: str) -> str | None:
