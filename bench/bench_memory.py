@@ -39,7 +39,7 @@ def inner(kind: str, chars: int) -> None:
 
         size = anyio.run(call)
     else:
-        from miroctl.cli.entry import run
+        from miroctl.launch.entry import run
 
         config = Path(os.environ["BENCH_CONFIG"])
         with open(os.devnull, "w") as sink:

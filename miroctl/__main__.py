@@ -1,5 +1,5 @@
 """`python -m miroctl` runs the command line (a call through a gateway takes the warm path)."""
 
-from miroctl.cli.entry import main
+from miroctl.launch.entry import main
 
 main()

@@ -4,8 +4,9 @@ import pytest
 from typer.testing import CliRunner
 
 from miroctl.base.errors import EXIT_CODES, ErrorKind, ExitCode, exit_code_for_kind
-from miroctl.cli import commands, entry
+from miroctl.cli import list as list_command
 from miroctl.cli.app import app
+from miroctl.launch import entry
 
 
 def test_every_error_kind_has_one_exit_code_and_an_unknown_kind_fails_loudly():
@@ -23,7 +24,7 @@ def defect(monkeypatch):
     def broken(*args, **kwargs):
         raise RuntimeError("the frobnicator is missing")
 
-    monkeypatch.setattr(commands, "load_config", broken)
+    monkeypatch.setattr(list_command, "load_config", broken)
     monkeypatch.delenv("MIROCTL_TRACEBACK", raising=False)
 
 

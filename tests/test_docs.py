@@ -52,7 +52,7 @@ def scratch_env(space: Path) -> dict[str, str]:
     bin_dir = space / "bin"
     bin_dir.mkdir(parents=True, exist_ok=True)
     launcher = bin_dir / "miroctl"
-    launcher.write_text(f"#!{sys.executable} -P\nfrom miroctl.cli.entry import main\n\nmain()\n")
+    launcher.write_text(f"#!{sys.executable} -P\nfrom miroctl.launch.entry import main\n\nmain()\n")
     launcher.chmod(0o755)
     for name in ("python", "python3"):
         if not (bin_dir / name).exists():

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.test_prestart import counting_config
+
 
 def miroctl(cache: Path, *words: str, importtime: bool = False, **env: str) -> subprocess.CompletedProcess[bytes]:
     flags = ["-X", "importtime"] if importtime else []
@@ -45,3 +47,14 @@ def test_a_usage_error_next_to_help_is_never_kept(tmp_path):
         assert failed.returncode == 2
         assert b"No such option: --no-such-option" in failed.stderr
     assert not (tmp_path / "help").exists() or not list((tmp_path / "help").iterdir())
+
+
+def test_a_call_whose_last_word_is_the_value_dash_h_reaches_its_server_every_time(tmp_path):
+    config, starts = counting_config(tmp_path)
+    cache = tmp_path / "cache"
+    for _ in range(2):
+        done = miroctl(cache, "call", "--config", str(config), "fx", "echo", "text=hi", "--task-id", "-h")
+        assert done.returncode == 0, done.stderr
+        assert done.stdout == b"hi\n"
+    assert len(starts.read_text().split()) == 2
+    assert not list((cache / "help").glob("*"))

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from miroctl.cli import entry
 from miroctl.cli.app import app
+from miroctl.launch import entry
 from tests.gateway_support import post_json, request, start_http_gateway, write_pool
 from tests.surface_support import echo, surface_yaml, tool
 

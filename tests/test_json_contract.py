@@ -13,8 +13,8 @@ import pytest
 from typer.testing import CliRunner
 
 from miroctl import schemas
-from miroctl.cli import entry
 from miroctl.cli.app import app
+from miroctl.launch import entry
 from tests.conftest import ROOT, fixture_yaml, free_port, run_miroctl
 from tests.gateway_support import GatewayProcess, post_json, request, running, write_pool
 from tests.json_contract import one_document, validate

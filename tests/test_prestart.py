@@ -11,12 +11,13 @@ from pathlib import Path
 from types import MappingProxyType
 
 import psutil
-import typer
+import pytest
 
+from miroctl.base.models import ServerSpec
 from miroctl.cli import prestart as cli_prestart
-from miroctl.cli.app import app
+from miroctl.launch.handoff import Launch
 from miroctl.sessions import prestart
-from tests.conftest import FIXTURE, fixture_spec
+from tests.conftest import FIXTURE, HOSTILE, fixture_spec, tagged_processes, wait_for_no_tagged
 
 STARTS = """
 import os, sys
@@ -86,33 +87,71 @@ def test_command_lines_that_change_the_servers_start_nothing_early(tmp_path):
         ["call", "--config", str(config), "fx", "echo", "text=https://huggingface.co/datasets/gaia-benchmark/GAIA"],
     ):
         try:
-            assert cli_prestart.begin(words) == 0, words
+            assert cli_prestart.begin(Launch(words)) == 0, words
         finally:
             prestart.discard()
     assert not starts.exists()
     assert prestart._STARTED == {}
 
 
-def test_the_early_reader_knows_every_option_of_call_and_list():
-    command = typer.main.get_command(app)
-    for name in ("call", "list"):
-        options = {opt for param in command.commands[name].params for opt in (*param.opts, *param.secondary_opts)}
-        options = {opt for opt in options if opt.startswith("-")}
-        unknown = options - cli_prestart.VALUED - cli_prestart.FLAGS - cli_prestart.REFUSED
-        assert not unknown, f"{name}: {sorted(unknown)}"
-        for opt in cli_prestart.VALUED & options:
-            param = next(p for p in command.commands[name].params if opt in p.opts)
-            assert not getattr(param, "is_flag", False), opt
+BAD_VALUES = [
+    ["--timeout", "abc"],
+    ["--timeout", "-5"],
+    ["--timeout", "nan"],
+    ["--startup-timeout", "0"],
+    ["--mode", "bogus"],
+    ["--output", "no/such/dir/out.txt"],
+    ["--record", "no/such/dir/traffic.jsonl"],
+]
+
+
+@pytest.mark.parametrize("bad", BAD_VALUES, ids=lambda words: " ".join(words))
+def test_a_call_with_a_value_the_command_refuses_starts_nothing_and_exits_2(tmp_path, bad):
+    config, starts = counting_config(tmp_path)
+    done = miroctl("call", "--config", str(config), "fx", "echo", "text=hi", *bad)
+    assert done.returncode == 2, done.stderr
+    assert not starts.exists()
+
+
+def test_a_list_with_an_option_of_call_only_starts_nothing_and_exits_2(tmp_path):
+    config, starts = counting_config(tmp_path)
+    done = miroctl("list", "--config", str(config), "fx", "--timeout", "5")
+    assert done.returncode == 2, done.stderr
+    assert "--timeout" in done.stderr
+    assert not starts.exists()
 
 
 def test_the_configuration_read_for_the_early_start_is_taken_once_by_the_same_config_only(tmp_path):
     config, _ = counting_config(tmp_path)
+    words = ["call", "--config", str(config), "fx", "echo", "text=hi"]
+    first, second = Launch(words), Launch(words)
     try:
-        assert cli_prestart.begin(["call", "--config", str(config), "fx", "echo", "text=hi"]) == 1
-        assert cli_prestart.take_config("other.json") is None  # another config: read anew
-        assert cli_prestart.begin(["call", "--config", str(config), "fx", "echo", "text=hi"]) == 0  # started already
-        taken = cli_prestart.take_config(str(config))
+        assert cli_prestart.begin(first) == 1
+        assert first.take_config("other.json") is None  # another config: read anew
+        assert cli_prestart.begin(second) == 0  # started already
+        taken = second.take_config(str(config))
         assert taken is not None and [spec.name for spec in taken.servers] == ["fx"]
-        assert cli_prestart.take_config(str(config)) is None
+        assert second.take_config(str(config)) is None
+    finally:
+        first.close()
+        second.close()
+    assert prestart._STARTED == {}
+
+
+def test_an_early_server_left_unused_is_stopped_with_the_helper_it_detached_at_start(leak_tag):
+    spec = ServerSpec(
+        name="stubborn",
+        command=sys.executable,
+        args=(HOSTILE, "--name", "stubborn", "--stubborn"),
+        env=MappingProxyType({"MIROCTL_TEST_TAG": leak_tag}),
+    )
+    try:
+        assert prestart.start(spec)
+        deadline = time.monotonic() + 60
+        while len(tagged_processes(leak_tag)) < 2:  # the server and the helper it put in a session of its own
+            assert time.monotonic() < deadline, "the server did not start its helper"
+            time.sleep(0.05)
     finally:
         prestart.discard()
+    assert prestart._STARTED == {}
+    assert not wait_for_no_tagged(leak_tag, timeout=10)

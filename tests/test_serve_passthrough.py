@@ -267,7 +267,7 @@ def test_prompt_via_denied_by_the_blacklist_exits_5(pool):
 
 def test_read_and_prompt_via_take_the_warm_path_without_typer_or_the_sdk(pool):
     code = (
-        "import sys; from miroctl.cli import entry; "
+        "import sys; from miroctl.launch import entry; "
         f"c = entry.run(['prompt', 'alpha', 'review', 'code=z', '--via', {pool['url']!r}]); "
         "assert not {'typer', 'mcp', 'omegaconf'} & set(sys.modules), sorted(sys.modules); sys.exit(c)"
     )

@@ -101,3 +101,28 @@ def test_nesting_is_refused_for_the_same_config_and_beyond_the_depth_limit(monke
     monkeypatch.setenv(nesting.NESTING_ENV, json.dumps([f"/c{i}.yaml" for i in range(nesting.MAX_DEPTH)]))
     with pytest.raises(ConfigError, match="nested 5 levels deep"):
         nesting.check(str(config), [])
+
+
+@pytest.mark.parametrize(("signum", "code"), [(signal.SIGTERM, 143), (signal.SIGHUP, 129), (signal.SIGINT, 130)])
+def test_a_signal_right_after_the_early_start_spawned_a_server_stops_it_and_says_so_in_one_line(
+    write_config, leak_tag, signum, code
+):
+    env = {"MIROCTL_TEST_TAG": leak_tag}
+    path = write_config({"stubborn": hostile_yaml("stubborn", "--stubborn", env=env)})
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "miroctl", "call", "--config", str(path), "stubborn", "hang"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        wait_for(lambda: len(tagged_processes(leak_tag)) == 2)  # started early, while miroctl still loads
+        proc.send_signal(signum)
+        _, stderr = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == code, stderr
+    name = signal.Signals(signum).name
+    assert stderr.splitlines() == [f"miroctl: interrupted: interrupted by {name}; every server was stopped"]
+    assert not wait_for_no_tagged(leak_tag, timeout=10)

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from miroctl.cli import entry as warm
 from miroctl.cli.app import app
+from miroctl.launch import entry as warm
 from tests.conftest import ROOT, free_port, run_miroctl, wait_for_no_tagged
 from tests.gateway_support import pool_files, start_http_gateway, without_timing, write_pool
 from tests.test_completion import complete
@@ -211,13 +211,13 @@ def _documents(text: str) -> Any:
     ],
 )
 def test_fast_entry_leaves_anything_it_is_unsure_of_to_the_full_cli(argv):
-    assert warm.parse(argv, {}) is None
+    assert warm.warm(argv, {}) is None
 
 
 def test_fast_entry_takes_a_call_through_miroctl_url():
-    command, options, words = warm.parse(["call", "-a", "-", "alpha", "echo", "--json"], {"MIROCTL_URL": "http://h:1"})
-    assert (command, words) == ("call", ["alpha", "echo"])
-    assert options == {"args": "-", "json_mode": True, "via": "http://h:1"}
+    reading, url = warm.warm(["call", "-a", "-", "alpha", "echo", "--json"], {"MIROCTL_URL": "http://h:1"})
+    assert (reading.command, reading.words, url) == ("call", ("alpha", "echo"), "http://h:1")
+    assert reading.values == {"args": "-", "json_mode": True}
 
 
 def test_list_via_fills_the_completion_cache_for_command_lines_through_that_gateway(pool, monkeypatch):

@@ -11,7 +11,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from miroctl.cli import entry as warm
+from miroctl.launch import entry as warm
 from tests.conftest import free_port
 
 

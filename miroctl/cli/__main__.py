@@ -1,5 +1,5 @@
 """`python -m miroctl.cli` runs the command line, as the `miroctl` command does."""
 
-from miroctl.cli.entry import main
+from miroctl.launch.entry import main
 
 main()

@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-from miroctl.cli import auth, bench, check, configs, fetch, replay, serve
+from miroctl.cli import auth, bench, check, config, prompt, read, replay, serve
 from miroctl.cli.helptext import WordedCommand, epilog
 from miroctl.cli.root import add_simple, new_app
 
 app = new_app()
 add_simple(app, "list")
 add_simple(app, "call")
-app.command(cls=WordedCommand, epilog=epilog("read"))(fetch.read)
-app.command(cls=WordedCommand, epilog=epilog("prompt"))(fetch.prompt)
+app.command(cls=WordedCommand, epilog=epilog("read"))(read.read)
+app.command(cls=WordedCommand, epilog=epilog("prompt"))(prompt.prompt)
 app.command(cls=check.CheckCommand, epilog=epilog("check"))(check.check)
 app.command(cls=WordedCommand, epilog=epilog("serve"))(serve.serve)
 app.command(cls=WordedCommand, epilog=epilog("auth"))(auth.auth)
 app.command("bench", cls=WordedCommand, epilog=epilog("bench"))(bench.bench_)
-app.add_typer(configs.app)
+app.add_typer(config.app)
 app.command(cls=WordedCommand, epilog=epilog("replay"))(replay.replay)

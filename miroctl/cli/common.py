@@ -5,8 +5,6 @@ Errors are raised, never printed here: the boundary (miroctl.cli.boundary) repor
 
 from __future__ import annotations
 
-import errno
-import os
 import signal
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -18,12 +16,13 @@ import anyio
 
 from miroctl.base.errors import Interrupted, MiroctlError, UsageError
 from miroctl.base.models import ServerSpec, ToolInfo
-from miroctl.cli import prestart
 from miroctl.config.loader import Config, load
 from miroctl.config.sections import Mode
 from miroctl.core import toolcache
 from miroctl.core.calllog import CallLog
 from miroctl.core.manager import Confirmation, ConfirmFn, Manager
+from miroctl.launch.handoff import Launch
+from miroctl.launch.options import probe_writable
 from miroctl.policy.decisions import Policy
 from miroctl.render.output import Output
 from miroctl.sessions import connectors
@@ -84,10 +83,15 @@ def load_config(
     out: Output,
     startup_timeout: float | None = None,
     env: list[str] | None = None,
+    *,
+    launch: Launch | None = None,
 ) -> Config:
-    """The config the command line names; its secrets (and the OAuth tokens stored for it) are masked in `out`."""
-    early = None if stdio or url or header or env else prestart.take_config(config)
-    loaded = early or load(config, stdio=stdio or (), urls=url or (), headers=header or (), env=env or ())
+    """The config the command line names (the one the early start read, when it read this one); its secrets
+    (and the OAuth tokens stored for it) are masked in `out`."""
+    early = launch.take_config(config) if launch is not None and not (stdio or url or header or env) else None
+    if not isinstance(early, Config):
+        early = load(config, stdio=stdio or (), urls=url or (), headers=header or (), env=env or ())
+    loaded = early
     tokens = stored_secrets(spec.url for spec in loaded.servers if spec.url)
     out.masker = out.masker.with_secrets(loaded.secrets() | tokens)
     if startup_timeout:
@@ -176,17 +180,3 @@ def check_output(path: str | None) -> None:
         if isinstance(exc, FileNotFoundError):
             reason = "its directory does not exist"
         raise UsageError(f"--output {path}: cannot write there: {reason}", hint="give a writable file path") from None
-
-
-def probe_writable(target: Path) -> None:
-    """Open the file for writing without changing it (a new one is removed again); OSError if that fails."""
-    if target.is_dir():
-        raise IsADirectoryError(errno.EISDIR, "it is a directory")
-    if target.exists():
-        if target.is_file():  # a device or a pipe (>(cat), /dev/stdout) is only checked, never opened here
-            os.close(os.open(target, os.O_WRONLY | os.O_APPEND))
-        elif not os.access(target, os.W_OK):
-            raise PermissionError(errno.EACCES, "permission denied")
-        return
-    os.close(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
-    target.unlink()

@@ -12,6 +12,7 @@ from typing import Any, get_args, get_origin
 from typer import _click as click
 from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 
+from miroctl.launch.handoff import Launch
 from miroctl.render.markup import as_typed
 
 CONNECTION = "Connection"
@@ -159,6 +160,14 @@ class _InWords:
         params: list[click.Parameter] = super().get_params(ctx)  # type: ignore[misc]  # with --help, added here
         in_words(params)
         return params
+
+    def get_help(self, ctx: click.Context) -> str:
+        """The help, noted on the console entry's `Launch`: only a help Typer rendered is kept in the cache."""
+        launch = ctx.find_root().obj
+        if isinstance(launch, Launch):
+            launch.help_rendered = True
+        text: str = super().get_help(ctx)  # type: ignore[misc]  # click.Command's, after this mixin
+        return text
 
 
 class WordedCommand(_InWords, TyperCommand):

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import math
 from typing import Annotated
 
 import typer
 
 from miroctl.cli.helptext import CONNECTION, OUTPUT, POLICY
 from miroctl.config.sections import Mode
+from miroctl.launch import options
 
 ConfigOpt = Annotated[
     str | None,
@@ -68,14 +68,11 @@ JsonOpt = Annotated[
 
 
 def seconds(text: str) -> float:
-    """A positive, finite number of seconds (nan and inf are not: click's ranges let them through)."""
+    """A positive, finite number of seconds: the option table's check (miroctl.launch.options), as Typer's."""
     try:
-        value = float(text)
-    except ValueError:
-        raise typer.BadParameter(f"{text!r} is not a number of seconds") from None
-    if not (math.isfinite(value) and value >= 0.001):
-        raise typer.BadParameter(f"{text!r} is not a positive number of seconds")
-    return value
+        return options.seconds(text)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from None
 
 
 StartupOpt = Annotated[

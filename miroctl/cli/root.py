@@ -12,7 +12,9 @@ from typer import _click as click
 
 from miroctl import __version__
 from miroctl.base.errors import MiroctlError
-from miroctl.cli import boundary, commands
+from miroctl.cli import boundary
+from miroctl.cli import call as call_command
+from miroctl.cli import list as list_command
 from miroctl.cli.helptext import WordedCommand, WordedGroup, epilog
 
 
@@ -81,7 +83,7 @@ def main(
         ctx.default_map = {name: {**(ctx.default_map or {}).get(name, {}), "config": config} for name in commands}
 
 
-SIMPLE: dict[str, Callable[..., Any]] = {"list": commands.list_, "call": commands.call}
+SIMPLE: dict[str, Callable[..., Any]] = {"list": list_command.list_, "call": call_command.call}
 
 
 def add_simple(app: typer.Typer, name: str) -> None:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from miroctl.base import escaping
 from miroctl.base.escaping import visible
 from miroctl.base.masking import Masker
-from miroctl.render import early
+from miroctl.launch import early
 
 if TYPE_CHECKING:  # the types only: a call through a gateway must not load the core, nor Rich before it prints
     from rich.console import Console

@@ -2,7 +2,7 @@
 calling, done in N ms, failed: class), erased when the result is printed.
 
 Only on a terminal: nothing of it when stderr is piped or with --json. The first line is drawn by the
-console entry before the slow imports (render/early.py); this display takes it over (`adopt`) and fills
+console entry before the slow imports (launch/early.py); this display takes it over (`adopt`) and fills
 it from the core's stage events (sessions/stages.py).
 """
 
@@ -17,7 +17,7 @@ from rich.live import Live
 from rich.text import Text
 
 from miroctl.base.escaping import visible
-from miroctl.render import early
+from miroctl.launch import early
 
 if TYPE_CHECKING:  # the type only: the console entry draws the first line before the core is imported
     from miroctl.sessions.stages import StageEvent

@@ -2,11 +2,12 @@
 
 A cold `miroctl call` spends ~0.8 s importing Typer, the core and the configuration's parsers before it
 reaches the point where it starts the server; the server then boots while miroctl waits. The console
-script reads the command line and the configuration first (cli/prestart.py) and starts the stdio servers
-it names at once, so they boot on the other core while miroctl loads. The session adopts such a process
+script reads the command line (with miroctl/launch's option table) and the configuration first
+(cli/prestart.py) and starts the stdio servers it names at once, so they boot on the other core while
+miroctl loads. The session adopts such a process
 only when the command, arguments, working directory and whole environment are exactly those it would have
 started; anything else (a different environment, a server the command did not use) is stopped unused
-when miroctl exits, with its process group.
+when the command has run, with its process group and whatever it detached (the run's sweep).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from typing import Any
 import anyio
 
 from miroctl.base.models import ServerSpec
-from miroctl.sessions.processes import child_environment, signal_group
+from miroctl.sessions.processes import RUN_ID, child_environment, signal_group, sweep_orphans
 
 Key = tuple[str, tuple[str, ...], str | None, tuple[tuple[str, str], ...]]
 _STARTED: dict[Key, tuple[subprocess.Popen[bytes], str]] = {}
@@ -69,7 +70,10 @@ def take(spec: ServerSpec) -> tuple[Adopted, str] | None:
 
 
 def discard() -> None:
-    """Stop every early server no session adopted (with its process group), and remove its stderr file."""
+    """Stop every early server no session adopted (with its process group, and what it detached from that
+    group at start-up: the run's sweep), and remove its stderr file."""
+    if not _STARTED:
+        return
     while _STARTED:
         _, (process, stderr_path) = _STARTED.popitem()
         signal_group(process.pid, signal.SIGKILL)
@@ -81,6 +85,7 @@ def discard() -> None:
                     stream.close()
         with suppress(OSError):
             os.unlink(stderr_path)
+    sweep_orphans(RUN_ID)
 
 
 # ------------------------------------------------------------------------------- the adopted process

@@ -3,8 +3,10 @@
 A command's help is the same every time for the same miroctl, command line and terminal, yet rendering
 it costs ~0.4 s (Typer reads every command, Rich lays the panels out). The first `--help` of a command
 line is rendered as usual and its bytes kept in the cache (`help/` in miroctl's cache directory); later
-ones with the same key print those bytes. The key holds everything the rendering reads: miroctl's
-version, the size and time of every file of the CLI and of Typer's, Rich's and click's own, the words,
+ones with the same key print those bytes. Only what Typer printed as a help is kept: a command line
+ending in `-h` as an option's value (`call ... --task-id -h`) runs the command and keeps nothing. The key
+holds everything the rendering reads: miroctl's version, the size and time of every file of the CLI (and
+of this package) and of Typer's, Rich's and click's own, the words,
 whether stdout is a terminal and its size, and the environment that changes Rich's output (COLUMNS,
 LINES, TERM, COLORTERM, NO_COLOR, FORCE_COLOR, TTY_COMPATIBLE, TTY_INTERACTIVE). Standard library only.
 """
@@ -27,19 +29,23 @@ from miroctl.base.cachedir import cache_dir
 HELP = ("--help", "-h")
 RENDERING_ENV = ("COLUMNS", "LINES", "TERM", "COLORTERM", "NO_COLOR", "FORCE_COLOR", "TTY_COMPATIBLE",
                  "TTY_INTERACTIVE")  # fmt: skip
-CLI = Path(__file__).resolve().parent
+PACKAGE = Path(__file__).resolve().parent.parent
+CODE = ("cli", "launch")  # the packages whose files make the help: the Typer app's and this one
 MAX_BYTES = 256 * 1024
 KEEP = 200  # help renderings kept (the most recent): terminals and command lines come and go
 
 
 def wanted(words: Sequence[str]) -> bool:
-    """A command line that only asks for help (its last word is --help or -h, and no `--` before it)."""
+    """A command line that may ask only for help (its last word is --help or -h, and no `--` before it).
+
+    Only a help that Typer rendered is kept (`Launch.help_rendered`): `call ... --task-id -h` is a call."""
     return bool(words) and words[-1] in HELP and "--" not in words
 
 
 def _key(words: Sequence[str], environ: Mapping[str, str]) -> str:
     digest = hashlib.sha256(f"{__version__}\0{sys.version}\0".encode())
-    stamps.add_files(digest, [*sorted(CLI.glob("*.py")), *stamps.package_files(("typer", "rich", "click"))])
+    code = [path for name in CODE for path in sorted((PACKAGE / name).glob("*.py"))]
+    stamps.add_files(digest, [*code, *stamps.package_files(("typer", "rich", "click"))], PACKAGE)
     terminal = ""
     if os.isatty(1):
         with suppress(OSError):

@@ -1,0 +1,144 @@
+"""`miroctl list`: parse, load the config, ask the manager, render, exit."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Annotated
+
+import typer
+
+from miroctl.base.errors import NotFound, UsageError
+from miroctl.base.models import ServerTools, list_document
+from miroctl.base.text import counted, suggest
+from miroctl.cli import boundary, completion, remote
+from miroctl.cli.common import check_log, check_record, load_config, manager_for, remember, run
+from miroctl.cli.helptext import OUTPUT
+from miroctl.cli.options import (
+    ConfigOpt,
+    EnvOpt,
+    HeaderOpt,
+    JsonOpt,
+    LogOpt,
+    ModeOpt,
+    RecordOpt,
+    StartupOpt,
+    StdioOpt,
+    TaskIdOpt,
+    UrlOpt,
+    ViaOpt,
+)
+from miroctl.config.loader import Config
+from miroctl.launch.handoff import Launch
+from miroctl.render.listing import list_tables
+from miroctl.sessions.connectors import LEAN, SDK
+
+
+def list_(
+    ctx: typer.Context,
+    servers: Annotated[
+        list[str] | None,
+        typer.Argument(
+            metavar="SERVER",
+            help="Servers to list (default: the profile's), or SERVER TOOL for one tool in detail.",
+            show_default=False,
+            autocompletion=completion.servers,
+        ),
+    ] = None,
+    json_mode: JsonOpt = False,
+    schema: Annotated[
+        bool,
+        typer.Option(
+            "--schema",
+            rich_help_panel=OUTPUT,
+            help="Each tool in detail: parameters, nested and output schemas, an example call.",
+        ),
+    ] = False,
+    resources: Annotated[
+        bool,
+        typer.Option(
+            "--resources",
+            rich_help_panel=OUTPUT,
+            help="Also list each server's resources and resource templates (read one with miroctl read).",
+        ),
+    ] = False,
+    prompts: Annotated[
+        bool,
+        typer.Option(
+            "--prompts", rich_help_panel=OUTPUT, help="Also list each server's prompts (get one with miroctl prompt)."
+        ),
+    ] = False,
+    config: ConfigOpt = None,
+    stdio: StdioOpt = None,
+    url: UrlOpt = None,
+    header: HeaderOpt = None,
+    env: EnvOpt = None,
+    startup_timeout: StartupOpt = None,
+    mode: ModeOpt = None,
+    task_id: TaskIdOpt = None,
+    log: LogOpt = None,
+    via: ViaOpt = None,
+    record: RecordOpt = None,
+) -> None:
+    """List the tools of every selected server; failing servers are reported in place (exit 1)."""
+    out = boundary.output(json_mode)
+    extras = frozenset(name for name, asked in (("resources", resources), ("prompts", prompts)) if asked)
+    if via and extras:
+        raise UsageError("--resources and --prompts are not served through a gateway", hint="drop --via")
+    check_record(record, via)
+    gateway_url = remote.resolve_via(via, bool(config or stdio or url or record))
+    if gateway_url and not extras:  # MIROCTL_URL set: resources and prompts come from the servers directly
+        raise typer.Exit(remote.list_servers(gateway_url, servers or [], out=out, schema=schema))
+    loaded = load_config(config, stdio, url, header, out, startup_timeout, env, launch=_launch(ctx))
+    servers, tool = _tool_target(loaded, servers or [])
+    specs = loaded.select(servers)
+    check_log(loaded, log)
+
+    with out.live(f"listing {counted(len(specs), 'server')}") as view:
+
+        async def work() -> list[ServerTools]:
+            stages = view.on_stage if view else None
+            async with manager_for(
+                loaded,
+                out,
+                mode,
+                task_id=task_id,
+                log=log,
+                record=record,
+                stages=stages,
+                connector=SDK if extras else LEAN,
+            ) as manager:
+                return await manager.list_tools(specs, extras)
+
+        entries = run(work)
+    remember(specs, {entry.server: entry.tools for entry in entries if entry.ok})
+    if tool is not None:
+        entries = [_only_tool(entry, tool) for entry in entries]
+    if json_mode:
+        out.json(list_document(loaded.source, entries))
+    else:
+        list_tables(out, entries, schema=schema or tool is not None)
+    raise typer.Exit(0 if all(e.healthy for e in entries) else 1)
+
+
+def _tool_target(loaded: Config, words: list[str]) -> tuple[list[str], str | None]:
+    """`list SERVER TOOL` (one tool in detail) when the second word names no server; else server names."""
+    if len(words) == 2 and loaded.get(words[0]) is not None and loaded.get(words[1]) is None:
+        return [words[0]], words[1]
+    return words, None
+
+
+def _only_tool(entry: ServerTools, tool: str) -> ServerTools:
+    """The server's entry with that one tool; NotFound (exit 6) with the near names when it has none."""
+    if not entry.ok:
+        return entry
+    found = tuple(t for t in entry.tools if t.name == tool)
+    if not found:
+        names = [t.name for t in entry.tools]
+        hint = suggest(tool, names) or f"its tools: {', '.join(names) or '(none)'}"
+        raise NotFound(f"server {entry.server!r} has no tool {tool!r}", hint=hint)
+    return replace(entry, tools=found)
+
+
+def _launch(ctx: typer.Context) -> Launch | None:
+    """What the console entry handed over (the configuration its early start read), when it ran this."""
+    return ctx.obj if isinstance(ctx.obj, Launch) else None
