@@ -18,6 +18,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
@@ -54,8 +55,8 @@ async def tool_manager(tm: ToolManager, n: int, concurrent: bool) -> float:
     return (time.perf_counter() - started) * 1000 / n
 
 
-def _quiet():  # type: ignore[no-untyped-def]
-    return open(os.devnull, "w")  # noqa: SIM115 - the server's stderr for the life of the process
+def _quiet() -> Any:
+    return open(os.devnull, "w")  # the server's stderr, kept open for the life of the process
 
 
 async def _run(calls: list, concurrent: bool) -> None:  # type: ignore[type-arg]
