@@ -7,6 +7,7 @@ import contextvars
 import subprocess
 import sys
 
+import anyio
 import pytest
 from mcp.server.mcpserver import MCPServer
 
@@ -186,3 +187,19 @@ def test_a_session_key_other_than_kept_or_per_call_is_a_config_error(value: obje
 
     with pytest.raises(ConfigError, match="session must be kept or per_call"):
         server_from_mapping({"name": "x", "command": "srv", "session": value}, where="x.yaml")
+
+
+def test_an_idle_tasks_servers_are_reaped_and_the_shared_ones_kept():
+    tm = manager("one", idle_timeout=0.05)
+
+    async def work() -> tuple[bool, bool]:
+        await tm.execute_tool_call("one", "shout", {"text": "x"}, task_id="t1")
+        await tm.list_tools()
+        task_owner, shared = tm._owners["t1"], tm._owners[None]
+        with anyio.fail_after(10):
+            await task_owner._done.wait()
+        finished = (task_owner.finished, shared.finished)
+        await tm.close()
+        return finished
+
+    assert asyncio.run(work()) == (True, False)
