@@ -85,3 +85,32 @@ def test_server_python_replaces_the_agents_own_interpreter(leak_tag: str, tmp_pa
     tm = ToolManager(seeds_configs(leak_tag), server_python=str(python))
     answer = asyncio.run(tm.execute_tool_call("fx", "env", {"name": "OTHER_PYTHON"}))
     assert answer["result"] == "yes"
+
+
+def test_an_agent_stopped_by_sigterm_leaves_no_server_behind(leak_tag: str):
+    agent = textwrap.dedent(f"""
+        import asyncio, sys
+        from mcp import StdioServerParameters
+        from miroctl import ToolManager
+        params = StdioServerParameters(command=sys.executable, args=[{FIXTURE!r}, "--name", "fx"],
+                                       env={{"MIROCTL_TEST_TAG": {leak_tag!r}}})
+        tm = ToolManager([{{"name": "fx", "params": params}}])
+        async def main():
+            print(await tm.execute_tool_call("fx", "echo", {{"text": "up"}}), flush=True)
+            await asyncio.Event().wait()
+        asyncio.run(main())
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", agent], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None and "'up'" in proc.stdout.readline()
+    assert tagged_processes(leak_tag)
+    proc.terminate()
+    assert proc.wait(timeout=60) == -15
+    assert wait_for_no_tagged(leak_tag, timeout=10) == []
+
+
+def test_a_url_in_the_seeds_params_is_called_over_streamable_http(http_fixture):
+    url = http_fixture("web")
+    tm = ToolManager([{"name": "web", "params": url}])
+    assert tm.config.servers[0].transport == "streamable_http"
+    answer = asyncio.run(tm.execute_tool_call("web", "echo", {"text": "over http"}))
+    assert answer == {"server_name": "web", "tool_name": "echo", "result": "over http"}
