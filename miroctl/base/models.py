@@ -52,6 +52,9 @@ class ServerSpec:
     timeout: float | None = None
     startup_timeout: float | None = None
     persistent: bool = False
+    # kept: one session for every call made through a Manager; per_call: a fresh process and session for each
+    # call (the seeds' way), for servers that rely on starting clean (read by the library's ToolManager)
+    session: str = "kept"
     enabled: bool = True
     tools: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     smoke: Mapping[str, Any] | None = None

@@ -40,8 +40,11 @@ SERVER_KEYS = {
     "requires_env",
     "auth",
     "protocol",
+    "session",
+    "python",
 }
 PROTOCOLS = {"auto", "legacy"}
+SESSIONS = {"kept", "per_call"}
 OAUTH_KEYS = {"type", "scopes", "client_id", "client_secret", "client_metadata_url", "callback_port"}
 TRANSPORTS = {"stdio", "streamable_http", "sse"}
 _TRANSPORT_ALIASES = {
@@ -95,7 +98,7 @@ def server_from_mapping(
     return ServerSpec(
         name=name,
         transport=transport,
-        command=_command(command, own_python) if command else None,
+        command=_command(command, own_python, data.get("python")) if command else None,
         args=args,
         env=MappingProxyType(env),
         cwd=_cwd(data.get("cwd"), where),
@@ -108,6 +111,7 @@ def server_from_mapping(
             else None
         ),
         persistent=bool(data.get("persistent", False)),
+        session=_session(data.get("session"), where),
         enabled=bool(data.get("enabled", True)),
         tools=MappingProxyType(policy_config.tool_meta(data.get("tools"), where, data.get("max_result_chars"))),
         smoke=data.get("smoke"),
@@ -169,9 +173,24 @@ def _required_env(value: Any, where: str) -> tuple[tuple[str, ...], ...]:
     return tuple(required)
 
 
-def _command(command: Any, own_python: bool) -> str:
+def _session(value: Any, where: str) -> str:
+    """`session: kept` (the default: one session for every call) or `per_call` (a fresh process per call)."""
+    if value is None:
+        return "kept"
+    if value not in SESSIONS:
+        raise ConfigError(f"{where}: session must be kept or per_call, got {value!r}")
+    return str(value)
+
+
+def _command(command: Any, own_python: bool, python: Any = None) -> str:
+    """The program to run; `python` (or `python3`) is the file's `python:` interpreter when it names one (a
+    server whose dependencies live in another environment), else miroctl's own (with `own_python`)."""
     text = str(command)
-    return sys.executable if own_python and text in ("python", "python3") else text
+    if text not in ("python", "python3"):
+        return text
+    if python:
+        return str(Path(str(python)).expanduser())
+    return sys.executable if own_python else text
 
 
 def _transport(value: Any, url: Any, where: str) -> str:

@@ -1,0 +1,107 @@
+"""The seeds' shapes: tool definitions for a prompt, and a call's result or error as MiroFlow's agents read it.
+
+Agents read `server_name` and `tool_name` with `[]` from every result, print each `schema` in a prompt and
+extend the definitions list with `+=`: every document here is made of plain dicts, lists and strings, new
+for each caller.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from miroctl.base.models import CallOutcome, ServerTools
+from miroctl.config.loader import Config
+
+PARSE_FAILURE = "Failed to parse arguments"  # what MiroFlow's parser puts in `arguments` for broken JSON
+
+
+def definitions(entries: list[ServerTools]) -> list[dict[str, Any]]:
+    """`[{"name": server, "tools": [{"name", "description", "schema"}, ...]}, ...]`; a server that could not
+    start or list has one entry `{"error": reason}` in place of its tools."""
+    listed: list[dict[str, Any]] = []
+    for entry in entries:
+        if entry.failure is not None:
+            tools: list[dict[str, Any]] = [{"error": entry.failure.message}]
+        else:
+            tools = [
+                {"name": tool.name, "description": tool.description, "schema": plain(tool.input_schema)}
+                for tool in entry.tools
+            ]
+        listed.append({"name": entry.server, "tools": tools})
+    return listed
+
+
+def plain(value: Any) -> Any:
+    """A JSON value made of plain dicts and lists (a schema as printed in a prompt, mutable by its reader)."""
+    result: Any = json.loads(json.dumps(value, default=_mapping))
+    return result
+
+
+def _mapping(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return dict(value)
+    if isinstance(value, tuple):
+        return list(value)
+    raise TypeError(f"not JSON: {type(value).__name__}")
+
+
+def bad_arguments(arguments: Any) -> str | None:
+    """Why `arguments` cannot be sent: the model's JSON did not parse, or they are not a mapping."""
+    if isinstance(arguments, Mapping):
+        if set(arguments) == {"error", "raw"} and arguments.get("error") == PARSE_FAILURE:
+            raw = str(arguments.get("raw"))
+            shown = raw if len(raw) <= 200 else raw[:200] + "..."
+            return f"the tool's arguments are not valid JSON, so nothing was sent; they were: {shown}"
+        return None
+    if arguments is None:
+        return None
+    return f"the tool's arguments must be a JSON object, got {type(arguments).__name__}; nothing was sent"
+
+
+def failed(server: str, tool: str, error: str) -> dict[str, Any]:
+    return {"server_name": server, "tool_name": tool, "error": error}
+
+
+def result_of(outcome: CallOutcome, asked_server: str, config: Config) -> dict[str, Any]:
+    """`{"server_name", "tool_name", "result"}` or `{..., "error"}`, with the seeds' `[Auto-corrected: ...]`
+    note first when the call went to another server than the one named."""
+    server = outcome.server_name or asked_server
+    body: dict[str, Any] = {"server_name": server, "tool_name": outcome.tool_name}
+    corrected = outcome.corrected_from is not None and server != asked_server
+    if outcome.error is None:
+        note = _correction(asked_server, outcome.tool_name, server, config, "ok") if corrected else ""
+        body["result"] = note + _text(outcome)
+    else:
+        note = _correction(asked_server, outcome.tool_name, server, config, "failed") if corrected else ""
+        body["error"] = note + _error(outcome)
+    return body
+
+
+def _text(outcome: CallOutcome) -> str:
+    """The result's text; an empty one says so, as the seeds do (an agent's model reads it)."""
+    text = outcome.result or ""
+    if text.strip():
+        return text
+    tool = outcome.tool_name
+    if not outcome.content:
+        return f"Tool '{tool}' completed but returned no content - this may be expected or indicate an issue"
+    return f"Tool '{tool}' completed but returned empty text - this may be expected or indicate an issue"
+
+
+def _error(outcome: CallOutcome) -> str:
+    """The reason, with its hint when the hint is advice for the caller rather than a command line to type."""
+    error = outcome.error or "the call failed"
+    hint = outcome.hint
+    if hint and "miroctl" not in hint and "--" not in hint:
+        return f"{error} ({hint})"
+    return error
+
+
+def _correction(asked: str, tool: str, used: str, config: Config, how: str) -> str:
+    missing = "not found" if config.get(asked) is None else f"has no tool '{tool}'"
+    lead = f"[Auto-corrected: Server '{asked}' {missing}, but tool '{tool}' was found only in server '{used}'"
+    if how == "ok":
+        return f"{lead}, so automatically used '{used}' instead] "
+    return f"{lead}, attempted auto-correction but still failed] "

@@ -1,0 +1,116 @@
+"""The library's ToolManager with real server processes: task ids, per-call sessions, and no orphans."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from mcp import StdioServerParameters
+
+from miroctl import ToolManager
+from tests.conftest import FIXTURE, tagged_processes, wait_for_no_tagged
+
+pytestmark = pytest.mark.process
+
+
+def seeds_configs(tag: str, **extra: str) -> list[dict[str, object]]:
+    env = {"MIROCTL_TEST_TAG": tag, **extra}
+    params = StdioServerParameters(command=sys.executable, args=[FIXTURE, "--name", "fx"], env=env)
+    return [{"name": "fx", "params": params}]
+
+
+def test_two_tasks_at_once_each_reach_a_server_started_with_their_own_task_id(leak_tag: str):
+    tm = ToolManager(seeds_configs(leak_tag))
+
+    async def work() -> list[dict[str, object]]:
+        calls = [tm.execute_tool_call("fx", "env", {"name": "TASK_ID"}, task_id=t) for t in ("a", "b")]
+        answers = await asyncio.gather(*calls)
+        await tm.close()
+        return answers
+
+    assert [a["result"] for a in asyncio.run(work())] == ["a", "b"]
+
+
+def test_a_kept_session_is_reused_and_a_per_call_server_starts_afresh(leak_tag: str, tmp_path):
+    kept = ToolManager(seeds_configs(leak_tag))
+    counts = asyncio.run(_counts(kept))
+    assert counts == ["1", "2"]
+    server = tmp_path / "fx.yaml"
+    server.write_text(
+        f"name: fx\ntool_command: python\nargs: [{FIXTURE}, --name, fx]\nsession: per_call\n"
+        f"env: {{MIROCTL_TEST_TAG: {leak_tag}}}\n"
+    )
+    fresh = ToolManager.from_config(server)
+    assert asyncio.run(_counts(fresh)) == ["1", "1"]
+
+
+async def _counts(tm: ToolManager) -> list[str]:
+    results = [(await tm.execute_tool_call("fx", "counter", {}))["result"] for _ in range(2)]
+    await tm.close()
+    return results
+
+
+def test_a_loop_torn_down_without_close_leaves_no_server_and_the_next_loop_reopens(leak_tag: str):
+    tm = ToolManager(seeds_configs(leak_tag))
+    first = asyncio.run(tm.execute_tool_call("fx", "echo", {"text": "one"}))
+    assert first["result"] == "one"
+    assert wait_for_no_tagged(leak_tag, timeout=10) == []
+    second = asyncio.run(tm.execute_tool_call("fx", "echo", {"text": "two"}))
+    assert second["result"] == "two"
+
+
+def test_an_agent_that_exits_without_closing_leaves_no_server_behind(leak_tag: str):
+    agent = textwrap.dedent(f"""
+        import asyncio, sys
+        from mcp import StdioServerParameters
+        from miroctl import connect
+        params = StdioServerParameters(command=sys.executable, args=[{FIXTURE!r}, "--name", "fx"],
+                                       env={{"MIROCTL_TEST_TAG": {leak_tag!r}}})
+        tm = connect([{{"name": "fx", "params": params}}])
+        print(tm.execute_tool_call("fx", "spawn_child", {{"detach": True}})["result"], flush=True)
+    """)
+    done = subprocess.run([sys.executable, "-c", agent], capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().isdigit()
+    assert tagged_processes(leak_tag) == [] or wait_for_no_tagged(leak_tag, timeout=10) == []
+
+
+def test_server_python_replaces_the_agents_own_interpreter(leak_tag: str, tmp_path):
+    python = tmp_path / "python"  # another environment's interpreter: it says so in its servers' env
+    python.write_text(f'#!/bin/sh\nOTHER_PYTHON=yes exec {sys.executable} "$@"\n')
+    python.chmod(0o755)
+    tm = ToolManager(seeds_configs(leak_tag), server_python=str(python))
+    answer = asyncio.run(tm.execute_tool_call("fx", "env", {"name": "OTHER_PYTHON"}))
+    assert answer["result"] == "yes"
+
+
+def test_an_agent_stopped_by_sigterm_leaves_no_server_behind(leak_tag: str):
+    agent = textwrap.dedent(f"""
+        import asyncio, sys
+        from mcp import StdioServerParameters
+        from miroctl import ToolManager
+        params = StdioServerParameters(command=sys.executable, args=[{FIXTURE!r}, "--name", "fx"],
+                                       env={{"MIROCTL_TEST_TAG": {leak_tag!r}}})
+        tm = ToolManager([{{"name": "fx", "params": params}}])
+        async def main():
+            print(await tm.execute_tool_call("fx", "echo", {{"text": "up"}}), flush=True)
+            await asyncio.Event().wait()
+        asyncio.run(main())
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", agent], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None and "'up'" in proc.stdout.readline()
+    assert tagged_processes(leak_tag)
+    proc.terminate()
+    assert proc.wait(timeout=60) == -15
+    assert wait_for_no_tagged(leak_tag, timeout=10) == []
+
+
+def test_a_url_in_the_seeds_params_is_called_over_streamable_http(http_fixture):
+    url = http_fixture("web")
+    tm = ToolManager([{"name": "web", "params": url}])
+    assert tm.config.servers[0].transport == "streamable_http"
+    answer = asyncio.run(tm.execute_tool_call("web", "echo", {"text": "over http"}))
+    assert answer == {"server_name": "web", "tool_name": "echo", "result": "over http"}
