@@ -1,6 +1,7 @@
 """Reading, running and rewriting the examples of README.md and docs/*.md (the docs convention).
 
-- A fenced block whose info string is a language and `file=PATH` writes PATH in the page's scratch directory.
+- A fenced block whose info string is a language and `file=PATH` writes PATH in the page's scratch directory;
+  with `src=FILE` too, it shows docs/FILE, which tests/test_docs_examples.py holds it to.
 - A ```console block holds commands (`$ ` lines, run by bash; a command line ending in `\\` goes on on the next
   line) and, after each, its expected stdout+stderr. A line `...` matches any lines (none included);
   `[exit N]` as the last expected line asserts the exit code (0 otherwise).
@@ -72,6 +73,15 @@ class Block:
         for word in self.info.split()[1:]:
             if word.startswith("file="):
                 return word[len("file=") :]
+        return None
+
+    @property
+    def src(self) -> str | None:
+        """`src=PATH`: the block shows a file kept under docs/ (PATH relative to docs/), written once for every
+        page that shows it; tests/test_docs_examples.py checks that the block shows that file as it is."""
+        for word in self.info.split()[1:]:
+            if word.startswith("src="):
+                return word[len("src=") :]
         return None
 
     @property

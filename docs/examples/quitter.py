@@ -1,0 +1,4 @@
+import sys
+
+print("quitter: no database at ./data.db", file=sys.stderr)
+sys.exit(3)
