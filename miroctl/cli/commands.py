@@ -14,6 +14,7 @@ from miroctl.cli import boundary, completion, remote
 from miroctl.cli.common import check_log, check_output, check_record, load_config, manager_for, remember, run
 from miroctl.cli.helptext import CALL, OUTPUT, POLICY
 from miroctl.cli.options import (
+    AgentOpt,
     ConfigOpt,
     EnvOpt,
     HeaderOpt,
@@ -73,6 +74,7 @@ def list_(
         ),
     ] = False,
     config: ConfigOpt = None,
+    agent: AgentOpt = None,
     stdio: StdioOpt = None,
     url: UrlOpt = None,
     header: HeaderOpt = None,
@@ -90,10 +92,10 @@ def list_(
     if via and extras:
         raise UsageError("--resources and --prompts are not served through a gateway", hint="drop --via")
     check_record(record, via)
-    gateway_url = remote.resolve_via(via, bool(config or stdio or url or record))
+    gateway_url = remote.resolve_via(via, bool(config or agent or stdio or url or record))
     if gateway_url and not extras:  # MIROCTL_URL set: resources and prompts come from the servers directly
         raise typer.Exit(remote.list_servers(gateway_url, servers or [], out=out, schema=schema))
-    loaded = load_config(config, stdio, url, header, out, startup_timeout, env)
+    loaded = load_config(config, stdio, url, header, out, startup_timeout, env, agent)
     servers, tool = _tool_target(loaded, servers or [])
     specs = loaded.select(servers)
     check_log(loaded, log)
@@ -187,6 +189,7 @@ def call(
         ),
     ] = None,
     config: ConfigOpt = None,
+    agent: AgentOpt = None,
     stdio: StdioOpt = None,
     url: UrlOpt = None,
     header: HeaderOpt = None,
@@ -230,7 +233,7 @@ def call(
     check_output(output)
     blobs.check_dir(save_dir)
     check_record(record, via)
-    gateway_url = remote.resolve_via(via, bool(config or stdio or url or record))
+    gateway_url = remote.resolve_via(via, bool(config or agent or stdio or url or record))
     if batch_file is not None:
         if target or args:
             raise UsageError("--batch reads every call from its lines", hint="drop SERVER TOOL, key=value and --args")
@@ -239,7 +242,7 @@ def call(
             raise typer.Exit(
                 remote.batch(gateway_url, text, out=out, jobs=jobs, timeout=timeout, no_autocorrect=no_autocorrect)
             )
-        loaded = load_config(config, stdio, url, header, out, startup_timeout, env)
+        loaded = load_config(config, stdio, url, header, out, startup_timeout, env, agent)
         raise typer.Exit(
             _batch(
                 out,
@@ -264,7 +267,7 @@ def call(
                 save_dir=save_dir,
             )
         )
-    loaded = load_config(config, stdio, url, header, out, startup_timeout, env)
+    loaded = load_config(config, stdio, url, header, out, startup_timeout, env, agent)
     check_log(loaded, log)
     server, tool, pairs = split_target(target or [], loaded)
     for pair in pairs:

@@ -82,10 +82,11 @@ def load_config(
     out: Output,
     startup_timeout: float | None = None,
     env: list[str] | None = None,
+    agent: str | None = None,
 ) -> Config:
     """The config the command line names; its secrets (and the OAuth tokens stored for it) are masked in `out`."""
-    early = None if stdio or url or header or env else prestart.take_config(config)
-    loaded = early or load(config, stdio=stdio or (), urls=url or (), headers=header or (), env=env or ())
+    early = None if stdio or url or header or env or agent else prestart.take_config(config)
+    loaded = early or load(config, stdio=stdio or (), urls=url or (), headers=header or (), env=env or (), agent=agent)
     tokens = stored_secrets(spec.url for spec in loaded.servers if spec.url)
     out.masker = out.masker.with_secrets(loaded.secrets() | tokens)
     if startup_timeout:

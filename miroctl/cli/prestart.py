@@ -25,7 +25,7 @@ VALUED = frozenset({"--config", "-c", "--timeout", "-t", "--startup-timeout", "-
                     "--mode", "--log", "--save-dir"})  # fmt: skip
 FLAGS = frozenset({"--json", "--no-autocorrect", "--schema", "--yes", "-y"})
 REFUSED = frozenset({"--stdio", "--url", "--header", "-H", "--env", "-e", "--task-id", "--via", "--batch", "--jobs",
-                     "-j", "--resources", "--prompts", "--help", "-h", "--args", "-a"})  # fmt: skip
+                     "-j", "--agent", "--resources", "--prompts", "--help", "-h", "--args", "-a"})  # fmt: skip
 URL_ENV = "MIROCTL_URL"
 _READ: list[tuple[str | None, Config]] = []  # the configuration read here, for the command to take once
 
