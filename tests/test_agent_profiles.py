@@ -146,3 +146,23 @@ def test_an_agent_without_servers_lists_none(tmp_path: Path):
     path.write_text("main_agent:\n  tool_config:\n  max_turns: 20\nsub_agents: null\n")
     config = load(str(path))
     assert config.default_names == () and config.select() == []
+
+
+def test_a_call_to_a_tool_the_picked_agent_blacklists_is_denied_without_starting_its_server(tmp_path: Path):
+    path = _miroflow_copy(tmp_path)
+    data = yaml.safe_load(path.read_text())
+    data["sub_agents"]["agent-worker"]["tool_blacklist"] = [["tool-searching", "echo"]]
+    path.write_text(yaml.safe_dump(data))
+    denied = CliRunner().invoke(app, ["call", "-c", str(path), "--agent", "worker", "tool-searching", "echo"])
+    assert denied.exit_code == 5, denied.stderr
+    allowed = CliRunner().invoke(app, ["call", "-c", str(path), "tool-searching", "echo", "text=hi", "--json"])
+    assert allowed.exit_code == 0, allowed.stderr  # the main agent blacklists nothing
+    assert json.loads(allowed.stdout)["server_name"] == "tool-searching"
+
+
+def test_defaults_that_name_each_other_are_refused_not_followed_forever(tmp_path: Path):
+    (tmp_path / "a.yaml").write_text("defaults: [b]\nmain_agent: {tool_config: []}\n")
+    (tmp_path / "b.yaml").write_text("defaults: [a]\n")
+    result = CliRunner().invoke(app, ["list", "-c", str(tmp_path / "a.yaml")])
+    assert result.exit_code == 2
+    assert "defaults nest more than 8 files deep (a cycle?)" in result.stderr
