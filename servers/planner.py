@@ -1,6 +1,8 @@
 """planner (task_planner): a todo list per task, kept on disk, shown as a Markdown checklist.
 
-Settings (environment): TASK_ID (required) picks the list; PLANNER_STATE_DIR is where lists live
+Settings (environment): TASK_ID picks the list (without it, the default list of the server's working
+directory, which is miroctl's unless the server file sets `cwd`: one list per project, shared by the calls and
+gateways started there); PLANNER_STATE_DIR is where lists live
 (default $XDG_STATE_HOME/miroctl/planner or ~/.local/state/miroctl/planner). Writers take a lock and
 replace the file atomically, so concurrent servers on one task lose no update.
 """
@@ -164,12 +166,7 @@ class TodoStore:
 
     @classmethod
     def for_task(cls) -> TodoStore:
-        task = setting("TASK_ID")
-        if task is None:
-            raise ToolError(
-                "TASK_ID is not set: the planner keeps one todo list per task, so the server "
-                "needs TASK_ID in its environment (e.g. TASK_ID=my-task miroctl call ...)"
-            )
+        task = setting("TASK_ID") or default_task()
         directory = state_dir("PLANNER_STATE_DIR", "planner")
         try:
             directory.mkdir(parents=True, exist_ok=True)
@@ -222,6 +219,12 @@ class TodoStore:
         except BaseException:
             Path(temp).unlink(missing_ok=True)
             raise
+
+
+def default_task(cwd: str | None = None) -> str:
+    """The task of a server started without TASK_ID: one per working directory, stable across runs."""
+    where = os.path.realpath(cwd or os.getcwd())
+    return "dir-" + hashlib.sha256(where.encode()).hexdigest()[:16]
 
 
 def task_file_name(task: str) -> str:

@@ -12,6 +12,7 @@ from miroctl.cli import boundary, completion, remote
 from miroctl.cli.common import check_log, check_output, check_record, load_config, manager_for, run
 from miroctl.cli.helptext import CALL, OUTPUT, POLICY
 from miroctl.cli.options import (
+    AgentOpt,
     ConfigOpt,
     EnvOpt,
     HeaderOpt,
@@ -88,6 +89,7 @@ def call(
         ),
     ] = None,
     config: ConfigOpt = None,
+    agent: AgentOpt = None,
     stdio: StdioOpt = None,
     url: UrlOpt = None,
     header: HeaderOpt = None,
@@ -131,7 +133,7 @@ def call(
     check_output(output)
     blobs.check_dir(save_dir)
     check_record(record, via)
-    gateway_url = remote.resolve_via(via, bool(config or stdio or url or record))
+    gateway_url = remote.resolve_via(via, bool(config or agent or stdio or url or record))
     if batch_file is not None:
         if target or args:
             raise UsageError("--batch reads every call from its lines", hint="drop SERVER TOOL, key=value and --args")
@@ -140,7 +142,7 @@ def call(
             raise typer.Exit(
                 remote.batch(gateway_url, text, out=out, jobs=jobs, timeout=timeout, no_autocorrect=no_autocorrect)
             )
-        loaded = load_config(config, stdio, url, header, out, startup_timeout, env, launch=_launch(ctx))
+        loaded = load_config(config, stdio, url, header, out, startup_timeout, env, agent, launch=_launch(ctx))
         raise typer.Exit(
             _batch(
                 out,
@@ -165,7 +167,7 @@ def call(
                 save_dir=save_dir,
             )
         )
-    loaded = load_config(config, stdio, url, header, out, startup_timeout, env, launch=_launch(ctx))
+    loaded = load_config(config, stdio, url, header, out, startup_timeout, env, agent, launch=_launch(ctx))
     check_log(loaded, log)
     server, tool, pairs = split_target(target or [], loaded)
     for pair in pairs:

@@ -19,6 +19,7 @@ from miroctl.cli import boundary, completion, remote
 from miroctl.cli.common import check_record, load_config, manager_for, remember, run
 from miroctl.cli.helptext import CHECK, CONNECTION, OUTPUT, WordedCommand
 from miroctl.cli.options import (
+    AgentOpt,
     ConfigOpt,
     EnvOpt,
     HeaderOpt,
@@ -150,6 +151,7 @@ def check(
     task_id: TaskIdOpt = None,
     log: LogOpt = None,
     config: ConfigOpt = None,
+    agent: AgentOpt = None,
     stdio: StdioOpt = None,
     url: UrlOpt = None,
     header: HeaderOpt = None,
@@ -170,7 +172,7 @@ def check(
     out = boundary.output(json_mode)
     providers = lint.parse_providers(strict_for or "all") if strict or strict_for else None
     check_record(record, via)
-    gateway_url = remote.resolve_via(via, bool(config or stdio or url or record))
+    gateway_url = remote.resolve_via(via, bool(config or agent or stdio or url or record))
     if gateway_url:
         body = {
             "servers": servers or [],
@@ -189,7 +191,7 @@ def check(
             (junit, lock, against),
             providers,
         )
-    loaded = load_config(config, stdio, url, header, out, None, env)
+    loaded = load_config(config, stdio, url, header, out, None, env, agent)
     concurrency = concurrency or loaded.profile.concurrency
     specs = list({spec.name: spec for spec in loaded.select(servers or ())}.values())
     allowed, locked = _check_inputs(loaded, specs, allow_fail or [], against, (junit, lock))

@@ -83,14 +83,15 @@ def load_config(
     out: Output,
     startup_timeout: float | None = None,
     env: list[str] | None = None,
+    agent: str | None = None,
     *,
     launch: Launch | None = None,
 ) -> Config:
     """The config the command line names (the one the early start read, when it read this one); its secrets
     (and the OAuth tokens stored for it) are masked in `out`."""
-    early = launch.take_config(config) if launch is not None and not (stdio or url or header or env) else None
+    early = launch.take_config(config) if launch is not None and not (stdio or url or header or env or agent) else None
     if not isinstance(early, Config):
-        early = load(config, stdio=stdio or (), urls=url or (), headers=header or (), env=env or ())
+        early = load(config, stdio=stdio or (), urls=url or (), headers=header or (), env=env or (), agent=agent)
     loaded = early
     tokens = stored_secrets(spec.url for spec in loaded.servers if spec.url)
     out.masker = out.masker.with_secrets(loaded.secrets() | tokens)

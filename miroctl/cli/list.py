@@ -14,6 +14,7 @@ from miroctl.cli import boundary, completion, remote
 from miroctl.cli.common import check_log, check_record, load_config, manager_for, remember, run
 from miroctl.cli.helptext import OUTPUT
 from miroctl.cli.options import (
+    AgentOpt,
     ConfigOpt,
     EnvOpt,
     HeaderOpt,
@@ -68,6 +69,7 @@ def list_(
         ),
     ] = False,
     config: ConfigOpt = None,
+    agent: AgentOpt = None,
     stdio: StdioOpt = None,
     url: UrlOpt = None,
     header: HeaderOpt = None,
@@ -85,10 +87,10 @@ def list_(
     if via and extras:
         raise UsageError("--resources and --prompts are not served through a gateway", hint="drop --via")
     check_record(record, via)
-    gateway_url = remote.resolve_via(via, bool(config or stdio or url or record))
+    gateway_url = remote.resolve_via(via, bool(config or agent or stdio or url or record))
     if gateway_url and not extras:  # MIROCTL_URL set: resources and prompts come from the servers directly
         raise typer.Exit(remote.list_servers(gateway_url, servers or [], out=out, schema=schema))
-    loaded = load_config(config, stdio, url, header, out, startup_timeout, env, launch=_launch(ctx))
+    loaded = load_config(config, stdio, url, header, out, startup_timeout, env, agent, launch=_launch(ctx))
     servers, tool = _tool_target(loaded, servers or [])
     specs = loaded.select(servers)
     check_log(loaded, log)

@@ -22,6 +22,16 @@ ConfigOpt = Annotated[
         "[env: MIROCTL_CONFIG]",
     ),
 ]
+AgentOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--agent",
+        metavar="NAME",
+        rich_help_panel=CONNECTION,
+        help="With a MiroFlow or MiroThinker agent file as --config: whose servers to use, a sub-agent's name "
+        "(default: the main agent). [env: MIROCTL_AGENT]",
+    ),
+]
 StdioOpt = Annotated[
     list[str] | None,
     typer.Option(

@@ -16,6 +16,7 @@ from miroctl.cli import boundary, completion
 from miroctl.cli.common import check_record, load_config, manager_for, remember, run
 from miroctl.cli.helptext import HTTP, OUTPUT, SERVING
 from miroctl.cli.options import (
+    AgentOpt,
     ConfigOpt,
     EnvOpt,
     HeaderOpt,
@@ -198,6 +199,7 @@ def serve(
         ),
     ] = DEFAULT_GRACE,
     config: ConfigOpt = None,
+    agent: AgentOpt = None,
     stdio: StdioOpt = None,
     url: UrlOpt = None,
     header: HeaderOpt = None,
@@ -249,7 +251,7 @@ def serve(
             session_idle=session_idle,
         )
         check_bind(settings)
-    loaded = load_config(config, stdio, url, header, out, startup_timeout, env)
+    loaded = load_config(config, stdio, url, header, out, startup_timeout, env, agent)
     specs = loaded.select(servers or ())
     if settings is not None:
         _serve_http(loaded, specs, options, out, settings)

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping, Sequence
+import warnings
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -17,12 +18,14 @@ from typing import Any
 from miroctl.base.errors import ConfigError, NotFound
 from miroctl.base.models import DEFAULT_CALL_TIMEOUT, DEFAULT_STARTUP_TIMEOUT, ServerSpec
 from miroctl.base.text import suggest
-from miroctl.config import clients, codex, ecosystem, envrefs, nesting
+from miroctl.config import agents, clients, codex, ecosystem, envrefs, nesting
 from miroctl.config.resolve import interpolated_values
 from miroctl.config.sections import Sections
 from miroctl.config.servers import adhoc_servers, positive, reject_unknown, server_from_mapping
 
 __all__ = ["Config", "Profile", "find_config", "load", "server_from_file"]
+
+AGENT_ENV = "MIROCTL_AGENT"
 
 PROFILE_KEYS = {
     "tool_config",
@@ -60,6 +63,7 @@ class Config:
     profile: Profile = field(default_factory=Profile)
     source: str = "(none)"
     default_names: tuple[str, ...] = ()
+    agent: str | None = None  # the agent picked from a Hydra agent file
 
     def names(self) -> list[str]:
         return [spec.name for spec in self.servers]
@@ -155,12 +159,17 @@ def load(
     headers: Sequence[str] = (),
     env: Sequence[str] = (),
     cwd: Path | None = None,
+    agent: str | None = None,
 ) -> Config:
     """Resolve the whole configuration. Ad-hoc servers (--stdio with --env, --url with --header) replace the
-    configured ones."""
+    configured ones. `agent` (or $MIROCTL_AGENT) picks an agent of a Hydra agent file (default: its main agent)."""
     load_dotenv_file(cwd)
+    agent, agent_origin = (agent, "--agent") if agent else (os.environ.get(AGENT_ENV) or None, f"${AGENT_ENV}")
     client = _client_named(explicit, cwd)
-    config = _client_config(client, cwd) if client else _load_file(find_config(explicit, cwd))
+    config = _client_config(client, cwd) if client else _load_file(find_config(explicit, cwd), agent)
+    if agent and not config.agent:
+        hint = "--agent picks an agent of a Hydra agent file"
+        raise ConfigError(f"{agent_origin} {agent}: {config.source} is no agent file", hint=hint)
     if env and not stdio:
         raise ConfigError("--env sets the environment of --stdio servers", hint="add --stdio, or drop --env")
     if stdio or urls:
@@ -183,14 +192,17 @@ def _client_config(client: str, cwd: Path | None) -> Config:
     return Config(servers=tuple(specs), source=where, default_names=tuple(s.name for s in specs if s.enabled))
 
 
-def _load_file(path: Path) -> Config:
+def _load_file(path: Path, agent: str | None = None) -> Config:
     if path.suffix == ".json":
         return _servers_only(ecosystem.read_json_servers(path), path)
     if path.suffix == ".toml":
         return _servers_only([t.spec() for t in codex.templates(codex.read_toml(path), path)], path)
-    data = _read_yaml(path)
-    if not isinstance(data, Mapping):
+    raw = _read_yaml(path, resolve=False)
+    if not isinstance(raw, Mapping):
         raise ConfigError(f"{path}: expected a mapping at the top level")
+    if agents.is_agent_file(raw):
+        return _load_agent(path, agent)
+    data = _read_yaml(path)
     if "mcpServers" in data or "servers" in data:
         return _servers_only(ecosystem.servers_from(data, path), path)
     if "tool_command" in data or "command" in data or "url" in data:
@@ -224,7 +236,9 @@ def _read_yaml(path: Path, *, resolve: bool = True) -> Any:
         return OmegaConf.to_container(node, resolve=False)
     _require_env(OmegaConf.to_container(node, resolve=False), path)
     try:
-        return OmegaConf.to_container(node, resolve=True)
+        with warnings.catch_warnings():  # `${oc.env:KEY,}` (upstream's files have it) means an empty default
+            warnings.filterwarnings("ignore", message="In the sequence", category=UserWarning)
+            return OmegaConf.to_container(node, resolve=True)
     except OmegaConfBaseException as exc:
         key = getattr(exc, "full_key", None)
         raise ConfigError(f"{path}: cannot resolve {key or 'a value'}: {_first_line(exc)}") from None
@@ -257,10 +271,39 @@ def _require_env(raw: Any, path: Path) -> None:
 # ---------------------------------------------------------------------------------------------- profile
 
 
-def _load_profile(data: Mapping[str, Any], path: Path) -> Config:
+def _load_agent(path: Path, agent: str | None) -> Config:
+    """A Hydra agent file: the picked agent's servers and blacklist; miroctl's own profile keys at the top level
+    (timeout, policy, ...) apply; every other key is the agent's business and is not read."""
+    composed = agents.compose(path)
+    chosen = agents.pick(composed, agent, str(path))
+    ours = {key: value for key, value in composed.items() if key in PROFILE_KEYS - agents.MISREAD_AT_TOP}
+    if ours:
+        ours = _resolved(ours, path)
+    folder = agents.tool_dir(path, ours.get("tool_dir"))
+    data = {**ours, "tool_config": list(chosen.names), "tool_blacklist": [list(p) for p in chosen.blacklist]}
+    config = _load_profile(data, path, folder, lambda name: agents.unresolved(name, chosen, folder))
+    return replace(config, agent=chosen.agent)
+
+
+def _resolved(data: Mapping[str, Any], path: Path) -> dict[str, Any]:
+    from omegaconf import OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
+
+    _require_env(dict(data), path)
+    try:
+        resolved = OmegaConf.to_container(OmegaConf.create(dict(data)), resolve=True)
+    except OmegaConfBaseException as exc:
+        raise ConfigError(f"{path}: cannot resolve {getattr(exc, 'full_key', None) or 'a value'}") from None
+    assert isinstance(resolved, dict)
+    return {str(k): v for k, v in resolved.items()}
+
+
+def _load_profile(
+    data: Mapping[str, Any], path: Path, tool_dir: Path | None = None, why_missing: Callable[[str], str] | None = None
+) -> Config:
     reject_unknown(data, PROFILE_KEYS, f"{path}")
     profile = _profile_from(data, path)
-    tool_dir = path.parent / str(data.get("tool_dir", "tool"))
+    tool_dir = tool_dir or path.parent / str(data.get("tool_dir", "tool"))
     specs: dict[str, ServerSpec] = {}
     for file in sorted(tool_dir.glob("*.y*ml")) if tool_dir.is_dir() else ():
         spec = server_from_file(file)
@@ -271,7 +314,8 @@ def _load_profile(data: Mapping[str, Any], path: Path) -> Config:
     names = profile.tool_config
     for name in names or ():
         if _lookup(specs, name) is None:
-            specs[name] = ServerSpec(name=name, error=f"no server file for {name!r} in {tool_dir}", source=str(path))
+            error = why_missing(name) if why_missing else f"no server file for {name!r} in {tool_dir}"
+            specs[name] = ServerSpec(name=name, error=error, source=str(path))
     # Named in tool_config: used, even when its file says `enabled: false` (that only keeps a file out of the
     # default set when the profile names none, as naming a server on the command line does).
     selected = [_lookup(specs, n).name for n in names] if names is not None else [n for n in specs if specs[n].enabled]  # type: ignore[union-attr]

@@ -121,6 +121,7 @@ OPTIONS: tuple[Option, ...] = (
     _opt("--url", "url", "values", _ALL),
     _opt("--header -H", "header", "values", _ALL),
     _opt("--env -e", "env", "values", _ALL),
+    _opt("--agent", "agent", "value", _CALL_LIST),
     _opt("--task-id", "task_id", "value", _CALL_LIST),
     _opt("--batch", "batch_file", "value", frozenset({CALL})),
     _opt("--jobs -j", "jobs", "value", frozenset({CALL})),

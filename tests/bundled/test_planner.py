@@ -3,11 +3,15 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import anyio
 
 from miroctl.base.models import CallRequest, ServerSpec
 from miroctl.config import loader as config_
 from miroctl.core.manager import Manager
+from miroctl.servers.planner import default_task, task_file_name
 from tests.bundled.conftest import bundled_spec, cli_call, memory_spec, session
 
 
@@ -45,12 +49,23 @@ def test_lists_survive_a_restart_and_are_kept_apart_per_task(state_dirs):
     assert beta[0].structured_content["total"] == 0 and "Nothing planned yet" in beta[0].result
 
 
-def test_a_missing_task_id_is_a_clear_tool_error_and_the_server_keeps_running(state_dirs, monkeypatch):
+def test_without_a_task_id_the_first_call_works_on_the_working_directorys_default_list(
+    state_dirs, monkeypatch, tmp_path
+):
+    monkeypatch.chdir(tmp_path)
     got = session(in_process(monkeypatch, state_dirs, ""), ("add_todo", {"titles": ["x"]}), ("list_todos", {}))
-    for outcome in got.outcomes:
-        assert outcome.error_kind == "tool_error" and outcome.exit_code == 1
-        assert "TASK_ID is not set" in outcome.error
-    assert got.starts == 1
+    assert all(outcome.ok for outcome in got.outcomes), got.outcomes
+    assert got.outcomes[1].structured_content["total"] == 1
+    stored = Path(state_dirs["PLANNER_STATE_DIR"]) / f"todos_{default_task(str(tmp_path))}.json"
+    assert json.loads(stored.read_text())["todos"][0]["title"] == "x"
+
+
+def test_the_default_task_is_stable_per_directory_and_differs_between_directories(tmp_path):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    first, again = default_task(str(tmp_path / "a")), default_task(str(tmp_path / "a" / ".." / "a"))
+    assert first == again and first != default_task(str(tmp_path / "b"))
+    assert task_file_name(first) == first  # a plain file name
 
 
 def test_unknown_short_or_empty_inputs_change_nothing(state_dirs, monkeypatch):
@@ -103,9 +118,11 @@ def test_miroctl_call_planner_adds_a_todo(state_dirs):
     assert "- [ ] Write the report (id: " in envelope["result"]
 
 
-def test_miroctl_call_planner_without_task_id_exits_1(state_dirs):
-    code, envelope = cli_call(
-        "planner", "list_todos", env={"PLANNER_STATE_DIR": state_dirs["PLANNER_STATE_DIR"], "TASK_ID": ""}
-    )
-    assert code == 1
-    assert envelope["error_kind"] == "tool_error" and "TASK_ID is not set" in envelope["error"]
+def test_miroctl_call_planner_without_task_id_uses_the_default_list_and_task_id_still_overrides(state_dirs):
+    env = {"PLANNER_STATE_DIR": state_dirs["PLANNER_STATE_DIR"], "TASK_ID": ""}
+    code, envelope = cli_call("planner", "add_todo", "titles=Default only", env=env)
+    assert code == 0, envelope
+    code, listed = cli_call("planner", "list_todos", env=env)
+    assert code == 0 and [t["title"] for t in listed["structured_content"]["todos"]] == ["Default only"]
+    code, other = cli_call("planner", "list_todos", env={**env, "TASK_ID": "another"})
+    assert code == 0 and other["structured_content"]["total"] == 0
