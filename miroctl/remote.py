@@ -35,7 +35,7 @@ TOKEN_ENV = "MIROCTL_TOKEN"
 CONNECT_TIMEOUT = 10.0  # seconds to reach the gateway at all
 DEFAULT_WAIT = 900.0  # what a request may take at the gateway when the command names no --timeout
 MARGIN_ENV = "MIROCTL_VIA_MARGIN"
-MARGIN = 10.0  # beyond the request's own timeout: the gateway's routing, starting a server, the answer's trip
+MARGIN = 1.5  # beyond the request's own timeout: the gateway's routing and the answer's trip
 
 
 class RemoteError(MiroctlError):
@@ -85,7 +85,8 @@ class GatewayClient:
             raise ServerUnavailable(f"not a gateway URL: {url!r}", hint="give http://HOST:PORT of `miroctl serve`")
         self._parts = parts
         self.token = token if token is not None else os.environ.get(TOKEN_ENV) or None
-        self.wait = (timeout or DEFAULT_WAIT) + _margin()
+        self.timeout, self.margin = timeout or DEFAULT_WAIT, _margin()
+        self.wait = self.timeout + self.margin
 
     def call(self, body: Mapping[str, Any]) -> dict[str, Any]:
         return self._answer(self._post("/v1/call", json.dumps(body).encode()))
@@ -123,17 +124,18 @@ class GatewayClient:
 
         kind = http.client.HTTPSConnection if self._parts.scheme == "https" else http.client.HTTPConnection
         connection = kind(self._parts.hostname or "", self._parts.port, timeout=CONNECT_TIMEOUT)
-        waited = CONNECT_TIMEOUT
+        waited = f"to accept a connection within {CONNECT_TIMEOUT:g}s"
         try:
             connection.connect()
             if connection.sock is not None:
-                connection.sock.settimeout(waited := self.wait)
+                connection.sock.settimeout(self.wait)
+                waited = f"within {self.wait:g}s (a timeout of {self.timeout:g}s and {self.margin:g}s for the trip)"
             connection.request("POST", self._parts.path + path, body=body, headers=headers)
             response = connection.getresponse()
             status, data = response.status, response.read()
         except TimeoutError:
             raise TimedOut(
-                f"the gateway at {self.url} did not answer within {waited:g}s",
+                f"the gateway at {self.url} did not answer {waited}",
                 hint="is it stuck? `miroctl check --via` or its /healthz shows its servers' states",
             ) from None
         except (OSError, http.client.HTTPException) as exc:

@@ -96,6 +96,28 @@ def test_missing_required_arguments_are_named_and_the_signature_is_the_hint():
     assert raised.value.hint.startswith("usage: demo(text: string, count: integer, ratio?: number")
 
 
+def test_a_required_parameter_with_a_default_is_left_for_the_server_to_fill():
+    schema = {
+        "type": "object",
+        "properties": {"scale": {"type": "string", "default": "css"}, "name": {"type": "string"}},
+        "required": ["scale", "name"],
+    }
+    tool = ToolInfo(server="s", name="shot", input_schema=schema)
+    assert args.validate(tool, {"name": "x"}) == []
+    with pytest.raises(ArgumentError) as raised:
+        args.validate(tool, {})
+    assert raised.value.message == "shot: missing required argument name"
+
+
+def test_argument_errors_spell_values_as_json_not_python():
+    with pytest.raises(ArgumentError) as raised:
+        args.validate(TOOL, {"text": "x", "count": 1, "ratio": None})
+    assert raised.value.message == "demo: ratio: null is not of type 'number'"
+    with pytest.raises(ArgumentError) as raised:
+        args.validate(TOOL, {"text": "x", "count": 1, "mode": True})
+    assert raised.value.message == 'demo: mode: true is not one of ["fast", "slow"]'
+
+
 def test_schema_violations_name_the_failing_path():
     with pytest.raises(ArgumentError, match=r"demo: tags\[1\]: 5 is not of type 'string'"):
         args.validate(TOOL, {"text": "x", "count": 1, "tags": ["a", 5]})

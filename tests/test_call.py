@@ -158,7 +158,7 @@ def test_schema_violating_arguments_exit_2_and_nothing_is_sent(pool):
     result = invoke(path, "alpha", "add", "a=1", 'b:="two"', "--json")
     assert result.exit_code == 2
     envelope = parse_json(result.stdout)
-    assert envelope["error"] == "add: b: 'two' is not of type 'integer'"
+    assert envelope["error"] == "add: b: \"two\" is not of type 'integer'"
     assert not log.exists()
 
 

@@ -79,11 +79,22 @@ def test_a_gateway_that_accepts_and_never_answers_costs_the_timeout_plus_the_mar
         elapsed = time.monotonic() - started
     assert code == 4
     assert err.splitlines() == [
-        f"miroctl: timeout: the gateway at {url} did not answer within 1s",
+        f"miroctl: timeout: the gateway at {url} did not answer within 1s (a timeout of 0.5s and 0.5s for the trip)",
         "  hint: is it stuck? `miroctl check --via` or its /healthz shows its servers' states",
     ]
     assert out == ""
     assert 0.9 < elapsed < 10
+
+
+def test_a_silent_gateway_is_awaited_the_timeout_plus_a_small_margin_which_the_message_names(capsys, monkeypatch):
+    monkeypatch.delenv("MIROCTL_VIA_MARGIN", raising=False)
+    with silent_gateway() as url:
+        code, out, err = run(capsys, "call", "alpha", "echo", "text=x", "--timeout", "0.5", "--via", url)
+    assert code == 4
+    assert err.splitlines()[0] == (
+        f"miroctl: timeout: the gateway at {url} did not answer within 2s (a timeout of 0.5s and 1.5s for the trip)"
+    )
+    assert out == ""
 
 
 def test_nothing_listening_is_unavailable_at_once(capsys):

@@ -158,7 +158,8 @@ def validate(tool: ToolInfo, arguments: Mapping[str, Any]) -> list[str]:
     if validator is None:
         return [*notes, f"{tool.name}'s input schema is not valid JSON Schema: arguments sent unchecked"]
     try:
-        errors = sorted(validator.iter_errors(dict(arguments)), key=lambda e: (len(e.path), str(e.path)))
+        found = [e for e in validator.iter_errors(dict(arguments)) if not _server_fills(e)]
+        errors = sorted(found, key=lambda e: (len(e.path), str(e.path)))
     except (Unresolvable, RecursionError) as exc:
         return [*notes, f"{tool.name}'s input schema cannot be used ({_unusable(exc)}): arguments sent unchecked"]
     if not errors:
@@ -190,16 +191,41 @@ def _validator(schema_json: str) -> Any:
     return validator_class(schema, registry=Registry())
 
 
+def _server_fills(error: Any) -> bool:
+    """A required parameter that declares a `default` is the server's to fill (several servers ship them)."""
+    return error.validator == "required" and not _missing(error)
+
+
+def _missing(error: Any) -> list[str]:
+    """The required names absent from the instance, but those with a `default`."""
+    properties = error.schema.get("properties") if isinstance(error.schema, Mapping) else None
+    defaulted = {k for k, v in (properties or {}).items() if isinstance(v, Mapping) and "default" in v}
+    return [r for r in error.validator_value if r not in (error.instance or {}) and r not in defaulted]
+
+
+def _json_spelling(error: Any) -> str:
+    """jsonschema's message with values in JSON's spelling (null, true, "text"), not Python's."""
+    message = str(error.message)
+    values = [error.instance] + ([] if isinstance(error.validator_value, str) else [error.validator_value])
+    for value in values:  # a type's name stays as jsonschema quotes it ('number')
+        try:
+            spelled = json.dumps(value, ensure_ascii=False, default=str)
+        except (TypeError, ValueError):
+            continue
+        message = message.replace(repr(value), spelled, 1)
+    return message
+
+
 def _describe(tool: ToolInfo, error: Any) -> str:
     if error.validator == "required":
-        missing = [r for r in error.validator_value if r not in (error.instance or {})]
+        missing = _missing(error)
         where = _path(error.absolute_path)
         names = ", ".join(missing)
         noun = "argument" if len(missing) == 1 else "arguments"
         inside = f" in {where}" if where else ""
         return f"{tool.name}: missing required {noun} {names}{inside}"
     where = _path(error.absolute_path) or "(arguments)"
-    return f"{tool.name}: {where}: {error.message}"
+    return f"{tool.name}: {where}: {_json_spelling(error)}"
 
 
 def _path(parts: Sequence[Any]) -> str:
