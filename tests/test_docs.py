@@ -95,6 +95,8 @@ def run(command: docs.Command, cwd: Path, env: dict[str, str]) -> tuple[list[str
     return done.stdout.decode("utf-8", "replace").split("\n"), done.returncode
 
 
+@pytest.mark.process
+@pytest.mark.timeout(COMMAND_TIMEOUT)  # a block runs several commands, each a real miroctl and its servers
 @pytest.mark.parametrize("example", examples(), ids=str)
 def test_docs_example_prints_what_the_page_shows(example: Example, tmp_path: Path) -> None:
     outputs, failures = run_block(example, tmp_path)
