@@ -10,6 +10,7 @@ import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +42,39 @@ def hostile_yaml(name: str, *broken: str, **fields: Any) -> dict[str, Any]:
     """A server file for tests/servers/hostile.py; each of `broken` is METHOD=MODE (or a flag such as --stubborn)."""
     args = [a if a.startswith("--") else f"--broken={a}" for a in broken]
     return {"name": name, "tool_command": "python", "args": [HOSTILE, "--name", name, *args], **fields}
+
+
+def in_memory(spec: ServerSpec) -> ServerSpec:
+    """A healthy fixture server's spec as the same server in this process (the memory transport); any other
+    spec (another server, a mode that breaks the start, HTTP) unchanged, as a process."""
+    if spec.error or spec.transport != "stdio" or spec.command != sys.executable or spec.args[:1] != (FIXTURE,):
+        return spec
+    from tests.servers import fixture
+
+    opts = fixture.options(list(spec.args[1:]))
+    if opts.mode != "ok" or opts.http:
+        return spec
+    only = set(opts.tools.split(",")) if opts.tools else None
+    target = fixture.build(opts.name, only, environ={**os.environ, **spec.env}, cwd=spec.cwd)
+    return replace(spec, transport="memory", target=target, command=None, args=())
+
+
+@pytest.fixture
+def fixture_servers_in_memory(monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> None:
+    """The healthy fixture servers of every config the test loads run in this process, over the memory
+    transport: the CLI, the core and the renderers are what these tests check, not a server's process (the
+    tests marked `process` keep real ones)."""
+    from miroctl.config import loader, resolve
+
+    if request.node.get_closest_marker("process"):
+        return
+    for module in (loader, resolve):
+        original = module.server_from_mapping
+
+        def converted(*args: Any, _original: Callable[..., ServerSpec] = original, **kwargs: Any) -> ServerSpec:
+            return in_memory(_original(*args, **kwargs))
+
+        monkeypatch.setattr(module, "server_from_mapping", converted)
 
 
 @pytest.fixture(autouse=True)

@@ -11,6 +11,8 @@ from typer.testing import CliRunner
 from miroctl.cli.app import app
 from tests.conftest import fixture_yaml, parse_json
 
+pytestmark = pytest.mark.usefixtures("fixture_servers_in_memory")
+
 ENVELOPE_KEYS = {
     "schema",
     "server_name",
@@ -225,6 +227,7 @@ def test_an_mcp_servers_json_config_works_end_to_end(tmp_path):
     assert parse_json(result.stdout)["result"] == "42"
 
 
+@pytest.mark.process
 def test_a_server_runs_in_its_cwd_relative_to_its_file_with_its_env_over_a_small_inherited_one(
     write_config, tmp_path, monkeypatch
 ):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -55,8 +56,11 @@ def scratch_env(space: Path) -> dict[str, str]:
     launcher.write_text(f"#!{sys.executable} -P\nfrom miroctl.launch.entry import main\n\nmain()\n")
     launcher.chmod(0o755)
     for name in ("python", "python3"):
-        if not (bin_dir / name).exists():
-            (bin_dir / name).symlink_to(sys.executable)
+        # A script, never a symlink: Python finds its venv from the path it was started by, so through a
+        # symlink a venv's interpreter would be the base one, without miroctl and the SDK.
+        wrapper = bin_dir / name
+        wrapper.write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} "$@"\n')
+        wrapper.chmod(0o755)
     env = {
         "PATH": os.pathsep.join([str(bin_dir), os.path.dirname(sys.executable), "/usr/local/bin", "/usr/bin", "/bin"]),
         "PYTHONPATH": os.pathsep.join(p for p in [str(ROOT), os.environ.get("PYTHONPATH", "")] if p),
@@ -91,11 +95,11 @@ def run(command: docs.Command, cwd: Path, env: dict[str, str]) -> tuple[list[str
     return done.stdout.decode("utf-8", "replace").split("\n"), done.returncode
 
 
+@pytest.mark.process
+@pytest.mark.timeout(COMMAND_TIMEOUT)  # a block runs several commands, each a real miroctl and its servers
 @pytest.mark.parametrize("example", examples(), ids=str)
 def test_docs_example_prints_what_the_page_shows(example: Example, tmp_path: Path) -> None:
-    outputs, failures = run_block(example, tmp_path / "first")
-    if failures:  # once more, in a fresh directory: a loaded machine can starve a server's start
-        outputs, failures = run_block(example, tmp_path / "again")
+    outputs, failures = run_block(example, tmp_path)
     if UPDATE:
         if failures:
             docs.rewrite(example.page, example.block, outputs)
@@ -132,12 +136,17 @@ def run_commands(
     return outputs, failures
 
 
-def test_readme_starts_with_the_install_line_and_the_ci_test_line() -> None:
+VENV = "python3 -m venv .venv && . .venv/bin/activate && "
+
+
+def test_readme_starts_with_the_install_line_and_the_ci_test_line_both_in_a_virtual_environment() -> None:
     readme = (ROOT / "README.md").read_text().split("\n")
-    ci_line = next((line for line in readme if re.match(r"^pip install .*pytest", line)), None)
-    assert ci_line is not None, ".ci/run runs the README's first line matching ^pip install .*pytest"
-    assert "'.[test]'" in ci_line
-    assert readme.index("pip install . && miroctl list") < readme.index(ci_line)
+    ci_line = next((line for line in readme if re.match(r"^python3 -m venv .*pip install .*pytest", line)), None)
+    assert ci_line is not None, ".ci/run runs the README's first line matching ^python3 -m venv .*pip install .*pytest"
+    assert ci_line == VENV + "pip install -e '.[test]' && python -m pytest -q"
+    assert readme.index(VENV + "pip install . && miroctl list") < readme.index(ci_line)
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert "^python3 -m venv .*pip install .*pytest" in ci, ".ci/run picks the line this test pins"
 
 
 def test_every_docs_page_is_listed_in_the_index_and_every_link_points_to_a_page() -> None:

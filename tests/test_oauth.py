@@ -16,6 +16,9 @@ import yaml
 from tests.conftest import free_port, parse_json
 from tests.oauth_support import LoginRun, Protected, age_record, login, protected_server, record, run
 
+# Real HTTP servers and logins; each test starts several processes (about 50 s at load 8).
+pytestmark = [pytest.mark.process, pytest.mark.timeout(180)]
+
 HINT = "auth required: run miroctl auth demo"
 
 

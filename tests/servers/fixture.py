@@ -39,13 +39,13 @@ def misbehave(mode: str) -> None:
         time.sleep(3600)
 
 
-def _logged(fn):
+def _logged(fn, environ):
     """Append each call's tool name to $FIXTURE_CALL_LOG, so tests can tell whether a call arrived."""
     import functools
     import inspect
 
     def record():
-        path = os.environ.get("FIXTURE_CALL_LOG")
+        path = environ.get("FIXTURE_CALL_LOG")
         if path:
             with open(path, "a") as log:
                 log.write(fn.__name__ + "\n")
@@ -67,17 +67,25 @@ def _logged(fn):
     return wrapper
 
 
-def build(name: str, only: set[str] | None):
+def build(name: str, only: set[str] | None, environ=None, cwd=None):
+    """The server. Given `environ` (and `cwd`) it runs in the test's own process (the memory transport): its
+    tools read those instead of the process's, and the tools that need a process of their own refuse."""
     from mcp.server.mcpserver import Context, MCPServer
     from mcp.server.mcpserver.exceptions import ToolError
     from mcp.types import ImageContent, TextContent, ToolAnnotations
 
     server = MCPServer(name, version="9.9.9", log_level="WARNING")
+    in_process = environ is not None
+    environ = os.environ if environ is None else environ
+
+    def needs_a_process(tool_name):
+        if in_process:
+            raise ToolError(f"{tool_name} needs a server process: mark the test `process`")
 
     def tool(fn=None, **kwargs):
         def register(f):
             if only is None or f.__name__ in only:
-                server.tool(**kwargs)(_logged(f))
+                server.tool(**kwargs)(_logged(f, environ))
             return f
 
         return register(fn) if fn else register
@@ -117,6 +125,7 @@ def build(name: str, only: set[str] | None):
     @tool()
     def crash(code: int = 7) -> str:
         """Exit the server process mid-call."""
+        needs_a_process("crash")
         print("fixture: crashing on purpose", file=sys.stderr, flush=True)
         os._exit(code)
 
@@ -160,18 +169,19 @@ def build(name: str, only: set[str] | None):
     @tool()
     def env(name: str) -> str:
         """Return an environment variable of the server process."""
-        return os.environ.get(name, "<unset>")
+        return environ.get(name, "<unset>")
 
     @tool()
     def cwd() -> str:
         """Return the server process's working directory."""
-        return os.getcwd()
+        return (cwd or os.getcwd()) if in_process else os.getcwd()
 
     @tool()
     def spawn_child(seconds: float = 3600, detach: bool = False) -> str:
         """Start a grandchild process that sleeps (in a session of its own if detach), and return its pid."""
         import subprocess
 
+        needs_a_process("spawn_child")
         child = subprocess.Popen(
             [sys.executable, "-c", f"import time; time.sleep({seconds})"], start_new_session=detach
         )
@@ -226,20 +236,24 @@ def build(name: str, only: set[str] | None):
     @tool()
     def ghost() -> str:
         """Listed, but the server claims not to know it when called (unless started with --ghost-real)."""
-        if os.environ.get("FIXTURE_GHOST_REAL"):
+        if environ.get("FIXTURE_GHOST_REAL"):
             return f"boo from {name}"
         raise ToolError("Unknown tool: ghost")
 
     return server
 
 
-def main() -> None:
+def options(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser()
     parser.add_argument("--name", default="fixture")
     parser.add_argument("--mode", default="ok")
     parser.add_argument("--http", type=int, default=0)
     parser.add_argument("--tools", default="")
-    opts = parser.parse_args()
+    return parser.parse_args(argv)
+
+
+def main() -> None:
+    opts = options()
     misbehave(opts.mode)
     only = set(opts.tools.split(",")) if opts.tools else None
     server = build(opts.name, only)
