@@ -237,7 +237,10 @@ class Policy:
         if found is None:
             return None
         url, pattern = found
-        return Decision(False, "url_blocked", f"URL {url} is blocked by the url rule {pattern!r}")
+        if not url:
+            return Decision(False, "url_blocked", f"the arguments hold {pattern.strip('<>')}: refused unchecked")
+        shown = url if len(url) <= 200 else url[:200] + "..."
+        return Decision(False, "url_blocked", f"URL {shown} is blocked by the url rule {pattern!r}")
 
     def _by_mode(self, where: str, meta: ToolMeta, spec: ServerSpec, tool: str) -> Decision:
         if self.mode == "bypass":

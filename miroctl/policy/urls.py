@@ -2,7 +2,8 @@
 
 Pure functions, no I/O. The default rules refuse Hugging Face dataset and space pages (where
 benchmark answers live), as the seeds do; unlike the seeds they also catch the short host
-(hf.co), the spaces' app host (*.hf.space), the API routes, and URLs inside any argument.
+(hf.co), the spaces' app host (*.hf.space), the API routes, every spelling a browser resolves to
+those pages, and URLs anywhere in any argument, nested ones included (policy/urlscan.py).
 Bundled servers read the profile's rules from `MIROCTL_URL_BLOCK` (see `from_env`).
 """
 
@@ -10,12 +11,13 @@ from __future__ import annotations
 
 import os
 import re
-import unicodedata
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
+from functools import lru_cache
 from typing import Any
-from urllib.parse import unquote, urlsplit
+
+from miroctl.policy.urlscan import Scan, TooMany, host_name
 
 DEFAULT_BLOCK = (
     "huggingface.co/datasets",
@@ -29,8 +31,7 @@ DEFAULT_BLOCK = (
 )
 ENV_VAR = "MIROCTL_URL_BLOCK"
 URL_KEYS = frozenset({"url", "uri", "link", "href", "urls", "uris", "links"})
-_DOTS = str.maketrans({"\u3002": ".", "\uff0e": ".", "\uff61": "."})  # dots IDNA maps to "."
-_EMBEDDED = re.compile(r"https?://[^\s\"'<>`\\)\]}]+", re.IGNORECASE)
+_URL_KEY = re.compile(r"(?:urls?|uris?|links?|hrefs?|website|address)$")  # page_url, targetUri, ...
 
 
 @dataclass(frozen=True)
@@ -40,18 +41,24 @@ class UrlRules:
     block: tuple[str, ...] = DEFAULT_BLOCK
 
     def blocked_by(self, url: str) -> str | None:
-        """The pattern that blocks `url`, or None."""
-        target = normalise(url)
-        if target is None:
-            return None
-        return next((p for p in self.block if _matches(p, target)), None)
+        """The pattern that blocks `url` or a URL nested in it, or None."""
+        try:
+            return next((p for _, target in Scan().findings(url, whole=True) for p in self._blocking(target)), None)
+        except TooMany as exc:
+            return f"<{exc}>"
 
     def first_blocked(self, arguments: Any) -> tuple[str, str] | None:
-        """(url, pattern) for the first blocked URL anywhere in a call's arguments, or None."""
-        for url in urls_in(arguments):
-            pattern = self.blocked_by(url)
-            if pattern is not None:
-                return url, pattern
+        """(url, pattern) for the first blocked URL anywhere in a call's arguments (names too), or None; when
+        there is more to read than a check reads, ("", "<why>"): refused unchecked."""
+        scan = Scan()
+        try:
+            for text, whole in _strings(arguments):
+                for url, target in scan.findings(text, whole=whole):
+                    pattern = next(self._blocking(target), None)
+                    if pattern is not None:
+                        return url, pattern
+        except TooMany as exc:
+            return "", f"<{exc}>"
         return None
 
     def drop_blocked(self, items: Iterable[Any], key: str = "link") -> list[Any]:
@@ -62,6 +69,9 @@ class UrlRules:
             if not (isinstance(url, str) and self.blocked_by(url)):
                 kept.append(item)
         return kept
+
+    def _blocking(self, target: str) -> Iterator[str]:
+        return (p for p in self.block if _matches(p, target))
 
 
 def from_env(environ: Mapping[str, str] | None = None) -> UrlRules:
@@ -76,67 +86,36 @@ def to_env(rules: UrlRules) -> str:
     return "\n".join(rules.block)
 
 
-def urls_in(value: Any, key: str | None = None) -> Iterator[str]:
-    """Every URL in an argument value: values of url-like keys, and http(s) URLs in any string."""
+def urls_in(value: Any) -> Iterator[str]:
+    """Every URL written in an argument value: values of url-like keys, and the URLs in any string."""
+    scan = Scan()
+    try:
+        for text, whole in _strings(value):
+            yield from scan.written(text, whole=whole)
+    except TooMany:
+        return
+
+
+def is_url_key(name: str) -> bool:
+    return _URL_KEY.search(name.lower()) is not None
+
+
+def _strings(value: Any, key: str | None = None) -> Iterator[tuple[str, bool]]:
+    """(string, whether it is meant as one URL) for every string in a value, mapping keys included."""
     if isinstance(value, str):
-        if key is not None and key.lower() in URL_KEYS:
-            yield value.strip()
-        yield from _EMBEDDED.findall(unicodedata.normalize("NFKC", value))
+        yield value, key is not None and is_url_key(key)
     elif isinstance(value, Mapping):
         for name, item in value.items():
-            yield from urls_in(item, str(name))
+            yield str(name), False
+            yield from _strings(item, str(name))
     elif isinstance(value, (list, tuple)):
         for item in value:
-            yield from urls_in(item, key)
+            yield from _strings(item, key)
 
 
-def normalise(url: str) -> str | None:
-    """`host/path` in the one form every spelling of a URL comes to, as a browser would resolve it: Unicode
-    folded (NFKC, ideographic full stops as dots), percent-decoding, IDNA, lowercase, no www., userinfo or
-    port, dot segments resolved, single slashes."""
-    text = unicodedata.normalize("NFKC", url.strip()).replace("\\", "/")
-    if "://" not in text[:12]:
-        text = "http://" + text.lstrip("/")
-    try:
-        parts = urlsplit(text)
-        host = _host(parts.hostname or "")
-    except ValueError:
-        return None
-    if not host:
-        return None
-    return host + _path(parts.path)
-
-
-def _host(raw: str) -> str:
-    """A host name in ASCII: decoded, Unicode dots folded, IDNA-encoded, lowercase, without www. or end dots."""
-    host = unicodedata.normalize("NFKC", _unquoted(raw)).translate(_DOTS).lower().strip(".")
-    if not host.isascii():
-        try:
-            host = host.encode("idna").decode("ascii")
-        except UnicodeError:
-            pass  # not a valid IDNA name: compared as it is
-    return host.removeprefix("www.")
-
-
-def _path(raw: str) -> str:
-    """The path decoded (repeatedly: %252e is a dot too), its dot segments resolved, lowercase."""
-    segments: list[str] = []
-    for segment in _unquoted(raw).replace("\\", "/").lower().split("/"):
-        if segment == "..":
-            if segments:
-                segments.pop()
-        elif segment not in ("", "."):
-            segments.append(segment)
-    return "/" + "/".join(segments)
-
-
-def _unquoted(text: str) -> str:
-    for _ in range(3):
-        decoded = unquote(text)
-        if decoded == text:
-            break
-        text = decoded
-    return unicodedata.normalize("NFKC", text)
+@lru_cache(maxsize=256)
+def _pattern_host(host: str) -> str:
+    return host_name(host)
 
 
 def _matches(pattern: str, target: str) -> bool:
@@ -144,7 +123,7 @@ def _matches(pattern: str, target: str) -> bool:
     if any(c in pattern for c in "*?["):
         return fnmatchcase(target, pattern) or fnmatchcase(target, pattern.rstrip("/") + "/*")
     host, _, prefix = pattern.removeprefix("https://").removeprefix("http://").partition("/")
-    host = _host(host)
+    host = _pattern_host(host)
     target_host, _, target_path = target.partition("/")
     if target_host != host and not target_host.endswith("." + host):
         return False
