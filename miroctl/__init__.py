@@ -2,13 +2,13 @@
 
 `from miroctl import ToolManager` is the tool layer an agent imports (docs/library.md); `__all__` is the stable
 API. Every miroctl command imports this package first, and its cold start is measured in milliseconds, so the
-API is loaded on first access (PEP 562 `__getattr__`) rather than here: `import miroctl` stays this file, and
-the modules below it (which import `__version__` from here) never pull the library layer in with it.
+API is loaded on first access (PEP 562 `__getattr__`) rather than here: `import miroctl` stays this file and
+miroctl.base.version, where the version number lives for every module below.
 """
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (~15 ms); mypy reads this name as it
+from miroctl.base.version import __version__
 
-__version__ = "0.1.0"
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (~15 ms); mypy reads this name as it
 
 __all__ = [
     "TASK_ID",
@@ -62,11 +62,12 @@ if TYPE_CHECKING:
 
 
 def __getattr__(name: str) -> "Any":
-    # __import__ rather than an import statement: the import graph (lint-imports) then keeps the layers below,
-    # which import __version__ from this package, apart from the library layer above them, as they are at run
-    # time; and rather than importlib, which `import miroctl` would pay for (~1 ms) on every command.
+    # Imported here, on first use, not at the top: every command imports this package, and the library layer
+    # (the core, the config, the sessions) costs what a cold start must not pay.
     if name in __all__ and name != "__version__":
-        value = getattr(__import__("miroctl.library", fromlist=[name]), name)
+        import miroctl.library  # noqa: PLC0415 (see above)
+
+        value = getattr(miroctl.library, name)
         globals()[name] = value
         return value
     raise AttributeError(f"module 'miroctl' has no attribute {name!r}")

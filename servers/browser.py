@@ -19,7 +19,7 @@ from typing import Any
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import CallToolResult, ToolAnnotations
 
-from miroctl import __version__
+from miroctl.base.version import __version__
 
 from .helpers.browser_session import BrowserSession, find_browser, missing_browser_message
 from .helpers.common import result

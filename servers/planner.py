@@ -26,7 +26,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, ToolAnnotations
 
-from miroctl import __version__
+from miroctl.base.version import __version__
 
 from .helpers.common import result, setting, state_dir
 

@@ -7,7 +7,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 
-from miroctl import __version__
+from miroctl.base.version import __version__
 
 from .helpers.common import human_bytes, number_setting, setting
 from .helpers.markdown_convert import DEFAULT_MAX_BYTES, read_document, read_url

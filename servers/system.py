@@ -16,7 +16,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
-from miroctl import __version__
+from miroctl.base.version import __version__
 
 from .helpers.common import human_bytes, of_total, percent, result
 

@@ -10,8 +10,8 @@ from typing import Annotated, Any
 import typer
 from typer import _click as click
 
-from miroctl import __version__
 from miroctl.base.errors import MiroctlError
+from miroctl.base.version import __version__
 from miroctl.cli import boundary
 from miroctl.cli import call as call_command
 from miroctl.cli import list as list_command

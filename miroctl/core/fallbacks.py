@@ -15,8 +15,8 @@ from typing import Any
 
 import anyio
 
-from miroctl import __version__
 from miroctl.base import webpages
+from miroctl.base.version import __version__
 from miroctl.config.sections import MarkItDownSection
 from miroctl.policy.urls import URL_KEYS, UrlRules, urls_in
 

@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from miroctl import __version__
 from miroctl.base.masking import Masker
 from miroctl.base.models import CallOutcome, CallRequest, ProgressFn, ServerSpec, ServerTools, ToolInfo
 from miroctl.base.text import suggest
+from miroctl.base.version import __version__
 from miroctl.core.manager import Manager
 from miroctl.gateway import toolmap
 from miroctl.gateway.passthrough import Catalog, ItemError

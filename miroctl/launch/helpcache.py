@@ -22,9 +22,9 @@ from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
-from miroctl import __version__
 from miroctl.base import stamps
 from miroctl.base.cachedir import cache_dir
+from miroctl.base.version import __version__
 
 HELP = ("--help", "-h")
 RENDERING_ENV = ("COLUMNS", "LINES", "TERM", "COLORTERM", "NO_COLOR", "FORCE_COLOR", "TTY_COMPATIBLE",

@@ -26,8 +26,8 @@ from typing import Any
 import anyio
 from anyio.abc import ByteSendStream
 
-from miroctl import __version__
 from miroctl.base.models import ProgressFn, ServerSpec
+from miroctl.base.version import __version__
 from miroctl.sessions import prestart
 from miroctl.sessions.frames import parse_plain
 from miroctl.sessions.processes import spawn

@@ -18,9 +18,9 @@ from functools import cache
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
-from miroctl import __version__
 from miroctl.base.errors import AuthRequired, ConfigError
 from miroctl.base.models import OAuthSettings, ServerSpec
+from miroctl.base.version import __version__
 from miroctl.sessions import loopback
 from miroctl.sessions.tokens import ServerTokens, TokenStore
 

@@ -23,9 +23,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 import anyio
 from anyio.abc import Process
 
-from miroctl import __version__
 from miroctl.base.masking import Masker
 from miroctl.base.models import ServerSpec
+from miroctl.base.version import __version__
 from miroctl.sessions.anyio_private import close_transport
 from miroctl.sessions.frames import parse_line
 from miroctl.sessions.oauth import background_auth

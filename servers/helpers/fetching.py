@@ -16,8 +16,8 @@ from urllib.parse import unquote, urlsplit
 
 from mcp.server.mcpserver.exceptions import ToolError
 
-from miroctl import __version__
 from miroctl.base import webpages
+from miroctl.base.version import __version__
 from miroctl.policy import urls
 
 from .common import human_bytes

@@ -10,8 +10,8 @@ from pathlib import Path
 
 from mcp.server.mcpserver.exceptions import ToolError
 
-from miroctl import __version__
 from miroctl.base import webpages
+from miroctl.base.version import __version__
 from miroctl.policy.urls import from_env
 
 from .common import number_setting

@@ -20,8 +20,8 @@ from urllib.parse import urljoin, urlsplit
 from mcp.server.mcpserver.exceptions import ToolError
 from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_after_attempt
 
-from miroctl import __version__
 from miroctl.base.text import human_bytes
+from miroctl.base.version import __version__
 from miroctl.base.webpages import reason
 from miroctl.policy import urls
 
