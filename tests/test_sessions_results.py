@@ -34,6 +34,8 @@ RESULTS: list[Any] = [
     {"content": [{**TEXT, "_meta": {"k": 1}}]},
     {"content": [{"type": "image", "data": "AA==", "mimeType": "image/png", "annotations": {"priority": 9}}]},
     {"content": [{"type": "audio", "data": "AA==", "mimeType": "audio/wav", "annotations": []}]},
+    {"content": [{"type": "resource_link", "uri": "u", "name": "n"}]},  # every optional field left out
+    {"content": [{"type": "resource", "resource": {"uri": "u", "text": "t"}}]},
     {"content": [{"type": "resource_link", "uri": "u", "name": "n", "size": "big"}]},
     {"content": [{"type": "resource_link", "uri": "u", "name": "n", "size": 3, "title": 4}]},
     {"content": [{"type": "resource_link", "uri": "u", "name": "n", "description": 1}]},

@@ -96,6 +96,7 @@ def _resource(value: object) -> Problem:
 
 
 _COMMON: dict[str, Check] = {"annotations": _annotations, "_meta": _dictionary}
+_REQUIRED_CHECKS: tuple[Check, ...] = (_required_string, _resource)
 _BLOCKS: dict[str, dict[str, Check]] = {
     "text": {"text": _required_string},
     "image": {"data": _required_string, "mimeType": _required_string},
@@ -121,7 +122,8 @@ def block_problem(block: object) -> Problem:
     if not isinstance(kind, str) or kind not in _BLOCKS:
         return ("", f"Input tag {kind!r} found using 'type' does not match any of the expected tags")
     for key, check in {**_BLOCKS[kind], **_COMMON}.items():
-        problem = check(block.get(key, _REQUIRED if key in _BLOCKS[kind] else None))
+        absent = _REQUIRED if check in _REQUIRED_CHECKS else None  # an optional field may be left out
+        problem = check(block.get(key, absent))
         if problem is not None:
             return (".".join(part for part in (key, problem[0]) if part), problem[1])
     return None
