@@ -9,7 +9,7 @@ from tests.fakes.scripted import FakeService, Reply, Request
 
 class FileSite(FakeService):
     """GET /files/NAME serves `files[NAME]`; GET /go/N redirects (302) to the N-th target given to redirect_to,
-as a link shortener does: the target is not in the link, so only a check of the redirect itself can stop it."""
+    as a link shortener does: the target is not in the link, so only a check of the redirect itself can stop it."""
 
     def __init__(self) -> None:
         super().__init__()
