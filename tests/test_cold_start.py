@@ -7,9 +7,11 @@ from tests.conftest import fixture_yaml, run_miroctl
 
 def test_a_server_whose_start_times_out_while_miroctl_loads_the_sdk_is_stopped(write_config, leak_tag):
     env = {"MIROCTL_TEST_TAG": leak_tag}
-    path = write_config({"alpha": fixture_yaml("alpha", env=env)})
-    # 50 ms ends the start while the fresh miroctl process is still importing the SDK (~1 s): the server
-    # was spawned already, so the start's own clean-up must stop it (leak_tag checks nothing survives).
+    path = write_config({"alpha": fixture_yaml("alpha", "--mode", "hang", env=env)})
+    # The server never answers, so the 50 ms start budget runs out however fast the machine is (a server
+    # that answers could beat it once the early start has given it a head start); the server was spawned
+    # before miroctl loaded the rest of itself, so the start's own clean-up must stop it (leak_tag checks
+    # that nothing survives).
     result = run_miroctl("list", "--json", "--startup-timeout", "0.05", "--config", str(path))
     assert result.returncode == 1, result.stderr
     (server,) = json.loads(result.stdout)["servers"]
