@@ -203,3 +203,11 @@ def test_an_idle_tasks_servers_are_reaped_and_the_shared_ones_kept():
         return finished
 
     assert asyncio.run(work()) == (True, False)
+
+
+def test_the_package_exports_exactly_what_the_library_exports_and_its_version():
+    import miroctl
+    import miroctl.library
+
+    assert sorted(set(miroctl.__all__) - {"__version__"}) == sorted(miroctl.library.__all__)
+    assert all(getattr(miroctl, name) is getattr(miroctl.library, name) for name in miroctl.library.__all__)
