@@ -2,6 +2,7 @@
 config that would start miroctl on itself forever."""
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -12,8 +13,10 @@ from typer.testing import CliRunner
 
 from miroctl.base.errors import ConfigError
 from miroctl.base.models import ServerSpec
+from miroctl.cli import program, root
 from miroctl.cli.app import app
 from miroctl.config import nesting
+from miroctl.launch.handoff import Launch
 from tests.conftest import ROOT, hostile_yaml, tagged_processes, wait_for_no_tagged
 
 
@@ -126,3 +129,22 @@ def test_a_signal_right_after_the_early_start_spawned_a_server_stops_it_and_says
     name = signal.Signals(signum).name
     assert stderr.splitlines() == [f"miroctl: interrupted: interrupted by {name}; every server was stopped"]
     assert not wait_for_no_tagged(leak_tag, timeout=10)
+
+
+@pytest.mark.parametrize("words", [["list", "--config", "missing.yaml"], ["check", "--config", "missing.yaml"]])
+def test_a_ctrl_c_while_typer_reads_the_command_line_says_so_instead_of_a_silent_130(monkeypatch, capfd, words):
+    # Typer turns a KeyboardInterrupt while it makes the command's context into exit 130 with nothing said.
+    make_context = root._Guarded.make_context
+
+    def interrupted_while_reading(self, *args, **kwargs):
+        os.kill(os.getpid(), signal.SIGINT)  # handled here, at the next instruction
+        return make_context(self, *args, **kwargs)
+
+    monkeypatch.setattr(root._Guarded, "make_context", interrupted_while_reading)
+    before = signal.getsignal(signal.SIGINT)
+    code = program.run(Launch(words))
+    assert code == 130
+    assert capfd.readouterr().err.splitlines() == [
+        "miroctl: interrupted: interrupted by SIGINT; every server was stopped"
+    ]
+    assert signal.getsignal(signal.SIGINT) is before  # Ctrl-C is the caller's again afterwards

@@ -16,6 +16,7 @@ from miroctl.render import progress
 def run(launch: Launch) -> int:
     """The exit code of the command line, run by the Typer app."""
     boundary.show_tracebacks(launch.traceback)
+    launch.catch_interrupts()  # until the command's boundary (cli/root.py) takes Ctrl-C over
     if early.drawn is not None:  # the first line comes alive (a spinner, a clock) while Typer and the core load
         progress.adopt(progress.stderr_console(), early.drawn)
     try:
@@ -23,6 +24,7 @@ def run(launch: Launch) -> int:
             prestart.begin(launch)
         return _run_app(launch)
     finally:
+        launch.release_interrupts()
         progress.stop_active()
 
 
@@ -44,7 +46,7 @@ def _run_app(launch: Launch) -> int:
         code = app(args=words, prog_name="miroctl", standalone_mode=False, obj=launch)
     except KeyboardInterrupt as exc:
         return boundary.report(exc, json_mode=json_mode)
-    except Stopped as exc:  # SIGTERM or SIGHUP outside the core's own handling
+    except Stopped as exc:  # a signal outside the core's own handling (Ctrl-C while Typer reads the line)
         launch.close()
         return boundary.report(Interrupted(exc.signum), json_mode=json_mode)
     except typer.Abort:

@@ -16,6 +16,7 @@ from miroctl.cli import boundary
 from miroctl.cli import call as call_command
 from miroctl.cli import list as list_command
 from miroctl.cli.helptext import WordedCommand, WordedGroup, epilog
+from miroctl.launch.handoff import Launch
 
 
 class _Guarded(WordedGroup):
@@ -23,6 +24,8 @@ class _Guarded(WordedGroup):
 
     def invoke(self, ctx: click.Context) -> Any:
         boundary.begin()
+        if isinstance(ctx.obj, Launch):
+            ctx.obj.release_interrupts()
         try:
             return super().invoke(ctx)
         except (typer.Exit, typer.Abort, typer.TyperException):

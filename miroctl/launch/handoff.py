@@ -41,6 +41,7 @@ class Launch:
         self.started = 0  # servers started early
         self._stops: list[Callable[[], None]] = []
         self._holding = False
+        self._interrupts: signal.Handlers | Callable[[int, FrameType | None], object] | int | None = None
         self._pending: int | None = None
 
     def take_config(self, name: str | None) -> object | None:
@@ -63,6 +64,18 @@ class Launch:
         for signum in STOP_SIGNALS:
             signal.signal(signum, self._on_signal)
 
+    def catch_interrupts(self) -> None:
+        """Until `release_interrupts`, Ctrl-C raises `Stopped` too: Typer turns a KeyboardInterrupt while it
+        reads the command line into a silent exit 130, and a Ctrl-C then must still say what it stopped."""
+        if self._interrupts is None:
+            self._interrupts = signal.signal(signal.SIGINT, self._on_signal) or signal.default_int_handler
+
+    def release_interrupts(self) -> None:
+        """Ctrl-C as before `catch_interrupts` (a KeyboardInterrupt): the command's error boundary reports it."""
+        if self._interrupts is not None:
+            signal.signal(signal.SIGINT, self._interrupts)
+            self._interrupts = None
+
     @contextmanager
     def holding_signals(self) -> Iterator[None]:
         """Stop signals (and Ctrl-C) wait until the block is done: a server started in it is registered
@@ -75,7 +88,7 @@ class Launch:
             self._holding = False
             signal.signal(signal.SIGINT, previous)
         pending, self._pending = self._pending, None
-        if pending == signal.SIGINT:
+        if pending == signal.SIGINT and self._interrupts is None:
             raise KeyboardInterrupt
         if pending is not None:
             raise Stopped(pending)
@@ -84,6 +97,6 @@ class Launch:
         if self._holding:
             self._pending = self._pending or signum
             return
-        if signum == signal.SIGINT:
+        if signum == signal.SIGINT and self._interrupts is None:
             raise KeyboardInterrupt
         raise Stopped(signum)
