@@ -30,7 +30,8 @@ HEALTHY_STARTUP = 30.0  # generous: a loaded 2-core machine must never flake a h
 def fixture_spec(name: str, *args: str, **fields: Any) -> ServerSpec:
     """A ServerSpec running tests/servers/fixture.py over stdio."""
     fields.setdefault("startup_timeout", HEALTHY_STARTUP)
-    return ServerSpec(name=name, command=sys.executable, args=(FIXTURE, "--name", name, *args), **fields)
+    spec = ServerSpec(name=name, command=sys.executable, args=(FIXTURE, "--name", name, *args), **fields)
+    return in_memory(spec) if _IN_MEMORY["on"] else spec
 
 
 def fixture_yaml(name: str, *args: str, **fields: Any) -> dict[str, Any]:
@@ -59,14 +60,18 @@ def in_memory(spec: ServerSpec) -> ServerSpec:
     return replace(spec, transport="memory", target=target, command=None, args=())
 
 
-@pytest.fixture
-def fixture_servers_in_memory(monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> None:
-    """The healthy fixture servers of every config the test loads run in this process, over the memory
-    transport: the CLI, the core and the renderers are what these tests check, not a server's process (the
-    tests marked `process` keep real ones)."""
+_IN_MEMORY = {"on": False}  # fixture_spec's servers run in this process (set per test by servers_in_memory)
+
+
+@pytest.fixture(autouse=True)
+def servers_in_memory(monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> Iterator[None]:
+    """Tests run in memory by default: the healthy fixture servers of every config a test loads, and every
+    `fixture_spec`, run in this process over the memory transport. The CLI, the core and the renderers are
+    what most tests check, not a server's process; the tests marked `process` keep real ones."""
     from miroctl.config import loader, resolve
 
     if request.node.get_closest_marker("process"):
+        yield
         return
     for module in (loader, resolve):
         original = module.server_from_mapping
@@ -75,6 +80,11 @@ def fixture_servers_in_memory(monkeypatch: pytest.MonkeyPatch, request: pytest.F
             return in_memory(_original(*args, **kwargs))
 
         monkeypatch.setattr(module, "server_from_mapping", converted)
+    _IN_MEMORY["on"] = True
+    try:
+        yield
+    finally:
+        _IN_MEMORY["on"] = False
 
 
 @pytest.fixture(autouse=True)

@@ -6,8 +6,6 @@ from typer.testing import CliRunner
 from miroctl.cli.app import app
 from tests.conftest import fixture_yaml, parse_json
 
-pytestmark = pytest.mark.usefixtures("fixture_servers_in_memory")
-
 
 @pytest.fixture
 def pool(write_config):

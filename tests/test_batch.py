@@ -105,6 +105,7 @@ def test_batch_from_stdin_with_every_call_succeeding_exits_0(config):
     assert [json.loads(line)["result"] for line in result.stdout.splitlines()] == [str(2 * i) for i in range(20)]
 
 
+@pytest.mark.process
 def test_batch_survives_an_upstream_crash_and_later_lines_reconnect(config):
     text = lines_of(
         {"server": "alpha", "tool": "crash"}, {"server": "alpha", "tool": "echo", "arguments": {"text": "up"}}

@@ -11,8 +11,6 @@ from typer.testing import CliRunner
 from miroctl.cli.app import app
 from tests.conftest import fixture_yaml, parse_json
 
-pytestmark = pytest.mark.usefixtures("fixture_servers_in_memory")
-
 ENVELOPE_KEYS = {
     "schema",
     "server_name",

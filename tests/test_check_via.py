@@ -65,6 +65,7 @@ def both(pool: dict[str, Any], *args: str) -> tuple[Any, Any]:
     return invoke("check", *args, "--config", pool["config"]), invoke("check", *args, "--via", pool["url"])
 
 
+@pytest.mark.process
 def test_check_via_gives_the_document_and_exit_code_of_the_direct_check(pool):
     direct, warm = both(pool, *PAIR, "--smoke", "--json")
     assert (warm.exit_code, direct.exit_code) == (1, 1), warm.stderr

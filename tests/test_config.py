@@ -14,6 +14,7 @@ from miroctl.config import loader as config
 from tests.conftest import fixture_yaml, parse_json
 
 
+@pytest.mark.process
 def test_server_file_in_the_seeds_shape_becomes_a_spec_with_python_as_this_interpreter(write_config):
     path = write_config({"tool-a": fixture_yaml("tool-a", env={"GREETING": "hi"}, timeout=12)})
     loaded = config.load(str(path))

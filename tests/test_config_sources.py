@@ -213,6 +213,7 @@ def test_hostile_files_give_one_line_problems_and_the_other_sources_still_count(
         )
 
 
+@pytest.mark.process
 def test_config_client_name_uses_that_clients_servers_project_winning_a_name(home):
     write(home / ".cursor/mcp.json", {"mcpServers": {"fx": {**server("user"), "disabled": True}, "other": server("o")}})
     write(Path(".cursor/mcp.json"), {"mcpServers": {"fx": server("fx")}})

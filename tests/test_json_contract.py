@@ -19,8 +19,6 @@ from tests.conftest import ROOT, fixture_yaml, free_port, run_miroctl
 from tests.gateway_support import GatewayProcess, post_json, request, running, write_pool
 from tests.json_contract import one_document, validate
 
-pytestmark = pytest.mark.usefixtures("fixture_servers_in_memory")
-
 
 @pytest.fixture
 def pool(write_config, leak_tag):

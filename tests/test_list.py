@@ -2,6 +2,7 @@
 
 import time
 
+import pytest
 from typer.testing import CliRunner
 
 from miroctl.cli.app import app
@@ -68,6 +69,7 @@ def test_list_json_document_has_the_documented_keys(write_config):
     assert tool["input_schema"]["required"] == ["a"]
 
 
+@pytest.mark.process
 def test_list_human_output_shows_tables_and_failures_and_keeps_server_text_literal(write_config):
     path = write_config(
         {"alpha": fixture_yaml("alpha", "--tools", "add,nasty"), "quitter": fixture_yaml("quitter", "--mode", "exit")}
@@ -91,6 +93,7 @@ def test_list_names_servers_to_list_and_rejects_unknown_ones(write_config):
     assert [s["name"] for s in parse_json(result.stdout)["servers"]] == ["alpha"]
 
 
+@pytest.mark.process
 def test_list_hides_blacklisted_tools(write_config):
     path = write_config({"alpha": fixture_yaml("alpha", "--tools", "add,echo")}, tool_blacklist=[["alpha", "echo"]])
     result = CliRunner().invoke(app, ["list", "--json", "--config", str(path)])

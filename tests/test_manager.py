@@ -3,6 +3,7 @@
 import sys
 
 import anyio
+import pytest
 
 from miroctl.base.models import CallRequest, ServerSpec
 from miroctl.config.loader import Config, Profile
@@ -41,6 +42,7 @@ def test_calls_in_one_process_share_one_session_of_a_persistent_server():
     assert run([fixture_spec("p", "--tools", "counter", persistent=True)], work) == ["1", "2", "3"]
 
 
+@pytest.mark.process
 def test_after_a_crash_the_next_call_restarts_the_server_and_says_its_state_is_gone():
     async def work(manager):
         first = await manager.call(CallRequest("p", "counter"))

@@ -60,6 +60,7 @@ def test_a_cold_list_of_named_servers_starts_each_once(tmp_path):
     assert len(starts.read_text().split()) == 1
 
 
+@pytest.mark.process
 def test_an_early_server_that_the_session_would_not_start_is_stopped_unused():
     spec = fixture_spec("early")
     assert prestart.start(spec)

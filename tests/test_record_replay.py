@@ -56,6 +56,7 @@ def recorded(tmp_path: Path) -> tuple[Path, dict]:
     return recording, json.loads(stdout)
 
 
+@pytest.mark.process
 def test_record_writes_one_json_line_per_message_with_time_server_session_and_direction(recorded):
     recording, _ = recorded
     entries = lines(recording)
@@ -68,6 +69,7 @@ def test_record_writes_one_json_line_per_message_with_time_server_session_and_di
     assert sent[-1] == "tools/call" and "tools/list" in sent
 
 
+@pytest.mark.process
 def test_replay_over_stdio_gives_the_same_call_output_as_the_real_server(recorded, tmp_path):
     recording, original = recorded
     code, stdout, _ = invoke(
@@ -77,6 +79,7 @@ def test_replay_over_stdio_gives_the_same_call_output_as_the_real_server(recorde
     assert without_duration(json.loads(stdout)) == without_duration(original)
 
 
+@pytest.mark.process
 def test_a_request_missing_from_the_recording_gets_an_error_naming_the_closest(recorded, tmp_path):
     recording, _ = recorded
     code, stdout, _ = invoke(
@@ -108,6 +111,7 @@ def test_secrets_in_env_args_and_headers_never_reach_the_recording(tmp_path, htt
     assert "authorization" in text  # the header's name was recorded, its value masked
 
 
+@pytest.mark.process
 def test_a_crashing_server_leaves_what_was_seen_in_the_recording(tmp_path):
     config = tmp_path / "fx.yaml"
     config.write_text(yaml.safe_dump(fixture_yaml("fx", startup_timeout=STARTUP)))
@@ -118,6 +122,7 @@ def test_a_crashing_server_leaves_what_was_seen_in_the_recording(tmp_path):
     assert calls and calls[0]["message"]["params"]["name"] == "crash"
 
 
+@pytest.mark.process
 def test_list_and_check_record_the_listing(tmp_path):
     config = tmp_path / "fx.yaml"
     config.write_text(yaml.safe_dump(fixture_yaml("fx", startup_timeout=STARTUP)))

@@ -24,6 +24,7 @@ def config_of(*specs: ServerSpec) -> Config:
     return Config(servers=specs, profile=Profile(startup_timeout=30), default_names=tuple(s.name for s in specs))
 
 
+@pytest.mark.process
 async def test_crash_fails_that_call_and_the_next_call_restarts_the_server_at_once(leak_tag):
     spec = fixture_spec("alpha", env={"MIROCTL_TEST_TAG": leak_tag})
     async with Manager(config_of(spec)) as manager:
@@ -35,6 +36,7 @@ async def test_crash_fails_that_call_and_the_next_call_restarts_the_server_at_on
     assert (handle.starts, handle.crashes) == (2, 0)
 
 
+@pytest.mark.process
 async def test_second_crash_in_a_row_backs_off_before_the_next_restart(leak_tag, monkeypatch):
     monkeypatch.setattr(pool, "CRASH_BACKOFF", 60.0)
     spec = fixture_spec("alpha", env={"MIROCTL_TEST_TAG": leak_tag})
@@ -64,6 +66,7 @@ async def test_calls_to_one_server_beyond_its_bound_wait_for_a_slot(monkeypatch)
             tg.cancel_scope.cancel()
 
 
+@pytest.mark.process
 async def test_a_call_that_notices_a_loss_late_never_closes_the_fresh_session(leak_tag):
     spec = fixture_spec("alpha", env={"MIROCTL_TEST_TAG": leak_tag})
     async with Manager(config_of(spec)) as manager:

@@ -113,6 +113,7 @@ def test_via_with_no_gateway_listening_exits_3_with_a_reason():
     assert f"cannot reach the gateway at {url}" in result.stderr
 
 
+@pytest.mark.process
 def test_list_via_gives_the_document_and_exit_code_of_list(pool):
     direct = invoke("list", "beta", "alpha", "--json", "--config", pool["config"])
     warm = invoke("list", "beta", "alpha", "--json", "--via", f"{pool['url']}/mcp")
