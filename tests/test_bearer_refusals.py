@@ -80,3 +80,14 @@ def test_a_401_with_an_oauth_challenge_still_says_to_log_in(tmp_path):
     with serving(challenge=OAUTH) as url:
         failure = failure_of(tmp_path, "--url", url)
     assert failure["message"] == f"auth required: run miroctl auth --url {url}"
+
+
+@pytest.mark.parametrize("challenge", [BARE, None], ids=["bare-bearer-challenge", "no-challenge"])
+def test_a_login_to_a_server_that_asks_for_no_oauth_login_says_to_send_its_token_instead(tmp_path, challenge):
+    env = {"MIROCTL_AUTH_DIR": str(tmp_path / "auth"), "MIROCTL_AUTH_STORE": "file"}
+    with serving(challenge=challenge) as url:
+        result = CliRunner().invoke(app, ["auth", "--no-browser", "--timeout", "5", "--url", url], env=env)
+    assert result.exit_code == 3, result.output
+    assert "asks for no OAuth login: its 401 carries no OAuth challenge" in result.stderr
+    assert "send it with -H 'Authorization: Bearer ...'" in result.stderr
+    assert "Registration failed" not in result.stderr

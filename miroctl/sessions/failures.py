@@ -8,7 +8,7 @@ from miroctl.base.errors import AuthRequired
 from miroctl.base.models import Failure, ServerSpec
 from miroctl.base.text import counted
 from miroctl.sessions.frames import unparsable
-from miroctl.sessions.oauth import auth_hint
+from miroctl.sessions.oauth import auth_hint, oauth_challenge, send_token
 from miroctl.sessions.processes import SpawnError
 from miroctl.sessions.session import CONNECTION_CLOSED, InvalidResult, RpcError
 from miroctl.sessions.session import leaf as leaf  # re-exported: its home before sessions/session.py
@@ -143,7 +143,7 @@ def auth_failure(exc: BaseException, wire: Wire, phase: str) -> Failure | None:
                 "auth",
                 _refused(401, wire),
                 hint="the server refused the stored OAuth tokens (from miroctl auth) and asks for no OAuth login: "
-                + _send_token(wire.spec, "the token it expects"),
+                + send_token(wire.spec, "the token it expects"),
                 phase=phase,
             )
         return Failure(
@@ -153,12 +153,8 @@ def auth_failure(exc: BaseException, wire: Wire, phase: str) -> Failure | None:
 
 
 def _oauth_challenge(wire: Wire, *, own_header: bool = True) -> bool:
-    """An OAuth challenge (a Bearer challenge naming the server's protected-resource metadata, as MCP's
-    authorization asks) to a client that brought no Authorization header of its own: a login would help. A
-    bare Bearer challenge is a server that wants a token, which a login cannot get."""
-    challenge = (wire.www_authenticate or "").strip().lower()
-    oauth = challenge.startswith("bearer") and "resource_metadata=" in challenge
-    return oauth and not (own_header and _authorization(wire.spec))
+    """An OAuth challenge to a client that brought no Authorization header of its own: a login would help."""
+    return oauth_challenge(wire.www_authenticate) and not (own_header and _authorization(wire.spec))
 
 
 def _authorization(spec: ServerSpec) -> bool:
@@ -172,15 +168,9 @@ def _refused(status: int, wire: Wire) -> str:
 def _token_hint(spec: ServerSpec) -> str:
     """What to do about a 401/403 that asks for no OAuth login: send a token, or say which one was refused."""
     if not _authorization(spec):
-        return f"the server wants a token: {_send_token(spec)}"
+        return f"the server wants a token: {send_token(spec)}"
     where = "the -H option" if spec.source == "--url" else f"the headers: of {spec.source or 'the server file'}"
     return f"the server refused the Authorization header from {where}: check it holds the token the server expects"
-
-
-def _send_token(spec: ServerSpec, what: str = "it") -> str:
-    if spec.source == "--url":
-        return f"send {what} with -H 'Authorization: Bearer ...'"
-    return f"send {what} in the headers: of {spec.source or 'the server file'} (Authorization: Bearer ...)"
 
 
 def _noise_reason(wire: Wire) -> str:
