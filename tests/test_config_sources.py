@@ -303,3 +303,28 @@ def test_import_keeps_a_hostile_server_name_inside_the_target_directory(home):
     assert result.exit_code == 0
     assert [p.name for p in Path("tool").iterdir()] == ["escape-x.yaml"]
     assert not Path("../escape").exists()
+
+
+def test_import_with_force_replaces_a_symlink_in_the_target_directory_and_never_writes_through_it(home):
+    write(Path(".mcp.json"), {"mcpServers": {"fx": server("fx")}})
+    outside = Path("outside.txt").resolve()
+    outside.write_text("someone else's file\n")
+    Path("tool").mkdir()
+    Path("tool/fx.yaml").symlink_to(outside)
+    result = CliRunner().invoke(app, ["config", "import", "claude-code", "--into", "tool", "--force"])
+    assert result.exit_code == 0, result.stderr
+    assert outside.read_text() == "someone else's file\n"
+    assert not Path("tool/fx.yaml").is_symlink()
+    assert yaml.safe_load(Path("tool/fx.yaml").read_text())["name"] == "fx"
+    assert [p.name for p in Path("tool").iterdir()] == ["fx.yaml"]
+
+
+def test_import_without_force_counts_a_dangling_symlink_as_a_file_it_would_overwrite(home):
+    write(Path(".mcp.json"), {"mcpServers": {"fx": server("fx")}})
+    target = Path("created-elsewhere.txt").resolve()
+    Path("tool").mkdir()
+    Path("tool/fx.yaml").symlink_to(target)
+    result = CliRunner().invoke(app, ["config", "import", "claude-code", "--into", "tool"])
+    assert result.exit_code == 2
+    assert "would overwrite tool/fx.yaml" in result.stderr
+    assert not target.exists()

@@ -6,6 +6,9 @@ import pytest
 from typer.testing import CliRunner
 
 from miroctl.cli.app import app
+from miroctl.config.loader import load
+from miroctl.core.manager import Manager
+from miroctl.sessions.tokens import Record, TokenStore
 from tests.conftest import free_port
 from tests.policy_support import webtools_yaml
 
@@ -72,3 +75,43 @@ def test_output_files_are_masked_too(leaky, tmp_path):
     result = run(leaky, "call", "web", "env", "name=ECHO", "--output", str(target))
     assert result.exit_code == 0, result.stderr
     assert target.read_text() == "****"
+
+
+OAUTH_TOKEN = "oauth-access-3c9d41e7"
+
+
+@pytest.fixture
+def logged_in(write_config, http_fixture, tmp_path):
+    """A server over HTTP with an OAuth access token stored for it (as `miroctl auth` leaves it)."""
+    url = http_fixture("remote", "--tools", "echo,headers")
+    TokenStore(tmp_path / "auth").save(Record(url=url, tokens={"access_token": OAUTH_TOKEN, "token_type": "Bearer"}))
+    return write_config({"remote": {"name": "remote", "url": url}})
+
+
+def run_logged_in(path, tmp_path, *args: str):
+    env = {"MIROCTL_AUTH_DIR": str(tmp_path / "auth"), "MIROCTL_AUTH_STORE": "file"}
+    return CliRunner().invoke(app, [*args[:1], "-c", str(path), *args[1:]], env=env)
+
+
+@pytest.mark.parametrize(
+    "call", [["remote", "headers"], ["remote", "echo", f"text={OAUTH_TOKEN}"]], ids=["echoed", "argument"]
+)
+def test_an_oauth_token_masked_on_stdout_is_masked_in_the_record_and_the_log_too(logged_in, tmp_path, call):
+    record, log = tmp_path / "record.jsonl", tmp_path / "log.jsonl"
+    result = run_logged_in(logged_in, tmp_path, "call", "--record", str(record), "--log", str(log), *call)
+    assert result.exit_code == 0, result.stderr
+    assert "****" in result.stdout and OAUTH_TOKEN not in result.stdout
+    recorded, logged = record.read_text(), log.read_text()
+    assert "****" in recorded and OAUTH_TOKEN not in recorded
+    assert OAUTH_TOKEN not in logged
+
+
+def test_a_manager_made_without_a_masker_masks_the_oauth_tokens_stored_for_its_servers(
+    write_config, tmp_path, monkeypatch
+):
+    url = f"http://127.0.0.1:{free_port()}/mcp"
+    TokenStore(tmp_path / "auth").save(Record(url=url, tokens={"access_token": OAUTH_TOKEN, "token_type": "Bearer"}))
+    monkeypatch.setenv("MIROCTL_AUTH_DIR", str(tmp_path / "auth"))
+    monkeypatch.setenv("MIROCTL_AUTH_STORE", "file")
+    manager = Manager(load(str(write_config({"remote": {"name": "remote", "url": url}}))))
+    assert manager.masker.text(f"the token is {OAUTH_TOKEN}") == "the token is ****"

@@ -129,6 +129,7 @@ def manager_for(
         record_path=record,
         stages=stages,
         connector=connector,
+        masker=out.masker,  # every file miroctl writes masks what its stdout masks
     )
 
 

@@ -64,7 +64,7 @@ EnvOpt = Annotated[
         metavar="NAME=VALUE",
         rich_help_panel=CONNECTION,
         help="NAME=value in the environment of --stdio servers (repeatable; they inherit only HOME, PATH, "
-        "SHELL, TERM, USER, LOGNAME, LANG, LC_ALL and TMPDIR).",
+        "SHELL, TERM, USER, LOGNAME, LANG, LC_ALL, TMPDIR, XDG_CACHE_HOME and MIROCTL_SERVER_CACHE).",
     ),
 ]
 JsonOpt = Annotated[

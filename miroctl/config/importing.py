@@ -7,8 +7,10 @@ holds literally is kept (the server would not work without it) and named in a wa
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -61,22 +63,31 @@ def plan(templates: Sequence[Template], into: Path, *, force: bool = False) -> P
         ordered = {k: document[k] for k in ORDER if k in document} | document
         path = into / f"{_file_name(template.name)}.yaml"
         result.files.append(Planned(template.name, path, _dump(ordered), _literal_secrets(template.settings)))
-    existing = [str(p.path) for p in result.files if p.path.exists()]
+    existing = [str(p.path) for p in result.files if os.path.lexists(p.path)]  # a dangling symlink too
     if existing and not force:
         raise UsageError(f"would overwrite {', '.join(existing)}", hint="add --force to replace them")
     return result
 
 
 def write(result: Plan) -> None:
-    """Write every planned file; a file with a literal credential is readable by its owner only."""
+    """Write every planned file; a file with a literal credential is readable by its owner only.
+
+    Each file is written beside its place and renamed onto it, so what stood there (a symlink to a file
+    elsewhere, say) is replaced, never written through."""
     for planned in result.files:
         try:
             planned.path.parent.mkdir(parents=True, exist_ok=True)
             mode = 0o600 if planned.literal_secrets else 0o644
-            fd = os.open(planned.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(planned.text)
-            os.chmod(planned.path, mode)
+            fd, temporary = tempfile.mkstemp(dir=planned.path.parent, prefix=f".{planned.path.name}-", suffix=".tmp")
+            try:
+                with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                    os.fchmod(handle.fileno(), mode)
+                    handle.write(planned.text)
+                os.replace(temporary, planned.path)
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    os.unlink(temporary)
+                raise
         except OSError as exc:
             raise ConfigError(f"cannot write {planned.path}: {exc.strerror or exc}") from None
 

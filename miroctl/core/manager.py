@@ -38,6 +38,7 @@ from miroctl.sessions.processes import RUN_ID, sweep_orphans
 from miroctl.sessions.recording import Recorder
 from miroctl.sessions.session import REQUEST_TIMEOUT, InvalidResult, RpcError
 from miroctl.sessions.stages import StageClock, StageFn
+from miroctl.sessions.tokens import stored_secrets
 from miroctl.sessions.transports import Relay
 
 EventFn = Callable[[str, Mapping[str, Any]], None]
@@ -74,13 +75,16 @@ class Manager:
         record_path: str | None = None,
         stages: StageFn | None = None,
         connector: Connector = SDK,
+        masker: Masker | None = None,
     ) -> None:
         """`stages` hears each server's progress (starting, initialising, listing, calling, done, failed);
         `confirm` answers mode ask's questions, `log_path` gets the call log, `task_id` goes to servers;
         with `follow_changes`, sessions follow their servers' tool-list changes (see `next_change`);
         `record_path` gets every server's JSON-RPC traffic (--record); `connector` opens every session: the SDK's
         client (`connectors.SDK`), or the lean one wherever it serves (`connectors.LEAN`: a cold list or call
-        that needs no more of a session never imports the SDK)."""
+        that needs no more of a session never imports the SDK); `masker` masks what the call log, the record,
+        kept outputs and mode ask's questions get (the command line's, which masks its stdout): by default the
+        config's secrets and the OAuth tokens stored for its servers."""
         # `run_id` (processes.sub_run_id) marks this Manager's stdio servers apart from others in the process,
         # so its sweep at exit leaves theirs alone (a gateway's check must not stop the served sessions).
         # Without `confirm`, ask mode means denied unless the policy assumes yes (a gateway with no one to ask).
@@ -93,7 +97,7 @@ class Manager:
         self._exit = AsyncExitStack()
         self._on_event = on_event
         self.router = Router(config, self.policy, self.tools_of, self.find_tool)
-        self.masker = Masker(config.secrets())
+        self.masker = masker or Masker(config.secrets() | stored_secrets(s.url for s in config.servers if s.url))
         self.fallback = MarkItDownFallback.from_section(config.profile.sections.markitdown)
         self.task_id = task_id
         self._confirm = confirm

@@ -5,10 +5,10 @@ from __future__ import annotations
 import signal
 
 from miroctl.base.errors import AuthRequired
-from miroctl.base.models import Failure
+from miroctl.base.models import Failure, ServerSpec
 from miroctl.base.text import counted
 from miroctl.sessions.frames import unparsable
-from miroctl.sessions.oauth import auth_hint
+from miroctl.sessions.oauth import auth_hint, oauth_challenge, send_token
 from miroctl.sessions.processes import SpawnError
 from miroctl.sessions.session import CONNECTION_CLOSED, InvalidResult, RpcError
 from miroctl.sessions.session import leaf as leaf  # re-exported: its home before sessions/session.py
@@ -113,12 +113,7 @@ def _http_failure(exc: BaseException, wire: Wire, phase: str, tail: tuple[str, .
             phase=phase,
         )
     if status in (401, 403):
-        return Failure(
-            "auth",
-            f"HTTP {status} {'Unauthorized' if status == 401 else 'Forbidden'} from {wire.spec.url}",
-            hint="check the server's headers (Authorization) and the token it expects",
-            phase=phase,
-        )
+        return Failure("auth", _refused(status, wire), hint=_token_hint(wire.spec), phase=phase)
     if status is not None:
         return Failure("http", f"HTTP {status} from {wire.spec.url}", phase=phase)
     name = type(exc).__name__
@@ -141,17 +136,41 @@ def auth_failure(exc: BaseException, wire: Wire, phase: str) -> Failure | None:
     if isinstance(exc, AuthRequired):
         return Failure("auth", exc.message, hint=exc.hint, phase=phase)
     if any(cls.__name__ == "OAuthFlowError" for cls in type(exc).__mro__):  # the SDK's, not imported here
+        if wire.http_status == 401 and not _oauth_challenge(wire, own_header=False):
+            # The stored tokens were refused by a server that asks for no OAuth login (a login would fail the
+            # same way, at its registration): it wants a token of its own.
+            return Failure(
+                "auth",
+                _refused(401, wire),
+                hint="the server refused the stored OAuth tokens (from miroctl auth) and asks for no OAuth login: "
+                + send_token(wire.spec, "the token it expects"),
+                phase=phase,
+            )
         return Failure(
             "auth", f"auth required: {auth_hint(wire.spec)}", hint=f"OAuth failed: {_one_line(exc)[:200]}", phase=phase
         )
     return None
 
 
-def _oauth_challenge(wire: Wire) -> bool:
-    """A Bearer challenge to a client that brought no credentials of its own: a login would help."""
-    challenge = (wire.www_authenticate or "").strip().lower()
-    own = any(name.lower() == "authorization" for name in wire.spec.headers)
-    return challenge.startswith("bearer") and not own
+def _oauth_challenge(wire: Wire, *, own_header: bool = True) -> bool:
+    """An OAuth challenge to a client that brought no Authorization header of its own: a login would help."""
+    return oauth_challenge(wire.www_authenticate) and not (own_header and _authorization(wire.spec))
+
+
+def _authorization(spec: ServerSpec) -> bool:
+    return any(name.lower() == "authorization" for name in spec.headers)
+
+
+def _refused(status: int, wire: Wire) -> str:
+    return f"HTTP {status} {'Unauthorized' if status == 401 else 'Forbidden'} from {wire.spec.url}"
+
+
+def _token_hint(spec: ServerSpec) -> str:
+    """What to do about a 401/403 that asks for no OAuth login: send a token, or say which one was refused."""
+    if not _authorization(spec):
+        return f"the server wants a token: {send_token(spec)}"
+    where = "the -H option" if spec.source == "--url" else f"the headers: of {spec.source or 'the server file'}"
+    return f"the server refused the Authorization header from {where}: check it holds the token the server expects"
 
 
 def _noise_reason(wire: Wire) -> str:

@@ -44,6 +44,25 @@ def auth_required(spec: ServerSpec, why: str) -> AuthRequired:
     return AuthRequired(f"auth required: {auth_hint(spec)}", hint=f"{why} ({spec.url})")
 
 
+def oauth_challenge(www_authenticate: str | None) -> bool:
+    """A Bearer challenge naming the server's protected-resource metadata, as MCP's authorization asks: the
+    server wants an OAuth login. A bare Bearer challenge (or none) is a server that wants a token, which a login
+    cannot get."""
+    challenge = (www_authenticate or "").strip().lower()
+    return challenge.startswith("bearer") and "resource_metadata=" in challenge
+
+
+def send_token(spec: ServerSpec, what: str = "it") -> str:
+    """How to send a server the token it wants: -H for a --url server, its file's headers otherwise."""
+    if spec.source == "--url":
+        return f"send {what} with -H 'Authorization: Bearer ...'"
+    return f"send {what} in the headers: of {spec.source or 'the server file'} (Authorization: Bearer ...)"
+
+
+def _flow_error(exc: BaseException) -> bool:
+    return any(cls.__name__ == "OAuthFlowError" for cls in type(exc).__mro__)  # the SDK's, not imported here
+
+
 def needs_oauth(spec: ServerSpec, store: TokenStore | None = None) -> bool:
     """Does this server use OAuth: declared (`auth: oauth`) or logged into with `miroctl auth`?"""
     if spec.transport not in ("streamable_http", "sse") or not spec.url:
@@ -150,8 +169,26 @@ async def _login(
             return AuthorizationCodeResult(code=got.code, state=got.state, iss=got.iss)
 
         provider = _provider(spec, tokens, callback.redirect_uri, redirect, answer)
-        async with httpx2.AsyncClient(auth=provider, headers=dict(spec.headers), timeout=30.0) as http:
-            status = await _knock(http, spec)
+        challenges: list[str] = []  # of the server's 401s, the first one's is the server's own
+
+        async def note(response: httpx2.Response) -> None:
+            if response.status_code == 401:
+                challenges.append(response.headers.get("www-authenticate") or "")
+
+        hooks = {"response": [note]}
+        async with httpx2.AsyncClient(
+            auth=provider, headers=dict(spec.headers), timeout=30.0, event_hooks=hooks
+        ) as http:
+            try:
+                status = await _knock(http, spec)
+            except Exception as exc:
+                if challenges and not oauth_challenge(challenges[0]) and _flow_error(exc):
+                    # No OAuth challenge, and discovery or registration failed: not an OAuth server at all.
+                    raise AuthRequired(
+                        f"{spec.name} asks for no OAuth login: its 401 carries no OAuth challenge",
+                        hint=f"it wants a token of its own: {send_token(spec)}",
+                    ) from None
+                raise
     if tokens.record.tokens is None:
         return Login(spec.name, spec.url or "", authorized=False, store=store.kind, forgot=forgot)
     if status in (401, 403):

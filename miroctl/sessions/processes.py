@@ -23,7 +23,8 @@ RUN_MARKER = "MIROCTL_RUN"
 # A miroctl started by another miroctl (a gateway of gateways) marks its servers as part of the outer run,
 # so the outer one's sweep finds them even when this one is killed before it could stop them.
 RUN_ID = "/".join(part for part in (os.environ.get(RUN_MARKER), f"{os.getpid()}-{uuid.uuid4().hex[:8]}") if part)
-INHERITED_ENV = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LC_ALL", "TMPDIR")
+INHERITED_ENV: tuple[str, ...] = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LC_ALL", "TMPDIR")
+INHERITED_ENV += ("XDG_CACHE_HOME", "MIROCTL_SERVER_CACHE")  # where servers keep caches (the bundled snapshots)
 
 
 def child_environment(spec: ServerSpec) -> dict[str, str]:

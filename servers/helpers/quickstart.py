@@ -16,7 +16,8 @@ can answer `initialize`; a `miroctl list` of five of them on two cores waits for
   goes to it and every byte it writes goes to stdout.
 
 A `list` thus never loads the SDK at all, and a `call` loads it while the tool list is already known.
-MIROCTL_SERVER_SNAPSHOTS=0 turns the front off; MIROCTL_SERVER_CACHE moves its files.
+MIROCTL_SERVER_SNAPSHOTS=0 turns the front off; MIROCTL_SERVER_CACHE moves its files. Only snapshots this user
+wrote are read: a file of another user's, or one in a directory a group or other users can write to, is not.
 """
 
 from __future__ import annotations
@@ -26,14 +27,15 @@ import hashlib
 import json
 import os
 import runpy
+import stat
 import sys
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from miroctl.base import stamps
+from miroctl.base import cachedir, stamps
 
 # Servers whose start can fail for a reason outside code and environment (no browser installed): a snapshot
 # would answer for a server that cannot start, so they always start for real.
@@ -46,12 +48,15 @@ SERVERS_ROOT = Path(__file__).resolve().parents[1]  # miroctl.servers (servers/ 
 MIROCTL_ROOT = Path(stamps.__file__).resolve().parents[1]  # the miroctl package, wherever servers/ lives
 
 
-def cache_root() -> Path:
-    given = os.environ.get("MIROCTL_SERVER_CACHE")
+def cache_root(env: Mapping[str, str] | None = None) -> Path | None:
+    """Where the snapshots are: MIROCTL_SERVER_CACHE, else the user's cache directory's miroctl/servers; None
+    when the user has no cache directory (never the temporary directory, which every user shares)."""
+    env = os.environ if env is None else env
+    given = env.get("MIROCTL_SERVER_CACHE")
     if given:
         return Path(given)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path(os.environ.get("HOME") or tempfile.gettempdir()) / ".cache")
-    return Path(base) / "miroctl" / "servers"
+    home = cachedir.cache_home(env)
+    return home / "miroctl" / "servers" if home is not None else None
 
 
 def snapshot_key(name: str) -> str:
@@ -93,16 +98,24 @@ class Front:
 
     def __init__(self, name: str) -> None:
         self.name = name
-        self.path = cache_root() / f"{name}-{snapshot_key(name)}.json"
+        root = cache_root()
+        self.path = root / f"{name}-{snapshot_key(name)}.json" if root is not None else None
+        self.own_directory = not os.environ.get("MIROCTL_SERVER_CACHE")  # miroctl's, which it may make private
         self.answers: dict[str, Any] = self._load()
         self.legacy_version: str | None = None  # negotiated by an initialize this front answered
         self.replay: list[dict[str, Any]] = []  # what the real server must hear first
         self.buffer = b""
 
     def _load(self) -> dict[str, Any]:
+        """The snapshot, when this user wrote it: one another user could have put there (a file of someone
+        else's, or any file in a directory others can write to) is not read, as its tool list would be served
+        as this server's."""
+        raw = cachedir.read_private(self.path) if self.path is not None else None
+        if raw is None:
+            return {}
         try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            data = json.loads(raw)
+        except ValueError:
             return {}
         return data if isinstance(data, dict) else {}
 
@@ -169,8 +182,17 @@ class Front:
 
     def save(self, answers: dict[str, Any]) -> None:
         """Write the snapshot atomically (a concurrent start reads the old one or the new one, never half)."""
+        if self.path is None:
+            return
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            directory = self.path.parent
+            directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+            found = os.lstat(directory)
+            if self.own_directory and found.st_uid == os.geteuid() and stat.S_IMODE(found.st_mode) & 0o077:
+                os.chmod(directory, 0o700)  # made under a lax umask: the snapshots would not be read from it
+                found = os.lstat(directory)
+            if not cachedir.private_directory(found):
+                return  # a snapshot written there would not be read (others could replace it)
             handle, temporary = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.name}-", suffix=".tmp")
             with os.fdopen(handle, "w", encoding="utf-8") as out:
                 json.dump(answers, out)

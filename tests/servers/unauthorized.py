@@ -18,13 +18,16 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 class Unauthorized(BaseHTTPRequestHandler):
     """401 with a Bearer challenge and a JSON body, for any method and path."""
 
+    challenge: str | None = 'Bearer realm="mcp", error="invalid_token"'  # None: no WWW-Authenticate at all
+
     def _refuse(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         if length:
             self.rfile.read(length)
         body = json.dumps({"error": "invalid_token", "error_description": "missing bearer token"}).encode()
         self.send_response(401)
-        self.send_header("WWW-Authenticate", 'Bearer realm="mcp", error="invalid_token"')
+        if self.challenge is not None:
+            self.send_header("WWW-Authenticate", self.challenge)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
@@ -37,9 +40,11 @@ class Unauthorized(BaseHTTPRequestHandler):
 
 
 @contextmanager
-def serving(port: int = 0) -> Iterator[str]:
-    """Serve in a thread; yields the /mcp URL and stops the server afterwards."""
-    server = ThreadingHTTPServer(("127.0.0.1", port), Unauthorized)
+def serving(port: int = 0, challenge: str | None = Unauthorized.challenge) -> Iterator[str]:
+    """Serve in a thread; yields the /mcp URL and stops the server afterwards. `challenge` is the
+    WWW-Authenticate header of every answer (None: none)."""
+    handler = type("Refusing", (Unauthorized,), {"challenge": challenge})
+    server = ThreadingHTTPServer(("127.0.0.1", port), handler)
     server.daemon_threads = True
     thread = threading.Thread(target=server.serve_forever, name="unauthorized-http", daemon=True)
     thread.start()
