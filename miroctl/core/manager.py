@@ -232,6 +232,7 @@ class Manager:
             duration_ms=_ms(started),
             protocol_version=connection.protocol_version if connection else None,
             server_version=connection.server_version if connection else None,
+            instructions=connection.instructions if connection else None,
             resources=offered.get("resources"),
             resource_templates=offered.get("resource_templates"),
             prompts=offered.get("prompts"),

@@ -141,6 +141,10 @@ class Connection:
         return f"{info.name} {info.version}".strip()
 
     @property
+    def instructions(self) -> str | None:
+        return self.session.instructions
+
+    @property
     def client(self) -> Client:
         """The SDK's client, for what only it offers (resources, prompts, ping, completion, subscriptions)."""
         if not isinstance(self.session, SdkSession):
