@@ -74,13 +74,15 @@ class Manager:
         record_path: str | None = None,
         stages: StageFn | None = None,
         connector: Connector = SDK,
+        stop_grace: float | None = None,
     ) -> None:
         """`stages` hears each server's progress (starting, initialising, listing, calling, done, failed);
         `confirm` answers mode ask's questions, `log_path` gets the call log, `task_id` goes to servers;
         with `follow_changes`, sessions follow their servers' tool-list changes (see `next_change`);
         `record_path` gets every server's JSON-RPC traffic (--record); `connector` opens every session: the SDK's
         client (`connectors.SDK`), or the lean one wherever it serves (`connectors.LEAN`: a cold list or call
-        that needs no more of a session never imports the SDK)."""
+        that needs no more of a session never imports the SDK); `stop_grace` is how long each stdio server may
+        take to exit once its stdin is closed, before it is signalled (None: transports.EOF_GRACE)."""
         # `run_id` (processes.sub_run_id) marks this Manager's stdio servers apart from others in the process,
         # so its sweep at exit leaves theirs alone (a gateway's check must not stop the served sessions).
         # Without `confirm`, ask mode means denied unless the policy assumes yes (a gateway with no one to ask).
@@ -108,6 +110,7 @@ class Manager:
         self._recorder: Recorder | None = None
         self.stages = StageClock(stages)
         self.connector = connector
+        self.stop_grace = stop_grace
 
     @property
     def log_path(self) -> str | None:
@@ -164,6 +167,7 @@ class Manager:
                 recorder=self._recorder,
                 stages=self.stages,
                 connector=self.connector,
+                stop_grace=self.stop_grace,
             )
         return self._handles[spec.name]
 
