@@ -56,7 +56,9 @@ def in_memory(spec: ServerSpec) -> ServerSpec:
     if opts.mode != "ok" or opts.http:
         return spec
     only = set(opts.tools.split(",")) if opts.tools else None
-    target = fixture.build(opts.name, only, environ={**os.environ, **spec.env}, cwd=spec.cwd)
+    target = fixture.build(
+        opts.name, only, environ={**os.environ, **spec.env}, cwd=spec.cwd, instructions=opts.instructions
+    )
     return replace(spec, transport="memory", target=target, command=None, args=())
 
 

@@ -17,7 +17,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 from miroctl.gateway.server import META_KEY
-from tests.conftest import ROOT, fixture_yaml, tagged_processes
+from tests.conftest import ROOT, fixture_yaml, hostile_yaml, tagged_processes
 from tests.gateway_support import pool_files, running, wait_until, write_pool
 
 pytestmark = pytest.mark.anyio
@@ -167,3 +167,53 @@ def test_signal_stops_the_stdio_gateway_and_leaves_no_server_behind(tmp_path, le
         wait_until(lambda: len(tagged_processes(leak_tag)) == 2, message="both servers running")
         assert gateway.stop(sig) == code
         assert f"interrupted by {sig.name}" in gateway.stderr
+
+
+# Runs `miroctl serve` and writes its exit status to a file: the SDK host stops its server's whole process group,
+# so this sits in that group and outlives serve (the host's SIGTERM is for serve; a Python handler does not pass
+# to the child, whose SIGTERM stays miroctl's own). -15 or 143: the host had to signal serve; 0: it left by itself.
+EXIT_RECORDER = """
+import signal, subprocess, sys
+signal.signal(signal.SIGTERM, lambda *_: None)
+code = subprocess.Popen(sys.argv[2:]).wait()
+open(sys.argv[1], "w").write(str(code))
+"""
+
+
+@asynccontextmanager
+async def recorded_stdio_gateway(config: Path, status: Path) -> AsyncIterator[Any]:
+    """serve under an SDK host (mcp.client.stdio), its exit status in `status` once the host has left."""
+    serve = [sys.executable, "-m", "miroctl", "serve", "--config", str(config)]
+    params = StdioServerParameters(
+        command=sys.executable, args=["-c", EXIT_RECORDER, str(status), *serve], cwd=str(ROOT)
+    )
+    with tempfile.TemporaryFile("w+") as errlog:
+        async with Client(stdio_client(params, errlog=errlog)) as client:
+            yield client
+        errlog.seek(0)
+        assert "interrupted" not in errlog.read()
+
+
+@pytest.mark.process
+async def test_an_sdk_host_that_leaves_never_has_to_signal_serve_and_no_server_outlives_it(tmp_path, leak_tag):
+    config = write_pool(tmp_path, pool_files(leak_tag))
+    status = tmp_path / "status"
+    async with recorded_stdio_gateway(config, status) as client:
+        assert len((await client.list_tools()).tools) > 2
+        assert len(tagged_processes(leak_tag)) == 2
+    assert status.read_text() == "0"
+    assert tagged_processes(leak_tag) == []
+
+
+@pytest.mark.process
+async def test_a_server_that_ignores_the_end_of_its_input_is_stopped_before_the_host_would_signal_serve(
+    tmp_path, leak_tag
+):
+    stubborn = hostile_yaml("stubborn", "--stubborn", env={"MIROCTL_TEST_TAG": leak_tag})
+    config = write_pool(tmp_path, {"stubborn": stubborn})
+    status = tmp_path / "status"
+    async with recorded_stdio_gateway(config, status) as client:
+        assert "stubborn__echo" in {tool.name for tool in (await client.list_tools()).tools}
+        assert len(tagged_processes(leak_tag)) == 2  # the server and the grandchild it detached
+    assert status.read_text() == "0"
+    assert tagged_processes(leak_tag) == []

@@ -126,6 +126,9 @@ class ToolInfo:
     title: str | None = None
     output_schema: Mapping[str, Any] | None = None
     annotations: Mapping[str, Any] = field(default_factory=dict)
+    # The tool as the server listed it, every field (`_meta`, `icons`, `execution`...): what a gateway passes on.
+    # Empty for a tool known otherwise (a cache, a gateway's answer); never part of the JSON contract.
+    raw: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def summary(self) -> str:
@@ -175,6 +178,8 @@ class ServerTools:
     rejected: tuple[RejectedTool, ...] = ()  # listed tools the protocol rejects; the valid ones are in `tools`
     # Sections (resources, resource_templates, prompts) the server failed to list, and why; its tools still count
     list_failures: Mapping[str, Failure] = field(default_factory=dict)
+    # How to use the server, as it said in its handshake (what `serve` passes on to hosts); not in the JSON contract
+    instructions: str | None = None
 
     @property
     def ok(self) -> bool:

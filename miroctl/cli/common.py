@@ -113,6 +113,7 @@ def manager_for(
     record: str | None = None,
     stages: StageFn | None = None,
     connector: Connector = connectors.SDK,
+    stop_grace: float | None = None,
 ) -> Manager:
     """A Manager with the profile's policy and the command line's --mode, --yes, --task-id and --log."""
     policy = Policy.from_profile(loaded.profile).with_overrides(
@@ -130,6 +131,7 @@ def manager_for(
         stages=stages,
         connector=connector,
         masker=out.masker,  # every file miroctl writes masks what its stdout masks
+        stop_grace=stop_grace,
     )
 
 

@@ -76,6 +76,7 @@ class Manager:
         stages: StageFn | None = None,
         connector: Connector = SDK,
         masker: Masker | None = None,
+        stop_grace: float | None = None,
     ) -> None:
         """`stages` hears each server's progress (starting, initialising, listing, calling, done, failed);
         `confirm` answers mode ask's questions, `log_path` gets the call log, `task_id` goes to servers;
@@ -84,7 +85,8 @@ class Manager:
         client (`connectors.SDK`), or the lean one wherever it serves (`connectors.LEAN`: a cold list or call
         that needs no more of a session never imports the SDK); `masker` masks what the call log, the record,
         kept outputs and mode ask's questions get (the command line's, which masks its stdout): by default the
-        config's secrets and the OAuth tokens stored for its servers."""
+        config's secrets and the OAuth tokens stored for its servers. `stop_grace` is how long each stdio server may
+        take to exit once its stdin is closed, before it is signalled (None: transports.EOF_GRACE)."""
         # `run_id` (processes.sub_run_id) marks this Manager's stdio servers apart from others in the process,
         # so its sweep at exit leaves theirs alone (a gateway's check must not stop the served sessions).
         # Without `confirm`, ask mode means denied unless the policy assumes yes (a gateway with no one to ask).
@@ -112,6 +114,7 @@ class Manager:
         self._recorder: Recorder | None = None
         self.stages = StageClock(stages)
         self.connector = connector
+        self.stop_grace = stop_grace
 
     @property
     def log_path(self) -> str | None:
@@ -168,6 +171,7 @@ class Manager:
                 recorder=self._recorder,
                 stages=self.stages,
                 connector=self.connector,
+                stop_grace=self.stop_grace,
             )
         return self._handles[spec.name]
 
@@ -236,6 +240,7 @@ class Manager:
             duration_ms=_ms(started),
             protocol_version=connection.protocol_version if connection else None,
             server_version=connection.server_version if connection else None,
+            instructions=connection.instructions if connection else None,
             resources=offered.get("resources"),
             resource_templates=offered.get("resource_templates"),
             prompts=offered.get("prompts"),

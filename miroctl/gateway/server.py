@@ -125,6 +125,28 @@ class Gateway:
             if changed or any(self.manager.handle(spec).restart_due for spec in self.specs):
                 await self.refresh()
 
+    def instructions(self) -> str:
+        """What the gateway's InitializeResult tells hosts: miroctl's own line, then each listed server's own
+        instructions under a heading of its name, saying how its tools are named here (masked)."""
+        names = ", ".join(spec.name for spec in self.specs)
+        sections = [f"miroctl gateway for these MCP servers: {names}."]
+        listed = {entry.server: entry for entry in self.entries if entry.ok}
+        prefix = toolmap.prefixes(spec.name for spec in self.specs)
+        for spec in self.specs:
+            entry = listed.get(spec.name)
+            text = (entry.instructions or "").strip() if entry is not None else ""
+            if text:
+                sections.append(f"## {spec.name}\n{self._naming(spec.name, prefix[spec.name])}\n\n{text}")
+        return self.masker.text("\n\n".join(sections))
+
+    def _naming(self, server: str, prefix: str) -> str:
+        """How a server's tools are reached through the gateway, for the model reading its instructions."""
+        if self.lazy:
+            return f'(Its tools are called with call_tool, server "{server}"; the tool names below are its own.)'
+        if self.plain:
+            return "(Its tools keep their own names here.)"
+        return f"(Its tools are exposed as {prefix}{self.separator}NAME; the tool names below are its own.)"
+
     def spec(self, name: str) -> ServerSpec | None:
         """A selected server by name (`reading` finds `tool-reading`); others are not served."""
         found = self.manager.config.get(name)
@@ -369,16 +391,24 @@ class Gateway:
 
 
 def mcp_tool(name: str, info: ToolInfo, may_rewrite: bool = False) -> dict[str, Any]:
-    """An upstream tool as the gateway lists it: its description, schemas and annotations passed through,
-    but no outputSchema where miroctl may rewrite the result (a standard client would reject the result)."""
-    tool: dict[str, Any] = {
-        "name": name,
-        "description": info.description,
-        "inputSchema": dict(info.input_schema) or {"type": "object"},
-    }
+    """An upstream tool as the gateway lists it: every field the server listed (`_meta`, `icons`, `execution`,
+    annotations, schemas...) passed through unchanged under the exposed name, but no outputSchema where miroctl
+    may rewrite the result (a standard client would reject the result)."""
+    tool: dict[str, Any] = dict(info.raw) if info.raw else _fields(info)
+    tool["name"] = name
+    if not tool.get("inputSchema"):
+        tool["inputSchema"] = {"type": "object"}
+    if may_rewrite:
+        tool.pop("outputSchema", None)
+    return tool
+
+
+def _fields(info: ToolInfo) -> dict[str, Any]:
+    """A tool known without its listing (no raw item): the fields miroctl keeps."""
+    tool: dict[str, Any] = {"name": info.name, "description": info.description, "inputSchema": dict(info.input_schema)}
     if info.title:
         tool["title"] = info.title
-    if info.output_schema is not None and not may_rewrite:
+    if info.output_schema is not None:
         tool["outputSchema"] = dict(info.output_schema)
     if info.annotations:
         tool["annotations"] = dict(info.annotations)
@@ -469,21 +499,29 @@ def build_server(gateway: Gateway) -> Any:
     from mcp.server.subscriptions import InMemorySubscriptionBus
 
     class GatewayServer(Server):
+        @property
+        def instructions(self) -> str | None:
+            """Read at each handshake: the servers listed by then and their own instructions."""
+            return gateway.instructions()
+
+        @instructions.setter
+        def instructions(self, value: str | None) -> None:
+            """The SDK's constructor sets it; the gateway's own are made from its servers instead."""
+
         def create_initialization_options(self, notification_options: Any = None, *args: Any, **kwargs: Any) -> Any:
             """Hosts on older protocols are told that the tool list changes (2026-07-28 derives it itself)."""
             options = notification_options or NotificationOptions(tools_changed=True)
             return super().create_initialization_options(options, *args, **kwargs)
 
-    names = ", ".join(spec.name for spec in gateway.specs)
     gateway.bus = gateway.bus or InMemorySubscriptionBus()
     with warnings.catch_warnings():  # logging is deprecated as of 2026-07-28; hosts before it still set levels
         warnings.simplefilter("ignore")
-        server = _server_with(GatewayServer, gateway, names)
+        server = _server_with(GatewayServer, gateway)
     server.middleware = []  # the default OpenTelemetry middleware costs every relayed call ~0.1 ms, for no exporter
     return server
 
 
-def _server_with(kind: Any, gateway: Gateway, names: str) -> Any:
+def _server_with(kind: Any, gateway: Gateway) -> Any:
     from mcp.server.subscriptions import ListenHandler
 
     @asynccontextmanager
@@ -501,7 +539,6 @@ def _server_with(kind: Any, gateway: Gateway, names: str) -> Any:
         "miroctl",
         lifespan=serving,
         version=__version__,
-        instructions=f"miroctl gateway for these MCP servers: {names}.",
         on_list_tools=gateway.on_list_tools,
         on_call_tool=gateway.on_call_tool,
         on_list_resources=gateway.on_list_resources,

@@ -15,6 +15,10 @@ from contextlib import contextmanager, suppress
 
 import anyio
 
+# A host that closes serve's stdin waits 2 s (the Python SDK's hosts) before it signals serve, and kills it soon
+# after: each server then gets this long to exit once its own stdin is closed, and SIGTERM half as long, so that
+# serve has stopped them all and is gone within about a second.
+STOP_GRACE = 0.5
 READ_CHUNK = 64 * 1024
 MAX_LINE_BYTES = int(os.environ.get("MIROCTL_MAX_MESSAGE_BYTES") or 64 * 1024 * 1024)  # as for servers' stdout
 WRITE_CHUNK = 4096  # a pipe that polls writable takes this much without blocking (PIPE_BUF)

@@ -94,6 +94,7 @@ class LeanClient:
         self._next_id = 0
         self.protocol_version: str | None = None
         self.server_info: ServerInfo | None = None
+        self.instructions: str | None = None
         self.capabilities: JSONObject = {}
         self._stamp: JSONObject | None = None  # the modern `_meta` stamp, once adopted
         self._output_schemas: dict[str, JSONObject | None] = {}
@@ -154,10 +155,12 @@ class LeanClient:
             raise RuntimeError(f"Unsupported protocol version from the server: {version}")
         self.protocol_version, self.capabilities = version, result["capabilities"]
         self.server_info = ServerInfo(info["name"], str(info.get("version") or ""))
+        self.instructions = _text(result.get("instructions"))
         await self.notify("notifications/initialized")
 
     def _adopt_modern(self, version: str, result: JSONObject) -> None:
         self.protocol_version, self.capabilities = version, result["capabilities"]
+        self.instructions = _text(result.get("instructions"))
         self._stamp = {META_VERSION: version, META_CLIENT: _client_info(), META_CAPABILITIES: {}}
         meta = result.get("_meta")
         info = meta.get(META_SERVER) if isinstance(meta, dict) else None
@@ -350,6 +353,11 @@ def _supported(exc: RpcError) -> list[str] | None:
     if exc.code != UNSUPPORTED_VERSION or not isinstance(supported, list):
         return None
     return [v for v in supported if isinstance(v, str)]
+
+
+def _text(value: object) -> str | None:
+    """A handshake's optional text (`instructions`): a string, else nothing."""
+    return value if isinstance(value, str) else None
 
 
 def _request_id(value: Any) -> Any:

@@ -80,7 +80,8 @@ def _read_page(server: str, session: Session, raw: object, cursor: str | None) -
 
 
 def tool_info(server: str, tool: JSONObject) -> ToolInfo:
-    """A checked tools/list item as miroctl's ToolInfo (snake_case keys, JSON-ready)."""
+    """A checked tools/list item as miroctl's ToolInfo (snake_case keys, JSON-ready), which keeps the item
+    itself, every field as the server sent it, for what passes the tool on (serve)."""
     return ToolInfo(
         server=server,
         name=tool["name"],
@@ -89,6 +90,7 @@ def tool_info(server: str, tool: JSONObject) -> ToolInfo:
         input_schema=tool.get("inputSchema") or {},
         output_schema=tool.get("outputSchema"),
         annotations=annotations_of(tool.get("annotations")),
+        raw=dict(tool),
     )
 
 

@@ -84,12 +84,15 @@ class ServerHandle:
         recorder: Recorder | None = None,
         stages: StageClock | None = None,
         connector: Connector = SDK,
+        stop_grace: float | None = None,
     ) -> None:
         """With `on_tools_changed`, the session follows the server's tool-list changes and reports them;
         with `relay`, the server's own requests and log messages go there (a gateway's hosts); with
         `recorder`, every session's messages are recorded (--record); `stages` hears how far a start and a
-        listing have got; `connector` opens each session (sessions/connectors.py)."""
+        listing have got; `connector` opens each session (sessions/connectors.py); `stop_grace`: how long a
+        stdio server may take to exit once its stdin is closed (None: transports.EOF_GRACE)."""
         self._connector = connector
+        self._stop_grace = stop_grace
         self.relay = relay
         self._recorder = recorder
         self.spec = spec
@@ -206,7 +209,10 @@ class ServerHandle:
         name = self.spec.name
         stdio = self.spec.transport == "stdio"
         self._stages(name, "starting" if stdio else "initialising")
-        gen = _Generation(wire=Wire(self.spec, on_spawned=lambda: self._stages(name, "initialising")))
+        wire = Wire(self.spec, on_spawned=lambda: self._stages(name, "initialising"))
+        if self._stop_grace is not None:
+            wire.stop_grace = self._stop_grace
+        gen = _Generation(wire=wire)
         self.restarted = self._current is not None
         self._current, self._tools = gen, None
         self._gens.append(gen)

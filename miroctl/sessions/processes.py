@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
+import time
 import uuid
 from contextlib import suppress
 from pathlib import Path
@@ -115,5 +116,28 @@ def sweep_orphans(run_id: str = RUN_ID) -> int:
     for proc in victims:
         with suppress(psutil.Error):
             proc.kill()
-    psutil.wait_procs(victims, timeout=2)
+    _wait_dead(victims, timeout=2)
     return len(victims)
+
+
+def _wait_dead(procs: list[Any], timeout: float) -> None:
+    """Wait until each process is gone or a zombie: a killed orphan is dead once it is a zombie, whenever its
+    new parent (init, which may take a second or more) gets round to reaping it. miroctl's own are reaped here."""
+    import psutil
+
+    deadline = time.monotonic() + timeout
+    alive = procs
+    while alive and time.monotonic() < deadline:
+        _, alive = psutil.wait_procs(alive, timeout=0.01)
+        alive = [proc for proc in alive if not _zombie(proc)]
+
+
+def _zombie(proc: Any) -> bool:
+    import psutil
+
+    try:
+        return bool(proc.status() == psutil.STATUS_ZOMBIE)
+    except psutil.NoSuchProcess:
+        return True
+    except psutil.Error:
+        return False

@@ -39,6 +39,11 @@ class SdkSession:
         return ServerInfo(info.name, info.version or "") if info is not None else None
 
     @property
+    def instructions(self) -> str | None:
+        text = self.client.instructions
+        return text if isinstance(text, str) else None
+
+    @property
     def capabilities(self) -> JSONObject:
         capabilities = self.client.server_capabilities
         return capabilities.model_dump(mode="json", by_alias=True, exclude_none=True) if capabilities else {}

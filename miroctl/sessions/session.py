@@ -85,6 +85,11 @@ class Session(Protocol):
     def server_info(self) -> ServerInfo | None: ...
 
     @property
+    def instructions(self) -> str | None:
+        """How to use the server, as it said in its handshake (`instructions`), or None."""
+        ...
+
+    @property
     def capabilities(self) -> JSONObject:
         """The server's capabilities as it declared them (JSON)."""
         ...

@@ -81,6 +81,9 @@ class Wire:
     stdout_eof: bool = False
     exited_on_its_own: bool = False
     hurry: bool = False  # the server is known to be stuck: skip most of the grace period
+    # Seconds the server gets to exit once its stdin is closed, before SIGTERM (which gets half as long, at most
+    # TERM_GRACE): shorter where miroctl itself must be gone soon (serve, whose host stops it)
+    stop_grace: float = EOF_GRACE
     spawned_at: float | None = None  # perf_counter() when the process was started (stdio)
     first_response_at: float | None = None  # perf_counter() when the first HTTP response arrived
     on_spawned: Callable[[], None] | None = None  # told when the process runs (stdio): the handshake begins
@@ -139,6 +142,10 @@ class Connection:
         if info is None:
             return None
         return f"{info.name} {info.version}".strip()
+
+    @property
+    def instructions(self) -> str | None:
+        return self.session.instructions
 
     @property
     def client(self) -> Client:
@@ -489,15 +496,15 @@ def count_noise(text: str, wire: Wire) -> None:
 
 
 async def stop_process(process: Any, wire: Wire) -> None:
-    """Close stdin, give the server EOF_GRACE to exit, then SIGTERM and SIGKILL its whole group."""
+    """Close stdin, give the server its stop grace (EOF_GRACE) to exit, then SIGTERM and SIGKILL its whole group."""
     if wire.stdout_eof:  # it closed stdout first: most likely it is exiting, let the exit status arrive
-        await _exited(process, 0.5)
+        await _exited(process, min(0.5, wire.stop_grace))
     wire.exited_on_its_own = process.returncode is not None
     with suppress(Exception):
         await process.stdin.aclose()
-    if not await _exited(process, 0.2 if wire.hurry else EOF_GRACE):
+    if not await _exited(process, min(0.2, wire.stop_grace) if wire.hurry else wire.stop_grace):
         signal_group(process.pid, signal.SIGTERM)
-        if not await _exited(process, TERM_GRACE):
+        if not await _exited(process, min(TERM_GRACE, wire.stop_grace / 2)):
             signal_group(process.pid, signal.SIGKILL)
             await _exited(process, 2.0)
     # Whatever the server left running in its group goes with it.

@@ -1,6 +1,6 @@
 """A configurable MCP server for miroctl's tests: healthy tools plus every way a server misbehaves.
 
-    python tests/servers/fixture.py [--name N] [--http PORT] [--tools a,b] [--mode MODE]
+    python tests/servers/fixture.py [--name N] [--http PORT] [--tools a,b] [--mode MODE] [--instructions TEXT]
 
 Modes that break before the SDK is even imported (so they start fast): exit, hang, noise, flood.
 """
@@ -67,14 +67,15 @@ def _logged(fn, environ):
     return wrapper
 
 
-def build(name: str, only: set[str] | None, environ=None, cwd=None):
+def build(name: str, only: set[str] | None, environ=None, cwd=None, instructions=None):
     """The server. Given `environ` (and `cwd`) it runs in the test's own process (the memory transport): its
-    tools read those instead of the process's, and the tools that need a process of their own refuse."""
+    tools read those instead of the process's, and the tools that need a process of their own refuse.
+    `instructions` is what its handshake tells clients about using it."""
     from mcp.server.mcpserver import Context, MCPServer
     from mcp.server.mcpserver.exceptions import ToolError
     from mcp.types import ImageContent, TextContent, ToolAnnotations
 
-    server = MCPServer(name, version="9.9.9", log_level="WARNING")
+    server = MCPServer(name, version="9.9.9", log_level="WARNING", instructions=instructions)
     in_process = environ is not None
     environ = os.environ if environ is None else environ
 
@@ -249,6 +250,7 @@ def options(argv=None) -> argparse.Namespace:
     parser.add_argument("--mode", default="ok")
     parser.add_argument("--http", type=int, default=0)
     parser.add_argument("--tools", default="")
+    parser.add_argument("--instructions", default=None)
     return parser.parse_args(argv)
 
 
@@ -256,7 +258,7 @@ def main() -> None:
     opts = options()
     misbehave(opts.mode)
     only = set(opts.tools.split(",")) if opts.tools else None
-    server = build(opts.name, only)
+    server = build(opts.name, only, instructions=opts.instructions)
     print(f"fixture {opts.name}: ready", file=sys.stderr, flush=True)
     if opts.http:
         server.run("streamable-http", host="127.0.0.1", port=opts.http)

@@ -16,12 +16,14 @@ Some tools answer with lines a JSON parser rejects: `surrogate` (a lone UTF-16 s
 JavaScript writes a cut emoji), `deep` (arrays nested deeper than parsers allow), `truncated`
 (a response cut in the middle); `hang` never answers; `flood` writes `count` ping requests before it
 reads their answers (then says how many came back); `annotated` answers a text block with the annotations
-it is given. With --junk TEXT the server writes TEXT to stdout (`\\n` for a newline) before it reads
-anything. With --stubborn the server ignores SIGTERM and the end of its input, and leaves a detached
-grandchild running (in a session of its own). The schema tools (`cyclic`, `dangling`, `remote`, `model`,
-`open`, `items`, `text`) declare the input schemas their names say and echo their arguments. --http PORT
-serves streamable HTTP; --sse PORT serves the legacy HTTP+SSE transport (GET /sse, POST /messages), each
-answer one `message` event.
+it is given. With --instructions TEXT its initialize answer carries TEXT as its instructions. With --junk
+TEXT the server writes TEXT to stdout (`\\n` for a newline) before it reads anything. With --stubborn the
+server ignores SIGTERM and the end of its input, and leaves a detached grandchild running (in a session of
+its own). With --full-tool the server also lists `described`, a tool declaring every optional field a tool
+may have (title, outputSchema, annotations, icons, execution, _meta as FastMCP and MCP Apps write it). The
+schema tools (`cyclic`, `dangling`, `remote`, `model`, `open`, `items`, `text`) declare the input schemas
+their names say and echo their arguments. --http PORT serves streamable HTTP; --sse PORT serves the legacy
+HTTP+SSE transport (GET /sse, POST /messages), each answer one `message` event.
 """
 
 import argparse
@@ -98,6 +100,17 @@ TOOLS = [
         "inputSchema": schema({"annotations": {"type": "string"}}, ("annotations",)),
     },
 ]
+FULL_TOOL = {
+    "name": "described",
+    "title": "Described tool",
+    "description": "Declares every optional field a tool may have.",
+    "inputSchema": schema({"text": {"type": "string"}}, ("text",)),
+    "outputSchema": schema({"text": {"type": "string"}}, ("text",)),
+    "annotations": {"title": "Described", "readOnlyHint": True, "openWorldHint": False},
+    "icons": [{"src": "https://icons.invalid/described.png", "mimeType": "image/png", "sizes": ["48x48"]}],
+    "execution": {"taskSupport": "optional"},
+    "_meta": {"fastmcp": {"tags": ["demo", "hostile"]}, "ui": {"resourceUri": "ui://hostile/described.html"}},
+}
 MALFORMED = [
     {"description": "a tool without a name", "inputSchema": {"type": "object"}},
     {"name": "no_schema", "description": "no inputSchema"},
@@ -125,6 +138,7 @@ class Hostile:
     def __init__(self, opts: argparse.Namespace, send_line=stdout_line) -> None:
         self.name = opts.name
         self.broken = dict(item.split("=", 1) for item in opts.broken)
+        self.instructions = opts.instructions
         self.listed = 0
         self.send_line = send_line
 
@@ -144,7 +158,10 @@ class Hostile:
             capabilities = {"tools": {"listChanged": True}, "resources": {}, "prompts": {}}
             version = params.get("protocolVersion") or "2025-06-18"
             info = {"name": self.name, "version": "6.6.6"}
-            return self.answer(ident, {"protocolVersion": version, "capabilities": capabilities, "serverInfo": info})
+            result = {"protocolVersion": version, "capabilities": capabilities, "serverInfo": info}
+            if self.instructions is not None:
+                result["instructions"] = self.instructions
+            return self.answer(ident, result)
         if method == "ping":
             return self.answer(ident, {})
         if method in LISTS:
@@ -214,6 +231,11 @@ class Hostile:
         if name == "annotated":
             block = {"type": "text", "text": "annotated", "annotations": json.loads(arguments["annotations"])}
             return self.answer(ident, {"content": [block]})
+        if name == "described":
+            text = str(arguments.get("text"))
+            return self.answer(
+                ident, {"content": [{"type": "text", "text": text}], "structuredContent": {"text": text}}
+            )
         if name == "surrogate":  # json.dumps writes the lone surrogate as the escape \ud83d
             return self.answer(ident, {"content": [{"type": "text", "text": "cut emoji: \ud83d"}]})
         head = f'{{"jsonrpc": "2.0", "id": {json.dumps(ident)}, "result": {{"content": ['
@@ -235,7 +257,11 @@ def main() -> None:
     parser.add_argument("--http", type=int, default=0, help="serve streamable HTTP (JSON answers) on this port")
     parser.add_argument("--sse", type=int, default=0, help="serve the legacy HTTP+SSE transport on this port")
     parser.add_argument("--junk", default="", help="write this to stdout first (\\n: a newline)")
+    parser.add_argument("--instructions", default=None, help="what initialize tells clients about using it")
+    parser.add_argument("--full-tool", action="store_true", help="also list `described`, every tool field set")
     opts = parser.parse_args()
+    if opts.full_tool:
+        TOOLS.append(FULL_TOOL)
     if opts.http:
         return serve_http(opts)
     if opts.sse:
