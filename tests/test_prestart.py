@@ -63,16 +63,18 @@ def test_a_cold_list_of_named_servers_starts_each_once(tmp_path):
 @pytest.mark.process
 def test_an_early_server_that_the_session_would_not_start_is_stopped_unused():
     spec = fixture_spec("early")
-    assert prestart.start(spec)
-    ((process, _),) = prestart._STARTED.values()
+    servers = prestart.EarlyServers()
+    assert servers.start(spec)
+    assert not servers.start(spec)  # started already: one process per server
+    (process,) = servers.processes()
     other = replace(spec, env=MappingProxyType({"DIFFERENT": "1"}))
-    assert prestart.take(other) is None  # another environment: not the same server
-    prestart.discard()
+    assert servers.take(other) is None  # another environment: not the same server
+    servers.discard()
     deadline = time.monotonic() + 10
     while psutil.pid_exists(process.pid) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert process.poll() is not None
-    assert prestart._STARTED == {}
+    assert len(servers) == 0
 
 
 def test_command_lines_that_change_the_servers_start_nothing_early(tmp_path):
@@ -87,12 +89,13 @@ def test_command_lines_that_change_the_servers_start_nothing_early(tmp_path):
         # refused before any server starts
         ["call", "--config", str(config), "fx", "echo", "text=https://huggingface.co/datasets/gaia-benchmark/GAIA"],
     ):
+        launch = Launch(words)
         try:
-            assert cli_prestart.begin(Launch(words)) == 0, words
+            assert cli_prestart.begin(launch) == 0, words
+            assert launch.early_servers is None or len(launch.early_servers) == 0
         finally:
-            prestart.discard()
+            launch.close()
     assert not starts.exists()
-    assert prestart._STARTED == {}
 
 
 BAD_VALUES = [
@@ -129,14 +132,14 @@ def test_the_configuration_read_for_the_early_start_is_taken_once_by_the_same_co
     try:
         assert cli_prestart.begin(first) == 1
         assert first.take_config("other.json") is None  # another config: read anew
-        assert cli_prestart.begin(second) == 0  # started already
+        assert cli_prestart.begin(second) == 1  # each command line its own servers, handed over in its Launch
         taken = second.take_config(str(config))
         assert taken is not None and [spec.name for spec in taken.servers] == ["fx"]
         assert second.take_config(str(config)) is None
     finally:
         first.close()
         second.close()
-    assert prestart._STARTED == {}
+    assert [len(launch.early_servers) for launch in (first, second)] == [0, 0]
 
 
 def test_an_early_server_left_unused_is_stopped_with_the_helper_it_detached_at_start(leak_tag):
@@ -146,13 +149,14 @@ def test_an_early_server_left_unused_is_stopped_with_the_helper_it_detached_at_s
         args=(HOSTILE, "--name", "stubborn", "--stubborn"),
         env=MappingProxyType({"MIROCTL_TEST_TAG": leak_tag}),
     )
+    servers = prestart.EarlyServers()
     try:
-        assert prestart.start(spec)
+        assert servers.start(spec)
         deadline = time.monotonic() + 60
         while len(tagged_processes(leak_tag)) < 2:  # the server and the helper it put in a session of its own
             assert time.monotonic() < deadline, "the server did not start its helper"
             time.sleep(0.05)
     finally:
-        prestart.discard()
-    assert prestart._STARTED == {}
+        servers.discard()
+    assert len(servers) == 0
     assert not wait_for_no_tagged(leak_tag, timeout=10)

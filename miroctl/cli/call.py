@@ -9,7 +9,7 @@ import typer
 from miroctl.base.errors import UsageError
 from miroctl.base.models import CallOutcome, CallRequest
 from miroctl.cli import boundary, completion, remote
-from miroctl.cli.common import check_log, check_output, check_record, load_config, manager_for, run
+from miroctl.cli.common import check_log, check_output, check_record, lean_connector, load_config, manager_for, run
 from miroctl.cli.helptext import CALL, OUTPUT, POLICY
 from miroctl.cli.options import (
     AgentOpt,
@@ -35,7 +35,6 @@ from miroctl.launch.handoff import Launch
 from miroctl.render import blobs
 from miroctl.render.output import Output
 from miroctl.render.results import call_result
-from miroctl.sessions.connectors import LEAN
 
 
 def call(
@@ -146,7 +145,9 @@ def call(
         raise typer.Exit(
             _batch(
                 out,
-                manager_for(loaded, out, mode, yes, task_id, log, record=record, connector=LEAN),
+                manager_for(
+                    loaded, out, mode, yes, task_id, log, record=record, connector=lean_connector(_launch(ctx))
+                ),
                 text,
                 jobs,
                 timeout,
@@ -178,7 +179,17 @@ def call(
 
         async def work() -> CallOutcome:
             stages = view.on_stage if view else None
-            manager = manager_for(loaded, out, mode, yes, task_id, log, record=record, stages=stages, connector=LEAN)
+            manager = manager_for(
+                loaded,
+                out,
+                mode,
+                yes,
+                task_id,
+                log,
+                record=record,
+                stages=stages,
+                connector=lean_connector(_launch(ctx)),
+            )
             async with manager:
                 request = CallRequest(
                     server,

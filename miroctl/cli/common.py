@@ -27,6 +27,7 @@ from miroctl.policy.decisions import Policy
 from miroctl.render.output import Output
 from miroctl.sessions import connectors
 from miroctl.sessions.connectors import Connector
+from miroctl.sessions.prestart import EarlyServers
 from miroctl.sessions.stages import StageFn
 from miroctl.sessions.tokens import stored_secrets
 
@@ -73,6 +74,12 @@ async def _watch_signals(signals: AsyncIterator[int], scope: anyio.CancelScope, 
         received.append(signum)
         scope.cancel()
         return
+
+
+def lean_connector(launch: Launch | None) -> Connector:
+    """The lean connector of a cold call or list, adopting the servers the early start began for it."""
+    early = launch.early_servers if launch is not None else None
+    return connectors.Lean(early) if isinstance(early, EarlyServers) else connectors.LEAN
 
 
 def load_config(

@@ -11,7 +11,7 @@ from miroctl.base.errors import NotFound, UsageError
 from miroctl.base.models import ServerTools, list_document
 from miroctl.base.text import counted, suggest
 from miroctl.cli import boundary, completion, remote
-from miroctl.cli.common import check_log, check_record, load_config, manager_for, remember, run
+from miroctl.cli.common import check_log, check_record, lean_connector, load_config, manager_for, remember, run
 from miroctl.cli.helptext import OUTPUT
 from miroctl.cli.options import (
     AgentOpt,
@@ -31,7 +31,7 @@ from miroctl.cli.options import (
 from miroctl.config.loader import Config
 from miroctl.launch.handoff import Launch
 from miroctl.render.listing import list_tables
-from miroctl.sessions.connectors import LEAN, SDK
+from miroctl.sessions.connectors import SDK
 
 
 def list_(
@@ -107,7 +107,7 @@ def list_(
                 log=log,
                 record=record,
                 stages=stages,
-                connector=SDK if extras else LEAN,
+                connector=SDK if extras else lean_connector(_launch(ctx)),
             ) as manager:
                 return await manager.list_tools(specs, extras)
 

@@ -4,8 +4,9 @@ The cold path calls `begin` first: when the option table's early reader takes th
 `call SERVER TOOL ...` or `list [SERVER ...]`: no gateway, no ad-hoc servers, no option that changes what a
 server is started with, and every value one the command accepts), the configuration is loaded and each
 named stdio server is started at once (sessions/prestart.py), so it boots on the other core while miroctl
-loads. The session adopts it only if it would have started exactly that process; otherwise it is stopped
-unused when the command has run. The configuration read goes to the command in the `Launch` object.
+loads. The session adopts it only if it would have started exactly that process (the command's connector,
+cli/common.py's `lean_connector`); otherwise it is stopped unused when the command has run. The
+configuration read and the servers started go to the command in the `Launch` object.
 Anything the reader is unsure of starts nothing early: the command then runs exactly as without it.
 """
 
@@ -21,7 +22,7 @@ from miroctl.launch.handoff import Launch
 from miroctl.launch.options import URL_ENV
 from miroctl.launch.reader import Reading, read
 from miroctl.policy.decisions import Policy
-from miroctl.sessions import prestart
+from miroctl.sessions.prestart import EarlyServers
 
 
 def begin(launch: Launch, environ: Mapping[str, str] | None = None) -> int:
@@ -37,11 +38,12 @@ def begin(launch: Launch, environ: Mapping[str, str] | None = None) -> int:
     except Exception:  # noqa: BLE001 - whatever is wrong, the command itself will say it
         return 0
     launch.early, launch.config, launch.config_name = reading, loaded, reading.text("config")
-    launch.at_exit(prestart.discard)
+    servers = launch.early_servers = EarlyServers()
+    launch.at_exit(servers.discard)
     for spec in specs:
         if spec.transport == "stdio" and not spec.config_error(os.environ):
             with launch.holding_signals():  # a signal now waits until the server is known, to be stopped
-                launch.started += prestart.start(child_spec(spec, loaded, policy))
+                launch.started += servers.start(child_spec(spec, loaded, policy))
     return launch.started
 
 

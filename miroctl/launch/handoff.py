@@ -39,6 +39,7 @@ class Launch:
         self.config_name: str | None = None  # for this --config (None: the default)
         self.help_rendered = False  # Typer printed a command's help (only that is kept in the help cache)
         self.started = 0  # servers started early
+        self.early_servers: object | None = None  # those servers, for the session that adopts each
         self._stops: list[Callable[[], None]] = []
         self._holding = False
         self._interrupts: signal.Handlers | Callable[[int, FrameType | None], object] | int | None = None

@@ -14,6 +14,7 @@ from typing import Protocol
 
 from miroctl.base.models import ServerSpec
 from miroctl.sessions.lean import open_lean_connection
+from miroctl.sessions.prestart import EarlyServers
 from miroctl.sessions.recording import TapFn
 from miroctl.sessions.transports import Connection, Relay, Wire, open_connection
 
@@ -46,19 +47,26 @@ def sdk(
     return open_connection(spec, wire, on_tools_changed=on_tools_changed, relay=relay, tap=tap)
 
 
-def lean(
-    spec: ServerSpec,
-    wire: Wire,
-    *,
-    on_tools_changed: Callable[[], None] | None = None,
-    relay: Relay | None = None,
-    tap: TapFn | None = None,
-) -> Opened:
-    """The lean client where it serves (a stdio server's tools, nothing relayed or followed), else the SDK's."""
-    if spec.transport == "stdio" and relay is None and on_tools_changed is None:
-        return open_lean_connection(spec, wire, tap=tap)
-    return sdk(spec, wire, on_tools_changed=on_tools_changed, relay=relay, tap=tap)
+class Lean:
+    """The lean client where it serves (a stdio server's tools, nothing relayed or followed), else the SDK's;
+    a server the command line's early start began (`early_servers`) is adopted instead of started again."""
+
+    def __init__(self, early_servers: EarlyServers | None = None) -> None:
+        self.early_servers = early_servers
+
+    def __call__(
+        self,
+        spec: ServerSpec,
+        wire: Wire,
+        *,
+        on_tools_changed: Callable[[], None] | None = None,
+        relay: Relay | None = None,
+        tap: TapFn | None = None,
+    ) -> Opened:
+        if spec.transport == "stdio" and relay is None and on_tools_changed is None:
+            return open_lean_connection(spec, wire, tap=tap, early_servers=self.early_servers)
+        return sdk(spec, wire, on_tools_changed=on_tools_changed, relay=relay, tap=tap)
 
 
 SDK: Connector = sdk
-LEAN: Connector = lean
+LEAN: Connector = Lean()

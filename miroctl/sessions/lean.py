@@ -28,8 +28,8 @@ from anyio.abc import ByteSendStream
 
 from miroctl.base.models import ProgressFn, ServerSpec
 from miroctl.base.version import __version__
-from miroctl.sessions import prestart
 from miroctl.sessions.frames import parse_plain
+from miroctl.sessions.prestart import EarlyServers
 from miroctl.sessions.processes import spawn
 from miroctl.sessions.recording import FROM_SERVER, TO_SERVER, TapFn
 from miroctl.sessions.resultcheck import result_problem
@@ -409,10 +409,13 @@ class Outbox:
 
 
 @asynccontextmanager
-async def open_lean_connection(spec: ServerSpec, wire: Wire, tap: TapFn | None = None) -> AsyncIterator[Connection]:
-    """Start a stdio server, negotiate, and yield the session; the process is stopped on exit as the SDK
-    path stops it (close stdin, wait, SIGTERM, SIGKILL to its group)."""
-    early = prestart.take(spec)  # started while miroctl loaded itself (cli/prestart.py), if it was
+async def open_lean_connection(
+    spec: ServerSpec, wire: Wire, tap: TapFn | None = None, early_servers: EarlyServers | None = None
+) -> AsyncIterator[Connection]:
+    """Start a stdio server (or adopt the one `early_servers` started for it while miroctl loaded itself,
+    cli/prestart.py), negotiate, and yield the session; the process is stopped on exit as the SDK path stops
+    it (close stdin, wait, SIGTERM, SIGKILL to its group)."""
+    early = early_servers.take(spec) if early_servers is not None else None
     process, stderr_path = early if early is not None else await spawn(spec)
     wire.pid, wire.spawned_at, wire.stderr_path = process.pid, time.perf_counter(), stderr_path
     if wire.on_spawned is not None:

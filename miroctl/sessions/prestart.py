@@ -26,66 +26,79 @@ from miroctl.base.models import ServerSpec
 from miroctl.sessions.processes import RUN_ID, child_environment, signal_group, sweep_orphans
 
 Key = tuple[str, tuple[str, ...], str | None, tuple[tuple[str, str], ...]]
-_STARTED: dict[Key, tuple[subprocess.Popen[bytes], str]] = {}
 
 
 def _key(spec: ServerSpec, env: dict[str, str]) -> Key:
     return (spec.command or "", tuple(spec.args), spec.cwd, tuple(sorted(env.items())))
 
 
-def start(spec: ServerSpec) -> bool:
-    """Start a stdio server now, to be adopted later; False when it cannot be started (the session will say
-    why when it tries)."""
-    env = child_environment(spec)
-    key = _key(spec, env)
-    if key in _STARTED or (spec.cwd and not os.path.isdir(spec.cwd)):
-        return False
-    fd, stderr_path = tempfile.mkstemp(prefix="miroctl-prestart-", suffix=".stderr")
-    try:
-        process = subprocess.Popen(
-            [spec.command or "", *spec.args],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=fd,
-            env=env,
-            cwd=spec.cwd,
-            start_new_session=True,
-        )
-    except OSError:
-        os.unlink(stderr_path)
-        return False
-    finally:
-        os.close(fd)
-    _STARTED[key] = (process, stderr_path)
-    return True
+class EarlyServers:
+    """The servers one command line started early: each adopted by the session that would have started it
+    (`take`, through the connector the command builds with them), the rest stopped when the command has run
+    (`discard`). The console entry hands it to the command in its `Launch` object."""
 
+    def __init__(self) -> None:
+        self._started: dict[Key, tuple[subprocess.Popen[bytes], str]] = {}
 
-def take(spec: ServerSpec) -> tuple[Adopted, str] | None:
-    """The process started early for exactly this spec (and its stderr file), now the caller's; or None."""
-    found = _STARTED.pop(_key(spec, child_environment(spec)), None)
-    if found is None:
-        return None
-    process, stderr_path = found
-    return Adopted(process), stderr_path
+    def __len__(self) -> int:
+        """How many are started and not yet adopted."""
+        return len(self._started)
 
-
-def discard() -> None:
-    """Stop every early server no session adopted (with its process group, and what it detached from that
-    group at start-up: the run's sweep), and remove its stderr file."""
-    if not _STARTED:
-        return
-    while _STARTED:
-        _, (process, stderr_path) = _STARTED.popitem()
-        signal_group(process.pid, signal.SIGKILL)
-        with suppress(OSError, subprocess.SubprocessError):
-            process.wait(timeout=2)
-        for stream in (process.stdin, process.stdout):
-            with suppress(OSError):
-                if stream is not None:
-                    stream.close()
-        with suppress(OSError):
+    def start(self, spec: ServerSpec) -> bool:
+        """Start a stdio server now, to be adopted later; False when it cannot be started (the session will
+        say why when it tries)."""
+        env = child_environment(spec)
+        key = _key(spec, env)
+        if key in self._started or (spec.cwd and not os.path.isdir(spec.cwd)):
+            return False
+        fd, stderr_path = tempfile.mkstemp(prefix="miroctl-prestart-", suffix=".stderr")
+        try:
+            process = subprocess.Popen(
+                [spec.command or "", *spec.args],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=fd,
+                env=env,
+                cwd=spec.cwd,
+                start_new_session=True,
+            )
+        except OSError:
             os.unlink(stderr_path)
-    sweep_orphans(RUN_ID)
+            return False
+        finally:
+            os.close(fd)
+        self._started[key] = (process, stderr_path)
+        return True
+
+    def take(self, spec: ServerSpec) -> tuple[Adopted, str] | None:
+        """The process started early for exactly this spec (and its stderr file), now the caller's; or None."""
+        found = self._started.pop(_key(spec, child_environment(spec)), None)
+        if found is None:
+            return None
+        process, stderr_path = found
+        return Adopted(process), stderr_path
+
+    def processes(self) -> list[subprocess.Popen[bytes]]:
+        """The processes started and not yet adopted."""
+        return [process for process, _ in self._started.values()]
+
+    def discard(self) -> None:
+        """Stop every early server no session adopted (with its process group, and what it detached from that
+        group at start-up: the run's sweep), and remove its stderr file."""
+        if not self._started:
+            return
+        while self._started:
+            _, (process, stderr_path) = self._started.popitem()
+            signal_group(process.pid, signal.SIGKILL)
+            with suppress(OSError, subprocess.SubprocessError):
+                process.wait(timeout=2)
+            for stream in (process.stdin, process.stdout):
+                with suppress(OSError):
+                    if stream is not None:
+                        stream.close()
+            with suppress(OSError):
+                os.unlink(stderr_path)
+        sweep_orphans(RUN_ID)
 
 
 # ------------------------------------------------------------------------------- the adopted process
