@@ -18,11 +18,13 @@ from miroctl.base.errors import ErrorKind, ExitCode, MiroctlError, ServerUnavail
 from miroctl.base.fetched import Fetched
 from miroctl.base.models import (
     FAILURE_KINDS,
+    LISTED_TRANSPORTS,
     CallOutcome,
     DecisionRecord,
     Failure,
     FailureKind,
     Fallback,
+    ListedTransport,
     RejectedTool,
     ServerTools,
     ToolInfo,
@@ -284,6 +286,10 @@ def _failure_kind(kind: str | None) -> FailureKind:
     return next((known for known in FAILURE_KINDS if known == kind), "unavailable")
 
 
+def _transport(transport: str | None) -> ListedTransport:
+    return next((known for known in LISTED_TRANSPORTS if known == transport), "unknown")
+
+
 def failure_from_dict(data: Mapping[str, Any]) -> Failure:
     return Failure(
         _failure_kind(_text(data, "kind")),
@@ -322,7 +328,7 @@ def server_tools_from_dict(data: Mapping[str, Any]) -> ServerTools:
     )
     return ServerTools(
         name,
-        _text(data, "transport") or "",
+        _transport(_text(data, "transport")),
         tools=tools,
         failure=failure_from_dict(failure) if failure else None,
         duration_ms=_number(data, "duration_ms"),

@@ -11,10 +11,14 @@ from typing import Any, Literal, Protocol, Self, get_args
 
 from miroctl.base.errors import ExitCode, exit_code_for_kind
 
+Transport = Literal["stdio", "streamable_http", "sse", "memory"]
+ProtocolChoice = Literal["auto", "legacy"]
+ListedTransport = Literal["stdio", "streamable_http", "sse", "memory", "unknown"]  # unknown: no such server
 FailureKind = Literal[
     "config", "not_found", "exited", "timeout", "protocol", "http", "auth", "crashed", "unavailable", "smoke"
 ]
 FAILURE_KINDS: tuple[FailureKind, ...] = get_args(FailureKind)
+LISTED_TRANSPORTS: tuple[ListedTransport, ...] = get_args(ListedTransport)
 
 DEFAULT_CALL_TIMEOUT = 900.0
 DEFAULT_STARTUP_TIMEOUT = 30.0
@@ -42,7 +46,7 @@ class ServerSpec:
     """One configured MCP server, resolved and ready to start (or broken, with `error` set)."""
 
     name: str
-    transport: str = "stdio"  # stdio | streamable_http | sse | memory
+    transport: Transport = "stdio"
     command: str | None = None
     args: tuple[str, ...] = ()
     env: Mapping[str, str] = field(default_factory=dict)
@@ -67,7 +71,7 @@ class ServerSpec:
     oauth: OAuthSettings | None = None  # `auth: oauth`: tokens from `miroctl auth NAME`, never a browser here
     # auto: the newest protocol both sides speak; legacy: the initialize handshake (2025-11-25 and before), for
     # servers whose tools send their client requests of their own (sampling...), which 2026-07-28 forbids
-    protocol: str = "auto"
+    protocol: ProtocolChoice = "auto"
 
     def config_error(self, environ: Mapping[str, str]) -> str | None:
         """Why this server cannot be started as configured, or None: a broken file, or a required variable unset
@@ -98,7 +102,7 @@ class Failure:
     kind: FailureKind
     message: str
     hint: str | None = None
-    phase: str | None = None  # config | spawn | connect | initialize | tools | ping | call
+    phase: str | None = None  # config | spawn | connect | initialize | tools | ping | call | smoke, or the request
     stderr_tail: tuple[str, ...] = ()
 
     @property
@@ -165,7 +169,7 @@ class ServerTools:
     """The answer of one server to "which tools do you have?": tools, or the failure."""
 
     server: str
-    transport: str
+    transport: ListedTransport
     tools: tuple[ToolInfo, ...] = ()
     failure: Failure | None = None
     duration_ms: float = 0.0

@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 
 from miroctl.base.errors import ConfigError
 from miroctl.base.masking import argument_secrets, header_secrets, secret_values, url_credentials
-from miroctl.base.models import OAuthSettings, ServerSpec
+from miroctl.base.models import OAuthSettings, ProtocolChoice, ServerSpec, Transport
 from miroctl.base.text import suggest
 from miroctl.config import sections as policy_config
 
@@ -43,10 +43,10 @@ SERVER_KEYS = {
     "session",
     "python",
 }
-PROTOCOLS = {"auto", "legacy"}
+PROTOCOLS: tuple[ProtocolChoice, ...] = ("auto", "legacy")
 SESSIONS = {"kept", "per_call"}
 OAUTH_KEYS = {"type", "scopes", "client_id", "client_secret", "client_metadata_url", "callback_port"}
-TRANSPORTS = {"stdio", "streamable_http", "sse"}
+URL_TRANSPORTS: tuple[Transport, ...] = ("streamable_http", "sse")
 _TRANSPORT_ALIASES = {
     "http": "streamable_http",
     "streamable-http": "streamable_http",
@@ -123,13 +123,14 @@ def server_from_mapping(
     )
 
 
-def _protocol(value: Any, where: str) -> str:
+def _protocol(value: Any, where: str) -> ProtocolChoice:
     """`protocol: auto` (the default) or `legacy` (the initialize handshake, 2025-11-25 and before)."""
     if value is None:
         return "auto"
-    if value not in PROTOCOLS:
-        raise ConfigError(f"{where}: protocol must be auto or legacy, got {value!r}")
-    return str(value)
+    for known in PROTOCOLS:
+        if value == known:
+            return known
+    raise ConfigError(f"{where}: protocol must be auto or legacy, got {value!r}")
 
 
 def _oauth(value: Any, transport: str, where: str) -> OAuthSettings | None:
@@ -193,7 +194,7 @@ def _command(command: Any, own_python: bool, python: Any = None) -> str:
     return sys.executable if own_python else text
 
 
-def _transport(value: Any, url: Any, where: str) -> str:
+def _transport(value: Any, url: Any, where: str) -> Transport:
     if not url:
         if value not in (None, "stdio"):
             raise ConfigError(f"{where}: transport {value!r} needs a url")
@@ -202,9 +203,10 @@ def _transport(value: Any, url: Any, where: str) -> str:
         path = urlsplit(str(url)).path.rstrip("/")
         return "sse" if path.endswith("/sse") else "streamable_http"
     name = _TRANSPORT_ALIASES.get(str(value), str(value))
-    if name not in TRANSPORTS - {"stdio"}:
-        raise ConfigError(f"{where}: unknown transport {name!r} (use sse or streamable_http)")
-    return name
+    for known in URL_TRANSPORTS:
+        if name == known:
+            return known
+    raise ConfigError(f"{where}: unknown transport {name!r} (use sse or streamable_http)")
 
 
 def _string_map(value: Any, key: str, where: str) -> dict[str, str]:
