@@ -1,6 +1,7 @@
 """`miroctl bench`: exact request counts, honoured concurrency, errors by kind, the error-rate exit code."""
 
 import json
+import re
 import signal
 import subprocess
 import sys
@@ -27,6 +28,7 @@ SUMMARY_KEYS = {
     "completed",
     "succeeded",
     "failed",
+    "could_not_keep_up",
     "error_rate",
     "errors_by_kind",
     "error_samples",
@@ -213,6 +215,78 @@ def test_open_loop_latency_counts_from_the_scheduled_start():
     assert tally.completed == 10
     assert time.perf_counter() - started >= 1.0  # one at a time
     assert max(tally.latencies_ms) >= 700  # the last call was scheduled at 0.18 s and answered after 1 s
+
+
+def test_an_open_loop_faster_than_its_server_ends_at_its_duration_and_counts_what_could_not_start():
+    """200 000 calls a second for 0.3 s on two slots of 20 ms calls: the run ends when the time is up, having
+    made a few dozen calls; every other call of the schedule is counted as one that could not keep up."""
+    plan = bench.Plan(concurrency=2, duration=0.3, rate=200_000)
+    tally = bench.Tally()
+
+    async def main() -> None:
+        with anyio.fail_after(HEALTHY_STARTUP):  # the old schedule queued 60 000 calls: 10 minutes of work
+            await bench.run(plan, lambda: _slow_call(0.02), tally)
+
+    anyio.run(main)
+    assert bench.scheduled_calls(plan) == 60_000
+    assert tally.completed + tally.missed == 60_000
+    assert 0 < tally.completed <= 2 * 0.3 / 0.02 + 2 * 2  # the slots' worth, and the calls in flight at the end
+
+
+def test_an_open_loop_keeps_at_most_its_backlog_waiting_for_a_slot(monkeypatch):
+    monkeypatch.setattr(bench, "BACKLOG", 10)
+    plan = bench.Plan(concurrency=1, requests=2000, rate=1_000_000)  # the whole schedule is due within 2 ms
+    tally = bench.Tally()
+    anyio.run(bench.run, plan, lambda: _slow_call(0.001), tally)
+    assert tally.completed + tally.missed == 2000
+    assert tally.completed <= 10 + 1 + 5  # the backlog, the slot, and what the slot took while the schedule ran
+
+
+def test_an_open_loop_that_keeps_up_misses_no_call():
+    plan = bench.Plan(concurrency=4, requests=20, rate=200)
+    tally = bench.Tally()
+    anyio.run(bench.run, plan, lambda: _slow_call(0.001), tally)
+    assert (tally.completed, tally.missed) == (20, 0)
+
+
+@pytest.mark.process
+def test_bench_at_a_rate_no_server_can_keep_up_with_ends_at_its_duration(load):
+    """The command of the report: a million calls a second for 2 s. It ends (the calls in flight at the
+    deadline answered), counts the calls it could not start, and fails the run for them."""
+    config, stats = load
+    command = [sys.executable, "-m", "miroctl", "bench", "-c", str(config), "load", "work", "ms=5"]
+    proc = subprocess.Popen(
+        [*command, "--rate", "1000000", "--duration", "2", "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
+    try:
+        stdout, stderr = proc.communicate(timeout=HEALTHY_STARTUP + 20)  # start-up, 2 s, the last calls
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 1, stderr
+    document = validate(parse_json(stdout))
+    assert document["completed"] + document["could_not_keep_up"] == 2_000_000
+    assert document["could_not_keep_up"] > 1_000_000 and document["completed"] > 0
+    assert document["failed"] == 0 and document["error_rate"] > 0.5
+    assert stats_of(stats)["calls"] == document["completed"]
+
+
+def test_the_bench_table_shows_the_calls_that_could_not_keep_up(load):
+    config, _ = load
+    result = CliRunner().invoke(
+        app, ["bench", "--config", str(config), "load", "work", "ms=5", "--rate", "100000", "-d", "0.5"]
+    )
+    assert result.exit_code == 1, result.stderr
+    row = next(line for line in result.stdout.splitlines() if line.startswith("│"))
+    answered = int(row.strip("│").split("│")[0])
+    behind = re.search(r"^  could not keep up: (\d+)  calls due that found no free slot", result.stdout, re.M)
+    assert behind is not None, result.stdout
+    assert answered + int(behind.group(1)) == 50_000 and answered > 0
 
 
 def test_closed_loop_latency_counts_from_each_call_start():

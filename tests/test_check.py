@@ -40,6 +40,9 @@ def invoke(*args: str):
 def test_one_check_classifies_the_seven_kinds_of_server_and_costs_the_longest_timeout_not_the_sum(
     write_config, leak_tag, tmp_path
 ):
+    import mcp.client.sse
+    import mcp.client.streamable_http  # noqa: F401 - loaded already: the check's own load of the SDK is not timed here
+
     junit = tmp_path / "check.xml"
     with serving() as url:
         path = write_config(seven_servers(leak_tag, url))
@@ -326,3 +329,35 @@ def test_check_counts_and_locks_only_the_tools_the_policy_lets_through(write_con
     read_only = invoke("--json", "--mode", "read_only", "--config", str(path))
     assert read_only.exit_code == 0
     assert parse_json(read_only.stdout)["servers"][0]["tools"] == ["echo"]
+
+
+def test_the_runs_time_is_its_wall_time_with_the_sdks_load_and_each_server_has_its_own(write_config, monkeypatch):
+    """The check loads the mcp SDK before any server starts (a cold process takes a second or two): the time
+    it reports includes that wait, as the user's clock does, and each server's row shows its own wall time."""
+    from miroctl.check import probe
+    from miroctl.cli import check as check_command
+
+    loading: list[float] = []
+
+    def slow_load(specs):  # the SDK's import, made long enough to see beside an in-memory server's check
+        began = time.perf_counter()
+        probe.warm_up(specs)
+        time.sleep(0.5)  # not a wait for anything: the load's length, which the run's time must include
+        loading.append(time.perf_counter() - began)
+
+    monkeypatch.setattr(check_command, "warm_up", slow_load)
+    path = write_config({"alpha": fixture_yaml("alpha")})
+    result = invoke("--config", str(path), "--json")
+    assert result.exit_code == 0, result.stderr
+    document = parse_json(result.stdout)
+    (server,) = document["servers"]
+    assert document["duration_ms"] >= loading[0] * 1000 + server["duration_ms"]
+    started = sum(server["phases"][phase]["ms"] or 0 for phase in ("spawn", "initialize", "tools"))
+    assert server["duration_ms"] >= started
+
+    table = CliRunner().invoke(app, ["check", "--config", str(path)], env={"COLUMNS": "140"})
+    assert table.exit_code == 0, table.stderr
+    header = next(line for line in table.stdout.splitlines() if "server" in line and "total" in line)
+    assert header.rstrip(" ┃").endswith("total")
+    row = next(line for line in table.stdout.splitlines() if "alpha" in line)
+    assert row.strip(" │").split("│")[-1].strip().isdigit()

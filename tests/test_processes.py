@@ -11,7 +11,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.conftest import ROOT, fixture_yaml, run_miroctl, tagged_processes, wait_for_no_tagged
+from tests.conftest import ROOT, fixture_yaml, hostile_yaml, run_miroctl, tagged_processes, wait_for_no_tagged
 
 
 @pytest.fixture
@@ -103,6 +103,62 @@ def test_a_signal_during_a_call_stops_every_server_and_exits_with_its_code(pool,
         proc.kill()
     assert proc.returncode == code
     assert f"interrupted by {signal.Signals(signum).name}; every server was stopped" in stderr
+    assert not wait_for_no_tagged(leak_tag, timeout=5)
+
+
+def _listed(record: Path, server: str) -> bool:
+    """Whether miroctl has received `server`'s answer to tools/list (its --record file says so)."""
+    if not record.exists():
+        return False
+    for line in record.read_text().splitlines():
+        entry = json.loads(line)
+        message = entry.get("message") or {}
+        if (
+            entry.get("server") == server
+            and entry.get("direction") != "to_server"
+            and "tools" in (message.get("result") or {})
+        ):
+            return True
+    return False
+
+
+@pytest.mark.process
+@pytest.mark.parametrize("json_mode", [False, True], ids=["table", "json"])
+def test_ctrl_c_during_list_shows_the_servers_that_answered_then_the_interruption(
+    write_config, leak_tag, tmp_path, json_mode
+):
+    env = {"MIROCTL_TEST_TAG": leak_tag}
+    path = write_config(
+        {
+            "quick": hostile_yaml("quick", env=env),
+            "stuck": fixture_yaml("stuck", "--mode", "hang", env=env),
+        },
+        startup_timeout=600,  # the stuck server is still starting when Ctrl-C comes
+    )
+    record = tmp_path / "traffic.ndjson"
+    command = [sys.executable, "-m", "miroctl", "list", "--config", str(path), "--record", str(record)]
+    proc = subprocess.Popen(
+        [*command, *(["--json"] if json_mode else [])],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        wait_for(lambda: _listed(record, "quick"))
+        assert tagged_processes(leak_tag)  # the stuck server is running
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=20)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, stderr
+    assert stderr.splitlines()[-1] == "miroctl: interrupted: interrupted by SIGINT; every server was stopped"
+    if json_mode:
+        servers = json.loads(stdout)["servers"]
+        assert [server["name"] for server in servers] == ["quick"]
+        assert "echo" in [tool["name"] for tool in servers[0]["tools"]]
+    else:
+        assert "quick" in stdout and "echo" in stdout and "stuck" not in stdout
     assert not wait_for_no_tagged(leak_tag, timeout=5)
 
 

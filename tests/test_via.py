@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from miroctl.cli.app import app
 from miroctl.launch import entry as warm
 from tests.conftest import ROOT, free_port, run_miroctl, wait_for_no_tagged
-from tests.gateway_support import pool_files, start_http_gateway, without_timing, write_pool
+from tests.gateway_support import pool_files, request, start_http_gateway, without_timing, write_pool
 from tests.test_completion import complete
 
 
@@ -269,3 +269,34 @@ def test_a_plain_result_through_a_gateway_is_printed_without_loading_rich(pool, 
     )
     assert done.stderr.strip() == "0 False"
     assert "light" in done.stdout
+
+
+def server_env(result: Any) -> str:
+    """What the fixture's `env` tool answered, once the command exited 0."""
+    code = result.returncode if isinstance(result, subprocess.CompletedProcess) else result.exit_code
+    assert code == 0, result.stderr
+    return json.loads(result.stdout)["result"]
+
+
+@pytest.mark.process
+def test_call_via_a_gateway_gives_the_server_its_task_id_as_a_direct_call_does(pool, monkeypatch):
+    """The console script's warm path and the Typer command both send --task-id; the gateway's server for that
+    call sees it as TASK_ID, and the served session, started without one, still has none."""
+    monkeypatch.delenv("TASK_ID", raising=False)
+    words = ["call", "alpha", "env", "name=TASK_ID", "--json", "--via", pool["url"]]
+    assert warm.warm([*words, "--task-id", "t-1"], {}) is not None  # the warm path takes it, not the Typer app
+    assert server_env(run_miroctl(*words, "--task-id", "t-1")) == "t-1"
+    assert server_env(invoke(*words, "--task-id", "t-2", "--no-autocorrect")) == "t-2"  # the Typer command
+    assert server_env(run_miroctl(*words, env={"TASK_ID": "t-3"})) == "t-3"  # $TASK_ID, as directly
+    assert server_env(run_miroctl(*words)) == "<unset>"
+    direct = run_miroctl(*words[:-2], "--task-id", "t-1", "--config", pool["config"])
+    assert server_env(direct) == "t-1"
+
+
+@pytest.mark.process
+def test_a_task_id_in_a_v1_call_reaches_the_server_and_a_bad_one_is_refused(pool):
+    body = {"server": "alpha", "tool": "env", "arguments": {"name": "TASK_ID"}, "task_id": "api-7"}
+    status, _, data = request(pool["url"], "POST", "/v1/call", json.dumps(body))
+    assert status == 200 and json.loads(data)["result"] == "api-7"
+    status, _, data = request(pool["url"], "POST", "/v1/call", json.dumps({**body, "task_id": 7}))
+    assert status == 400 and "task_id must be a string" in json.loads(data)["error"]

@@ -90,7 +90,10 @@ def bench_(
             rich_help_panel=LOAD,
             parser=_rate,
             metavar="PER_SECOND",
-            help="Open loop: start calls on this schedule, answered or not (latency from the scheduled start).",
+            help=(
+                "Open loop: start calls on this schedule, answered or not (latency from the scheduled start; "
+                "calls that cannot start in time count as could not keep up)."
+            ),
         ),
     ] = None,
     warmup: Annotated[

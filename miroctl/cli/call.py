@@ -166,6 +166,7 @@ def call(
                 timeout=timeout,
                 no_autocorrect=no_autocorrect,
                 save_dir=save_dir,
+                task_id=task_id,
             )
         )
     loaded = load_config(config, stdio, url, header, out, startup_timeout, env, agent, launch=_launch(ctx))

@@ -7,8 +7,8 @@ from typing import Annotated
 
 import typer
 
-from miroctl.base.errors import NotFound, UsageError
-from miroctl.base.models import ServerTools, list_document
+from miroctl.base.errors import Interrupted, NotFound, UsageError
+from miroctl.base.models import ServerSpec, ServerTools, list_document
 from miroctl.base.text import counted, suggest
 from miroctl.cli import boundary, completion, remote
 from miroctl.cli.common import check_log, check_record, lean_connector, load_config, manager_for, remember, run
@@ -31,6 +31,7 @@ from miroctl.cli.options import (
 from miroctl.config.loader import Config
 from miroctl.launch.handoff import Launch
 from miroctl.render.listing import list_tables
+from miroctl.render.output import Output
 from miroctl.sessions.connectors import SDK
 
 
@@ -95,6 +96,8 @@ def list_(
     specs = loaded.select(servers)
     check_log(loaded, log)
 
+    answered: list[ServerTools] = []  # each server's entry as it comes: shown even when Ctrl-C stops the rest
+    stopped: Interrupted | None = None
     with out.live(f"listing {counted(len(specs), 'server')}") as view:
 
         async def work() -> list[ServerTools]:
@@ -109,9 +112,15 @@ def list_(
                 stages=stages,
                 connector=SDK if extras else lean_connector(_launch(ctx)),
             ) as manager:
-                return await manager.list_tools(specs, extras)
+                return await manager.list_tools(specs, extras, on_entry=answered.append)
 
-        entries = run(work)
+        try:
+            entries = run(work)
+        except Interrupted as exc:
+            stopped, entries = exc, _in_order(answered, specs)
+    if stopped is not None:
+        _show_answered(out, loaded, entries, tool, schema)
+        raise stopped  # after the servers that answered: the interruption's line and exit code
     remember(specs, {entry.server: entry.tools for entry in entries if entry.ok})
     if tool is not None:
         entries = [_only_tool(entry, tool) for entry in entries]
@@ -120,6 +129,24 @@ def list_(
     else:
         list_tables(out, entries, schema=schema or tool is not None)
     raise typer.Exit(0 if all(e.healthy for e in entries) else 1)
+
+
+def _in_order(entries: list[ServerTools], specs: list[ServerSpec]) -> list[ServerTools]:
+    """The entries in the order of the selected servers (they answer in any order)."""
+    order = {spec.name: index for index, spec in enumerate(specs)}
+    return sorted(entries, key=lambda entry: order.get(entry.server, len(order)))
+
+
+def _show_answered(out: Output, loaded: Config, entries: list[ServerTools], tool: str | None, schema: bool) -> None:
+    """An interrupted listing: the servers that had answered, as `list` shows them (nothing if none had)."""
+    if tool is not None:
+        entries = [replace(e, tools=tuple(t for t in e.tools if t.name == tool)) if e.ok else e for e in entries]
+    if not entries:
+        return
+    if out.json_mode:
+        out.json(list_document(loaded.source, entries))
+    else:
+        list_tables(out, entries, schema=schema or tool is not None)
 
 
 def _tool_target(loaded: Config, words: list[str]) -> tuple[list[str], str | None]:

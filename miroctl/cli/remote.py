@@ -39,12 +39,22 @@ def call(
     timeout: float | None = None,
     no_autocorrect: bool = False,
     save_dir: str | None = None,
+    task_id: str | None = None,
 ) -> int:
-    """`miroctl call ... --via URL`: the gateway's envelope, printed as the direct path would; the exit code."""
+    """`miroctl call ... --via URL`: the gateway's envelope, printed as the direct path would; the exit code.
+    The task id (--task-id, else $TASK_ID) goes with the call: the gateway gives it to the server as TASK_ID."""
     if not target:
         raise UsageError("call needs a tool: miroctl call SERVER TOOL [key=value ...]")
     blobs.check_dir(save_dir)
-    body = {"target": target, "arguments": load_base(args), "timeout": timeout, "autocorrect": not no_autocorrect}
+    body: dict[str, object] = {
+        "target": target,
+        "arguments": load_base(args),
+        "timeout": timeout,
+        "autocorrect": not no_autocorrect,
+    }
+    task = task_id or os.environ.get("TASK_ID")
+    if task:
+        body["task_id"] = task
     envelope = GatewayClient(via, timeout=timeout).call(body)
     outcome = readable(via, lambda: outcome_from_dict(envelope))
     if out.json_mode:

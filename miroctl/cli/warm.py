@@ -31,6 +31,7 @@ def _work(reading: Reading, url: str, out: Output) -> Callable[[], int]:
             timeout=timeout,
             no_autocorrect=reading.flag("no_autocorrect"),
             save_dir=text("save_dir"),
+            task_id=text("task_id"),
         )
     if reading.command == "read":
         return lambda: remote.read(url, words, out=out, timeout=timeout, save_dir=text("save_dir"))

@@ -9,7 +9,10 @@ cores, not the server. The session's own cap on calls in flight is raised to the
 Without --rate the run is closed-loop: N workers, each starting its next call when the last one answered.
 With --rate it is open-loop: calls start on a fixed schedule whether or not earlier ones answered (at most
 N in flight; the rest wait for a slot), and each latency counts from the call's scheduled start, so a slow
-server cannot hide its queueing delay (no coordinated omission).
+server cannot hide its queueing delay (no coordinated omission). At most BACKLOG calls wait for a slot: a call
+due while that many wait, or still waiting when --duration ends, is not made and counts as one that could not
+keep up (it counts against the error rate), so the run ends at --duration plus what the calls in flight then
+take, whatever the rate.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
+from anyio.streams.memory import MemoryObjectReceiveStream
 
 from miroctl.base.errors import ErrorKind, ExitCode, MiroctlError, NotFound, PolicyDenied, ServerUnavailable
 from miroctl.base.models import CallOutcome, CallRequest
@@ -36,6 +40,8 @@ CallFn = Callable[[], Awaitable[CallOutcome]]
 SCHEMA = "miroctl.bench/1"
 # Answers that say every further call would be refused the same way: the run stops at the first of them.
 REFUSALS = frozenset({ErrorKind.DENIED, ErrorKind.ARGUMENTS, ErrorKind.USAGE, ErrorKind.CONFIG, ErrorKind.NOT_FOUND})
+BACKLOG = 1000  # open loop: the most scheduled calls waiting for a free slot at once
+SCHEDULER_TICK = 0.001  # open loop: the scheduler wakes at most this often and releases every call due by then
 
 
 @dataclass(frozen=True)
@@ -75,6 +81,7 @@ class Tally:
     max_in_flight: int = 0
     refusal: CallOutcome | None = None
     interrupted: bool = False
+    missed: int = 0  # open loop: calls due that could not start in time (the backlog was full, or time was up)
 
     @property
     def completed(self) -> int:
@@ -119,7 +126,7 @@ async def run(plan: Plan, call: CallFn, tally: Tally) -> None:
     try:
         async with anyio.create_task_group() as tg:
             if plan.rate:
-                await _open_loop(plan, _stopping(call, tally, tg.cancel_scope), tally, tg)
+                await _open_loop(plan, _stopping(call, tally, tg.cancel_scope), tally)
             else:
                 issued = _Issued()
                 for _ in range(plan.concurrency):
@@ -160,23 +167,49 @@ async def _worker(plan: Plan, call: CallFn, tally: Tally, issued: _Issued) -> No
         await tally.one(call, now)
 
 
-async def _open_loop(plan: Plan, call: CallFn, tally: Tally, tg: Any) -> None:
+def scheduled_calls(plan: Plan) -> int:
+    """How many calls an open loop's schedule holds: --requests, or one every 1/rate seconds of --duration."""
+    assert plan.rate
+    if plan.requests is not None:
+        return plan.requests
+    assert plan.duration is not None
+    return max(1, math.ceil(round(plan.duration * plan.rate, 6)))
+
+
+async def _open_loop(plan: Plan, call: CallFn, tally: Tally) -> None:
+    """Release each call at its scheduled time into a backlog of at most BACKLOG that `concurrency` slots take
+    calls from; what does not fit, and what is still waiting at the deadline, could not keep up."""
     assert tally.started is not None and plan.rate
-    slots = anyio.CapacityLimiter(plan.concurrency)
-    deadline = tally.started + plan.duration if plan.duration else math.inf
-    index = 0
-    while plan.requests is None or index < plan.requests:
-        scheduled = tally.started + index / plan.rate
-        if scheduled >= deadline:
-            return
-        await anyio.sleep(max(0.0, scheduled - time.perf_counter()))
-        tg.start_soon(_slotted, slots, call, tally, scheduled)
-        index += 1
+    started, rate = tally.started, plan.rate
+    deadline = started + plan.duration if plan.duration else math.inf
+    total = scheduled_calls(plan)
+    send, receive = anyio.create_memory_object_stream[float](BACKLOG)
+    async with anyio.create_task_group() as slots:
+        for _ in range(plan.concurrency):
+            slots.start_soon(_slot, receive.clone(), call, tally, deadline)
+        receive.close()
+        async with send:
+            released = 0
+            while released < total:
+                now = time.perf_counter()
+                # every call scheduled before now (all the rest once the deadline has passed) is due
+                due = total if now >= deadline else min(total, math.floor((now - started) * rate) + 1)
+                room = BACKLOG - send.statistics().current_buffer_used
+                for index in range(released, min(due, released + room)):
+                    send.send_nowait(started + index / rate)
+                tally.missed += max(0, due - released - room)
+                released = due
+                if released < total:
+                    await anyio.sleep(max(SCHEDULER_TICK, started + released / rate - time.perf_counter()))
 
 
-async def _slotted(slots: anyio.CapacityLimiter, call: CallFn, tally: Tally, scheduled: float) -> None:
-    async with slots:
-        await tally.one(call, scheduled)
+async def _slot(receive: MemoryObjectReceiveStream[float], call: CallFn, tally: Tally, deadline: float) -> None:
+    async with receive:
+        async for scheduled in receive:
+            if time.perf_counter() >= deadline:
+                tally.missed += 1  # still waiting when the time was up
+            else:
+                await tally.one(call, scheduled)
 
 
 # ---------------------------------------------------------------------------------------------- targets
@@ -264,7 +297,8 @@ def percentile(ordered: list[float], p: float) -> float | None:
 def summary(plan: Plan, tally: Tally, target: dict[str, Any]) -> dict[str, Any]:
     """The `bench --json` document (also what the table shows)."""
     ordered = sorted(tally.latencies_ms)
-    rate = tally.failed / tally.completed if tally.completed else 0.0
+    asked = tally.completed + tally.missed  # a call that could not keep up did not succeed either
+    rate = (tally.failed + tally.missed) / asked if asked else 0.0
     passed = rate <= plan.max_error_rate
     latency = {
         "min": _ms(ordered[0] if ordered else None),
@@ -279,6 +313,7 @@ def summary(plan: Plan, tally: Tally, target: dict[str, Any]) -> dict[str, Any]:
         "completed": tally.completed,
         "succeeded": tally.completed - tally.failed,
         "failed": tally.failed,
+        "could_not_keep_up": tally.missed,
         "error_rate": round(rate, 6),
         "errors_by_kind": dict(sorted(tally.errors.items())),
         "error_samples": dict(sorted(tally.samples.items())),

@@ -203,15 +203,21 @@ class Manager:
     # ------------------------------------------------------------------------------------------ listing
 
     async def list_tools(
-        self, specs: Sequence[ServerSpec] | None = None, extras: frozenset[str] = frozenset()
+        self,
+        specs: Sequence[ServerSpec] | None = None,
+        extras: frozenset[str] = frozenset(),
+        on_entry: Callable[[ServerTools], None] | None = None,
     ) -> list[ServerTools]:
         """Every selected server's visible tools, concurrently (bounded); failures become entries.
-        `extras` ("resources", "prompts") adds what the servers offer besides tools."""
+        `extras` ("resources", "prompts") adds what the servers offer besides tools; `on_entry` hears each
+        server's entry as soon as it is there (what an interrupted listing can still show)."""
         specs = list(specs) if specs is not None else self.config.select()
         results: list[ServerTools | None] = [None] * len(specs)
 
         async def one(index: int, spec: ServerSpec) -> None:
-            results[index] = await self.server_tools(spec, extras)
+            results[index] = entry = await self.server_tools(spec, extras)
+            if on_entry is not None:
+                on_entry(entry)
 
         async with anyio.create_task_group() as tg:
             for index, spec in enumerate(specs):

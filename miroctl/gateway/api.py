@@ -22,11 +22,12 @@ from miroctl.core.bodies import Body
 from miroctl.gateway.passthrough import unwrap
 from miroctl.gateway.server import Gateway
 
-CALL_KEYS = {"server", "tool", "target", "arguments", "pairs", "timeout", "autocorrect"}
+CALL_KEYS = {"server", "tool", "target", "arguments", "pairs", "timeout", "autocorrect", "task_id"}
 
 
 def call_request(data: Any, gateway: Gateway) -> CallRequest:
-    """A CallRequest from {server, tool | target, arguments, pairs, timeout, autocorrect}."""
+    """A CallRequest from {server, tool | target, arguments, pairs, timeout, autocorrect} (and task_id, which
+    `call_task` reads)."""
     body = Body(data, CALL_KEYS, "the call")
     if "target" in body:
         server, tool, pairs = split_target(body.strings("target"), gateway.manager.config)
@@ -42,12 +43,17 @@ def call_request(data: Any, gateway: Gateway) -> CallRequest:
     )
 
 
+def call_task(data: Any) -> str | None:
+    """The call's task id (`task_id`, what `call --task-id` sends), or None."""
+    return Body(data, CALL_KEYS, "the call").string("task_id")
+
+
 async def call_document(body: Any, gateway: Gateway) -> dict[str, Any]:
     """POST /v1/call: the envelope of `call --json`, secrets masked."""
     request = call_request(body, gateway)
     for pair in request.pairs:
         args_.split_pair(pair)
-    outcome = await gateway.call(request)
+    outcome = await gateway.call(request, task_id=call_task(body))
     return gateway.masker.data(outcome.to_dict())
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import warnings
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
@@ -27,6 +28,7 @@ from miroctl.gateway.passthrough import Catalog, ItemError
 from miroctl.gateway.relay import Relays
 from miroctl.gateway.sdk_private import request_connection
 from miroctl.gateway.stdio import StdoutWriter, claimed_stdout, stdin_lines
+from miroctl.sessions.processes import sub_run_id
 
 if TYPE_CHECKING:  # the SDK costs ~1 s to import: `serve` loads it when it starts
     from mcp.server.context import ServerRequestContext
@@ -152,8 +154,22 @@ class Gateway:
         found = self.manager.config.get(name)
         return found if found is not None and found.name in {spec.name for spec in self.specs} else None
 
-    async def call(self, request: CallRequest) -> CallOutcome:
-        outcome = await self.manager.call(request)
+    async def call(self, request: CallRequest, task_id: str | None = None) -> CallOutcome:
+        """One call on the served sessions; with a task id other than the one they were started with, on
+        servers started for this call alone with that TASK_ID, as a direct `call --task-id` starts them."""
+        if task_id is None or task_id == (self.manager.task_id or os.environ.get("TASK_ID")):
+            outcome = await self.manager.call(request)
+        else:
+            served = self.manager
+            manager = Manager(
+                served.config,
+                policy=served.policy,
+                log_path=served.log_path,
+                task_id=task_id,
+                run_id=sub_run_id("task"),
+            )
+            async with manager:
+                outcome = await manager.call(request)
         for observe in self.observers:
             observe(outcome)
         return outcome

@@ -122,7 +122,8 @@ OPTIONS: tuple[Option, ...] = (
     _opt("--header -H", "header", "values", _ALL),
     _opt("--env -e", "env", "values", _ALL),
     _opt("--agent", "agent", "value", _CALL_LIST),
-    _opt("--task-id", "task_id", "value", _CALL_LIST),
+    _opt("--task-id", "task_id", "value", frozenset({CALL}), warm=True),  # sent with the call (a gateway's)
+    _opt("--task-id", "task_id", "value", frozenset({LIST})),
     _opt("--batch", "batch_file", "value", frozenset({CALL})),
     _opt("--jobs -j", "jobs", "value", frozenset({CALL})),
     _opt("--resources", "resources", "flag", frozenset({LIST})),

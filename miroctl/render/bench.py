@@ -15,7 +15,8 @@ from miroctl.render.output import Output
 def progress_line(tally: Tally) -> str:
     """What the live progress shows: calls answered, their rate, errors so far, calls in flight."""
     errors = f"{tally.failed} error{'' if tally.failed == 1 else 's'}"
-    return f"{tally.completed} done, {tally.rate():.1f}/s, {errors}, {tally.in_flight} in flight"
+    behind = f", {tally.missed} could not keep up" if tally.missed else ""
+    return f"{tally.completed} done, {tally.rate():.1f}/s, {errors}{behind}, {tally.in_flight} in flight"
 
 
 def bench_summary(out: Output, document: Mapping[str, Any]) -> None:
@@ -40,6 +41,10 @@ def bench_summary(out: Output, document: Mapping[str, Any]) -> None:
         f"{document['throughput_rps']:.1f}",
     )
     out.out.print(table)
+    if document["could_not_keep_up"]:  # an open loop's calls that were due but never made
+        behind = Text(f"  could not keep up: {document['could_not_keep_up']}", style="red")
+        behind.append("  calls due that found no free slot in time (not made)", style="dim")
+        out.out.print(behind)
     for kind, count in document["errors_by_kind"].items():
         sample = document["error_samples"].get(kind) or ""
         line = Text(f"  {kind}: {count}", style="red")

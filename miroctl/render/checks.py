@@ -36,7 +36,7 @@ def check_table(out: Output, run: CheckRun) -> None:
 
 def _check_rows(out: Output, run: CheckRun, wide: bool, reasons: bool) -> Table:
     columns = [*_PHASE_COLUMNS, *((("smoke", "smoke"),) if run.smoke else ())]
-    table = Table(caption=_check_caption(run), caption_justify="left", expand=False)
+    table = Table(caption=_check_caption(run, wide), caption_justify="left", expand=False)
     if not wide:  # narrow terminals: a lighter frame that gives the cells their room
         table.box, table.padding, table.collapse_padding, table.pad_edge = box.SIMPLE_HEAD, (0, 1), True, False
     table.add_column("server", no_wrap=True, min_width=6, style="bold")
@@ -47,6 +47,8 @@ def _check_rows(out: Output, run: CheckRun, wide: bool, reasons: bool) -> Table:
     table.add_column("tools", justify="right", no_wrap=True)
     for key, header in columns:
         table.add_column(_start_header(run) if key == "start" else header, justify="right", no_wrap=True)
+    if wide:  # below 120 columns the phases take the room (--json has every server's time)
+        table.add_column("total", justify="right", no_wrap=True)
     if reasons:
         table.add_column("reason", overflow="fold", min_width=16, ratio=1)
     for report in run.reports:
@@ -59,8 +61,9 @@ def _start_header(run: CheckRun) -> str:
     return kinds.pop() if len(kinds) == 1 else "start"
 
 
-def _check_caption(run: CheckRun) -> Text:
-    text = "phase times in ms; ✗ failed there, – not run"
+def _check_caption(run: CheckRun, wide: bool) -> Text:
+    text = "times in ms (total: each server's whole check, its start included)" if wide else "phase times in ms"
+    text += "; ✗ failed there, – not run"
     if _start_header(run) == "start":
         text += "; start: spawn (stdio) or connect (HTTP)"
     modern = sorted({r.protocol_version for r in run.reports if _ping_removed(r) and r.protocol_version})
@@ -83,6 +86,7 @@ def _check_cells(
         Text(out.safe(report.server)),
         Text(mark, style=style),
         *cells,
+        Text(f"{report.duration_ms:.0f}"),  # the server's wall time, from the start of its check
         *([_reason_cell(out, report)] if reasons else []),
     ]
 

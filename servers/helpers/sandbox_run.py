@@ -1,9 +1,11 @@
 """One limited run of a program: resource limits, a scrubbed environment, a timeout that kills the group.
 
 The limits (address space, CPU time, file size) are set with `resource` by sandbox_launch.py, which
-then execs the program. The run gets its own process group, killed as a whole at the timeout and
-when the run ends, so nothing it started in the background outlives it. Output is kept to a bounded
-head and tail.
+then runs the program. On Linux the launcher is the run's keeper, a child subreaper: what the program
+leaves running, even in a new session with an empty environment, comes to it and is killed when the
+program ends, or when the server stops the run (SIGTERM, at the timeout or when it shuts down). The run
+also has its own process group, killed as a whole after that, so nothing it started in the background
+outlives it. Output is kept to a bounded head and tail.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from pathlib import Path
 # Markers miroctl and its tests use to find every process a server started; they are not secrets.
 TRACKING_VARIABLES = ("MIROCTL_RUN", "MIROCTL_TEST_TAG")
 LAUNCHER = Path(__file__).with_name("sandbox_launch.py")
+SWEEP_GRACE = 5.0  # seconds the launcher has to kill what a stopped run left before its group is killed
 _ACTIVE: set[subprocess.Popen[bytes]] = set()
 _ACTIVE_LOCK = threading.Lock()
 
@@ -155,7 +158,7 @@ def stop_all() -> None:
     with _ACTIVE_LOCK:
         running = list(_ACTIVE)
     for process in running:
-        _kill_group(process.pid)
+        _stop(process)
 
 
 # ---------------------------------------------------------------------------------------------- process
@@ -208,9 +211,8 @@ def _feed(process: subprocess.Popen[bytes], data: bytes | None) -> threading.Thr
 
 
 def _finish(process: subprocess.Popen[bytes], threads: list[threading.Thread]) -> None:
-    """Kill what is left of the run's group, reap it, and collect the rest of its output."""
-    _kill_group(process.pid)
-    process.wait()
+    """Stop what is left of the run, reap it, and collect the rest of its output."""
+    _stop(process)
     streams = (process.stdout, process.stderr, process.stdin)
     for thread, stream in zip(threads, streams):
         thread.join(timeout=2.0)
@@ -219,6 +221,17 @@ def _finish(process: subprocess.Popen[bytes], threads: list[threading.Thread]) -
                 stream.close()  # type: ignore[union-attr]
     with _ACTIVE_LOCK:
         _ACTIVE.discard(process)
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    """Ask the launcher to kill the run and everything it left (SIGTERM), then kill the run's group and reap."""
+    if process.poll() is None:
+        with suppress(ProcessLookupError, PermissionError):
+            os.kill(process.pid, signal.SIGTERM)
+        with suppress(subprocess.TimeoutExpired):
+            process.wait(timeout=SWEEP_GRACE)
+    _kill_group(process.pid)
+    process.wait()
 
 
 def _kill_group(pgid: int) -> None:

@@ -3,12 +3,16 @@ process matters (restarts, shutdown, signals, the CLI), in-process for the behav
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
+import sys
 import time
 from pathlib import Path
 
 import anyio
+import psutil
+import pytest
 
 from miroctl.base.models import CallRequest, ServerSpec
 from miroctl.config import loader as config_
@@ -262,3 +266,49 @@ def test_background_processes_end_with_their_run(tmp_path: Path, leak_tag, monke
     run = run_limited(["bash", "-c", "sleep 300 & echo started"], tmp_path, Limits(timeout=30))
     assert run.ok and run.stdout.strip() == "started"
     assert wait_for_no_tagged(leak_tag, timeout=5) == []
+
+
+def _alive(pid: int, marker: str) -> bool:
+    """Whether `pid` is still the process the run started (`marker` in its command line), not a reused pid."""
+    try:
+        process = psutil.Process(pid)
+        return process.status() != psutil.STATUS_ZOMBIE and marker in " ".join(process.cmdline())
+    except psutil.Error:
+        return False
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the run's keeper is a Linux child subreaper")
+def test_a_background_process_in_a_new_session_with_an_empty_environment_ends_with_its_run(tmp_path: Path):
+    """No process group and no marker follow it there: the run's keeper still finds it, as an orphan of its own."""
+    seconds = f"{300 + os.getpid() % 1000}.5"  # a command line to tell this sleep from any other
+    command = f"setsid env -i sleep {seconds} </dev/null >/dev/null 2>&1 & echo $!"
+    run = run_limited(["bash", "-c", command], tmp_path, Limits(timeout=30))
+    assert run.ok, run.stderr
+    escaped = int(run.stdout.strip())
+    try:
+        assert not _alive(escaped, seconds)  # gone when the run returned: its keeper reaped it first
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            if _alive(escaped, seconds):
+                os.kill(escaped, signal.SIGKILL)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the run's keeper is a Linux child subreaper")
+def test_a_run_stopped_at_its_time_limit_takes_its_escaped_processes_with_it(tmp_path: Path):
+    seconds = f"{300 + os.getpid() % 1000}.25"
+    command = f"setsid env -i sleep {seconds} </dev/null >/dev/null 2>&1 & echo $!; sleep 60"
+    run = run_limited(["bash", "-c", command], tmp_path, Limits(timeout=1))
+    assert run.killed == "it ran past its 1 s time limit"
+    escaped = int(run.stdout.strip())
+    try:
+        assert not _alive(escaped, seconds)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            if _alive(escaped, seconds):
+                os.kill(escaped, signal.SIGKILL)
+
+
+def test_a_run_ends_as_its_program_ended_exit_code_or_signal(tmp_path: Path):
+    assert run_limited(["bash", "-c", "exit 7"], tmp_path, Limits(timeout=30)).exit_code == 7
+    killed = run_limited(["bash", "-c", "kill -USR1 $$"], tmp_path, Limits(timeout=30))
+    assert killed.exit_code == -signal.SIGUSR1 and killed.killed == "it was killed by SIGUSR1"
