@@ -4,6 +4,7 @@ import sys
 import time
 import xml.etree.ElementTree as ET
 
+import pytest
 from typer.testing import CliRunner
 
 from miroctl.cli.app import app
@@ -128,6 +129,7 @@ def test_the_json_document_has_the_documented_shape(write_config):
     assert set(server["phases"]["tools"]) == {"status", "ms", "detail"}
 
 
+@pytest.mark.process
 def test_the_table_shows_each_server_its_phases_and_the_reason_with_the_stderr_tail(write_config):
     path = write_config(
         {
@@ -331,6 +333,7 @@ def test_check_counts_and_locks_only_the_tools_the_policy_lets_through(write_con
     assert parse_json(read_only.stdout)["servers"][0]["tools"] == ["echo"]
 
 
+@pytest.mark.process
 def test_the_runs_time_is_its_wall_time_with_the_sdks_load_and_each_server_has_its_own(write_config, monkeypatch):
     """The check loads the mcp SDK before any server starts (a cold process takes a second or two): the time
     it reports includes that wait, as the user's clock does, and each server's row shows its own wall time."""
