@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import io
 import os
 import subprocess
 import sys
 from pathlib import Path
 
+from miroctl.launch import helpcache
 from tests.test_prestart import counting_config
 
 
@@ -58,3 +60,34 @@ def test_a_call_whose_last_word_is_the_value_dash_h_reaches_its_server_every_tim
         assert done.stdout == b"hi\n"
     assert len(starts.read_text().split()) == 2
     assert not list((cache / "help").glob("*"))
+
+
+def test_a_help_planted_in_a_directory_others_can_write_to_or_behind_a_symlink_is_never_printed(tmp_path, capfd):
+    words, environ = ["call", "--help"], {"MIROCTL_CACHE_DIR": str(tmp_path / "cache"), "COLUMNS": "100"}
+    path = helpcache._path(words, environ)
+    path.parent.mkdir(parents=True, mode=0o700)
+    path.write_bytes(b"kept help\n")
+    assert helpcache.answer(words, environ)  # the user's own, in a private directory
+    assert capfd.readouterr().out == "kept help\n"
+    path.parent.chmod(0o777)  # a shared cache directory: anyone could have put it there
+    assert not helpcache.answer(words, environ)
+    path.parent.chmod(0o700)
+    path.unlink()
+    (tmp_path / "elsewhere").write_bytes(b"planted\n")
+    path.symlink_to(tmp_path / "elsewhere")
+    assert not helpcache.answer(words, environ)
+    assert capfd.readouterr().out == ""
+
+
+def test_nothing_is_kept_in_a_help_directory_others_can_write_to(tmp_path):
+    words, environ = ["list", "--help"], {"MIROCTL_CACHE_DIR": str(tmp_path / "cache"), "COLUMNS": "100"}
+    path = helpcache._path(words, environ)
+    path.parent.mkdir(parents=True)
+    path.parent.chmod(0o777)
+    recorder = helpcache.Recorder(io.StringIO())
+    recorder.write("Usage: miroctl list\n")
+    helpcache.keep(words, recorder, environ)
+    assert not list(path.parent.iterdir())
+    path.parent.chmod(0o700)
+    helpcache.keep(words, recorder, environ)
+    assert path.read_bytes() == b"Usage: miroctl list\n"

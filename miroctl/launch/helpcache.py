@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from miroctl.base import stamps
-from miroctl.base.cachedir import cache_dir
+from miroctl.base.cachedir import cache_dir, private_directory, read_private
 from miroctl.base.version import __version__
 
 HELP = ("--help", "-h")
@@ -63,13 +63,14 @@ def _path(words: Sequence[str], environ: Mapping[str, str]) -> Path:
 
 
 def answer(words: Sequence[str], environ: Mapping[str, str] | None = None) -> bool:
-    """Print the kept help of this command line, if there is one; True when it was printed."""
+    """Print the kept help of this command line, if there is one; True when it was printed. Only a file
+    this user wrote in a directory no one else can write to is printed (a shared cache directory could hold
+    another user's planted "help"); a symlink is not followed."""
     environ = os.environ if environ is None else environ
     if not wanted(words):
         return False
-    try:
-        data = _path(words, environ).read_bytes()
-    except OSError:
+    data = read_private(_path(words, environ))
+    if data is None:
         return False
     view = memoryview(data)
     while view:
@@ -110,7 +111,9 @@ def keep(words: Sequence[str], recorder: Recorder, environ: Mapping[str, str] | 
         return
     path = _path(words, environ)
     with suppress(OSError):
-        path.parent.mkdir(parents=True, exist_ok=True)
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if not private_directory(os.stat(path.parent)):
+            return  # others could replace what is kept there: keep nothing
         handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".help-")
         with os.fdopen(handle, "wb") as out:
             out.write(data)
