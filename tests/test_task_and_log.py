@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import anyio
+import pytest
 from typer.testing import CliRunner
 
 from miroctl.base.models import CallRequest
@@ -115,3 +116,19 @@ def test_the_profile_can_name_the_log_relative_to_itself(write_config, tmp_path)
     result = CliRunner().invoke(app, ["call", "-c", str(path), "web", "peek"])
     assert result.exit_code == 0, result.stderr
     assert [line["event"] for line in log_lines(tmp_path / "logs" / "miroctl.jsonl")][-1] == "call_success"
+
+
+@pytest.mark.parametrize(
+    ("words", "said"),
+    [
+        (["call", "--batch", "-", "--via", "http://127.0.0.1:9/"], "does not reach a gateway's --batch calls"),
+        (
+            ["bench", "alpha", "echo", "-n", "5", "--via", "http://127.0.0.1:9/"],
+            "--task-id does not reach the calls of a bench",
+        ),
+    ],
+)
+def test_a_task_id_that_a_gateway_would_drop_is_refused_before_anything_is_sent(words, said):
+    result = CliRunner().invoke(app, [*words, "--task-id", "t1"], input='{"server": "alpha", "tool": "echo"}\n')
+    assert result.exit_code == 2, result.output
+    assert said in result.stderr

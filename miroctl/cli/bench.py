@@ -151,6 +151,11 @@ def bench_(
     plan = bench.Plan(concurrency, requests, duration, rate, warmup, max_error_rate, timeout)
     tally = bench.Tally()
     gateway_url = remote.resolve_via(via, bool(config or stdio or url))
+    if gateway_url and task_id:
+        raise UsageError(
+            "--task-id does not reach the calls of a bench through a gateway",
+            hint="drop --via (the server then starts with this task id)",
+        )
     if gateway_url:
         server, tool = _names(words)
         bench.gateway_ready(gateway_url, server, tool)

@@ -137,6 +137,11 @@ def call(
         if target or args:
             raise UsageError("--batch reads every call from its lines", hint="drop SERVER TOOL, key=value and --args")
         text = batch.read_source(batch_file)
+        if gateway_url and task_id:
+            raise UsageError(
+                "--task-id does not reach a gateway's --batch calls",
+                hint="drop --via (the servers then start with this task id), or give each call its own --task-id",
+            )
         if gateway_url:
             raise typer.Exit(
                 remote.batch(gateway_url, text, out=out, jobs=jobs, timeout=timeout, no_autocorrect=no_autocorrect)
