@@ -148,6 +148,42 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def _listens(pid: int, port: int) -> bool:
+    """Whether process `pid` (or one of its children) listens on `port`."""
+    try:
+        root = psutil.Process(pid)
+        for proc in [root, *root.children(recursive=True)]:
+            for conn in proc.net_connections(kind="inet"):
+                if conn.status == psutil.CONN_LISTEN and conn.laddr and conn.laddr.port == port:
+                    return True
+    except psutil.Error:
+        return False
+    return False
+
+
+def serve_on_a_free_port(
+    argv: Callable[[int], list[str]], timeout: float = HEALTHY_STARTUP, **popen: Any
+) -> tuple[subprocess.Popen[bytes], int]:
+    """Start a server process on a free port of 127.0.0.1 and wait until it is that process that listens there.
+    Another process may take the port between its choice and the server's bind (the xdist workers start
+    servers too, some on port 0): the server then cannot bind and exits, and it is started on another port."""
+    exits = []
+    for _ in range(5):
+        port = free_port()
+        proc = subprocess.Popen(argv(port), **popen)
+        deadline = time.monotonic() + timeout
+        while proc.poll() is None:
+            if _listens(proc.pid, port):
+                return proc, port
+            if time.monotonic() > deadline:
+                proc.kill()
+                proc.wait()
+                raise TimeoutError(f"{argv(port)[:3]} did not listen on 127.0.0.1:{port} within {timeout}s")
+            time.sleep(0.05)
+        exits.append(proc.returncode)
+    raise RuntimeError(f"{argv(0)[:3]} exited before it listened, five times (exit codes {exits})")
+
+
 def wait_for_port(port: int, timeout: float = HEALTHY_STARTUP) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -164,14 +200,12 @@ def http_fixture() -> Iterator[Callable[..., str]]:
     processes: list[subprocess.Popen[bytes]] = []
 
     def start(name: str = "web", *args: str) -> str:
-        port = free_port()
-        proc = subprocess.Popen(
-            [sys.executable, FIXTURE, "--name", name, "--http", str(port), *args],
+        proc, port = serve_on_a_free_port(
+            lambda port: [sys.executable, FIXTURE, "--name", name, "--http", str(port), *args],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
         processes.append(proc)
-        wait_for_port(port)
         return f"http://127.0.0.1:{port}/mcp"
 
     yield start

@@ -16,7 +16,7 @@ from typing import Any
 
 import httpx2
 
-from tests.conftest import HEALTHY_STARTUP, ROOT, free_port, wait_for_port
+from tests.conftest import HEALTHY_STARTUP, ROOT, serve_on_a_free_port
 
 FAKE = str(ROOT / "tests" / "fakes" / "oauth_server.py")
 
@@ -40,12 +40,13 @@ class Protected:
 @contextmanager
 def protected_server(*args: str) -> Iterator[Protected]:
     """tests/fakes/oauth_server.py on a free port (`--sse` for the SSE transport)."""
-    port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, FAKE, str(port), *args], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    proc, port = serve_on_a_free_port(
+        lambda port: [sys.executable, FAKE, str(port), *args],
+        timeout=180,  # the SDK alone takes long to import on a loaded machine
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     try:
-        wait_for_port(port, timeout=180)  # the SDK alone takes long to import on a loaded machine
         yield Protected(f"http://127.0.0.1:{port}", "/sse" if "--sse" in args else "/mcp")
     finally:
         proc.terminate()

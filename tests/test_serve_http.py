@@ -19,7 +19,7 @@ from mcp.client.streamable_http import streamable_http_client
 from typer.testing import CliRunner
 
 from miroctl.cli.app import app
-from tests.conftest import FIXTURE, free_port, tagged_processes, wait_for_no_tagged, wait_for_port
+from tests.conftest import FIXTURE, serve_on_a_free_port, tagged_processes, wait_for_no_tagged
 from tests.gateway_support import (
     pool_files,
     post_json,
@@ -38,15 +38,13 @@ AUTH = {"Authorization": f"Bearer {TOKEN}"}
 def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     """One gateway for the module: alpha and beta over stdio, web over HTTP, a token, a small body limit."""
     tag = uuid.uuid4().hex
-    port = free_port()
-    web = subprocess.Popen(
-        [sys.executable, FIXTURE, "--name", "web", "--http", str(port), "--tools", "headers,echo"],
+    web, port = serve_on_a_free_port(
+        lambda port: [sys.executable, FIXTURE, "--name", "web", "--http", str(port), "--tools", "headers,echo"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         env={**_env(), "MIROCTL_TEST_TAG": tag},
     )
     try:  # the web server is stopped even when the gateway never comes up
-        wait_for_port(port)
         files = pool_files(tag, web={"name": "web", "url": f"http://127.0.0.1:{port}/mcp"})
         config = write_pool(tmp_path_factory.mktemp("secured"), files)
         gateway, url = start_http_gateway(

@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from miroctl.cli.app import app
-from tests.conftest import free_port, parse_json, wait_for_port
+from tests.conftest import parse_json, serve_on_a_free_port
 
 
 def markitdown_mcp() -> str:
@@ -37,12 +37,13 @@ def test_call_converts_a_file_with_markitdown_mcp_over_stdio(page):
 
 @pytest.fixture
 def markitdown_http():
-    port = free_port()
-    proc = subprocess.Popen(
-        [markitdown_mcp(), "--http", "--port", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    proc, port = serve_on_a_free_port(
+        lambda port: [markitdown_mcp(), "--http", "--port", str(port)],
+        timeout=120,  # markitdown's imports are heavy on a busy machine
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     try:
-        wait_for_port(port, timeout=120)  # markitdown's imports are heavy on a busy machine
         yield f"http://127.0.0.1:{port}"
     finally:
         proc.terminate()

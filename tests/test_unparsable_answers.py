@@ -1,7 +1,6 @@
 """Answers the JSON parser rejects fail their request at once with the cause, or are read leniently; a pending
 request never waits out its timeout for an answer that was dropped."""
 
-import subprocess
 import sys
 import time
 
@@ -11,7 +10,7 @@ from typer.testing import CliRunner
 from miroctl.cli.app import app
 from miroctl.sessions.frames import UNPARSABLE, answer_id, parse_line, unparsable
 from miroctl.sessions.transports import sse_item
-from tests.conftest import HOSTILE, free_port, parse_json, wait_for_port
+from tests.conftest import HOSTILE, parse_json, serve_on_a_free_port
 
 CASES = {
     "surrogate": (0, "cut emoji: \ufffd"),
@@ -42,10 +41,8 @@ def test_over_stdio_an_unparsable_answer_fails_its_call_at_once_or_is_read_lenie
 
 @pytest.fixture(scope="module")
 def hostile_http():
-    port = free_port()
-    proc = subprocess.Popen([sys.executable, HOSTILE, "--http", str(port)])
+    proc, port = serve_on_a_free_port(lambda port: [sys.executable, HOSTILE, "--http", str(port)])
     try:
-        wait_for_port(port)
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
         proc.kill()
@@ -60,10 +57,8 @@ def test_over_http_an_unparsable_answer_fails_its_call_at_once_with_a_one_line_c
 
 @pytest.fixture(scope="module")
 def hostile_sse():
-    port = free_port()
-    proc = subprocess.Popen([sys.executable, HOSTILE, "--sse", str(port)])
+    proc, port = serve_on_a_free_port(lambda port: [sys.executable, HOSTILE, "--sse", str(port)])
     try:
-        wait_for_port(port)
         yield f"http://127.0.0.1:{port}/sse"
     finally:
         proc.kill()
