@@ -27,7 +27,7 @@ from tests.oauth_support import (
 
 # The authorization server and the protected MCP server are real HTTP servers on 127.0.0.1 (one process for
 # the module); miroctl runs in this process, except where a later process must find the login on its own.
-pytestmark = [pytest.mark.timeout(180)]
+pytestmark = [pytest.mark.process, pytest.mark.timeout(180)]
 
 HINT = "auth required: run miroctl auth demo"
 
@@ -55,7 +55,6 @@ def assert_no_secret(secrets: list[str], *texts: str) -> None:
             assert secret not in text
 
 
-@pytest.mark.process
 def test_a_login_stores_the_tokens_in_a_private_file_and_a_later_call_needs_no_browser(protected, tmp_path):
     auth_dir = tmp_path / "auth"
     cfg = config(tmp_path, protected.url)

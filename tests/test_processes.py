@@ -70,6 +70,7 @@ def test_a_call_outliving_its_timeout_exits_4_soon_after_and_leaves_nothing(pool
     assert not wait_for_no_tagged(leak_tag, timeout=5)
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("detach", ["false", "true"])
 def test_grandchildren_of_a_server_are_killed_when_miroctl_exits_even_in_a_session_of_their_own(pool, leak_tag, detach):
     path, _ = pool
@@ -91,6 +92,7 @@ def test_a_server_ignoring_sigterm_and_eof_is_killed(pool, leak_tag):
     assert not wait_for_no_tagged(leak_tag, timeout=5)
 
 
+@pytest.mark.process
 @pytest.mark.parametrize(("signum", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_a_signal_during_a_call_stops_every_server_and_exits_with_its_code(pool, leak_tag, signum, code):
     path, log = pool
@@ -113,6 +115,7 @@ def test_a_signal_during_a_call_stops_every_server_and_exits_with_its_code(pool,
     assert not wait_for_no_tagged(leak_tag, timeout=5)
 
 
+@pytest.mark.process
 def test_help_and_version_import_neither_mcp_nor_markitdown_nor_omegaconf():
     probe = (
         "import sys; from typer.testing import CliRunner; from miroctl.cli.app import app;"
@@ -128,6 +131,7 @@ def test_help_and_version_import_neither_mcp_nor_markitdown_nor_omegaconf():
     assert result.stdout.strip() == "[]"
 
 
+@pytest.mark.process
 def test_version_prints_the_package_version():
     from miroctl import __version__
 
@@ -177,6 +181,7 @@ def test_a_server_that_cannot_start_is_named_and_leaves_no_stderr_file(monkeypat
     assert not list(tmp_path.iterdir())
 
 
+@pytest.mark.process
 @pytest.mark.parametrize(
     ("args", "message"),
     [

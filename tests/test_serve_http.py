@@ -213,6 +213,7 @@ def test_busy_port_is_refused_with_exit_2(tmp_path):
     assert f"cannot listen on 127.0.0.1:{port}" in result.stderr
 
 
+@pytest.mark.process
 @pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_signal_stops_the_http_gateway_and_leaves_no_server_behind(tmp_path, leak_tag, sig, code):
     config = write_pool(tmp_path, pool_files(leak_tag))
@@ -283,6 +284,7 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
+@pytest.mark.process
 @pytest.mark.anyio
 async def test_a_host_listening_over_http_hears_when_a_left_out_server_comes_back(tmp_path, leak_tag, monkeypatch):
     monkeypatch.setattr(pool, "RETRY_AFTER", 0.0)  # the pool's wait before it starts a failed server again
