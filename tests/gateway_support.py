@@ -11,14 +11,21 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+import anyio
 import yaml
 
+from miroctl.config import loader
+from miroctl.core.manager import Manager
+from miroctl.gateway.guard import HttpSettings
+from miroctl.gateway.http import address_of, bind, serve_http
+from miroctl.gateway.server import Gateway
 from tests.conftest import HEALTHY_STARTUP, ROOT, fixture_yaml
 
 READY = re.compile(r"on (http://\S+)/mcp")
@@ -126,6 +133,34 @@ def running(*args: str, **kwargs: Any) -> Iterator[GatewayProcess]:
 def start_http_gateway(config: Path, *args: str, env: dict[str, str] | None = None) -> tuple[GatewayProcess, str]:
     gateway = GatewayProcess("--config", str(config), "--transport", "http", "--port", "0", *args, env=env)
     return gateway, gateway.url()
+
+
+@asynccontextmanager
+async def http_gateway_here(config: Path, *names: str, retry_every: float = 0.5) -> AsyncIterator[str]:
+    """What `miroctl serve --config CONFIG NAMES --transport http --port 0 --retry-every N` serves, in this
+    process: the pool following its servers' changes, the watch loop, the HTTP app on a real socket on
+    127.0.0.1; its base URL. Stopped (drained) at the end of the block."""
+    loaded = loader.load(str(config))
+    specs = [spec for spec in loaded.servers if not names or spec.name in names]
+    served = replace(loaded, servers=tuple(specs), default_names=tuple(spec.name for spec in specs))
+    settings = HttpSettings(port=0)
+    sock = bind(settings)
+    stop = anyio.Event()
+    async with Manager(served, follow_changes=True) as manager:
+        gateway = Gateway(manager, specs)
+        await gateway.refresh()
+        async with anyio.create_task_group() as tg:
+
+            async def serve() -> None:
+                await serve_http(gateway, settings, sock, 1.0, stop)
+                tg.cancel_scope.cancel()  # the watch loop too
+
+            tg.start_soon(gateway.watch, retry_every)
+            tg.start_soon(serve)
+            try:
+                yield address_of(sock)
+            finally:
+                stop.set()
 
 
 def request(

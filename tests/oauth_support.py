@@ -8,15 +8,19 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx2
+import keyring
+from typer.testing import CliRunner
 
+from miroctl.cli.app import app
 from tests.conftest import HEALTHY_STARTUP, ROOT, serve_on_a_free_port
+from tests.fakes.keyring_backend import FileKeyring
 
 FAKE = str(ROOT / "tests" / "fakes" / "oauth_server.py")
 
@@ -70,7 +74,8 @@ def miroctl_env(auth_dir: Path) -> dict[str, str]:
     return {**os.environ, "MIROCTL_AUTH_DIR": str(auth_dir), "MIROCTL_AUTH_STORE": "file"}
 
 
-def run(auth_dir: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+def run_process(auth_dir: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """miroctl as a real process: a later run that knows only what the first one stored."""
     return subprocess.run(
         [sys.executable, "-m", "miroctl.cli", *args],
         capture_output=True,
@@ -82,51 +87,95 @@ def run(auth_dir: Path, *args: str, timeout: float = 120) -> subprocess.Complete
     )
 
 
-class LoginRun:
-    """`miroctl auth ... --no-browser` in the background; the authorization URL is its first stdout line (on
-    stderr with --json, where stdout is the one JSON document)."""
+class WatchedRunner(CliRunner):
+    """A CliRunner whose captured stdout and stderr can be read while the command still runs."""
 
-    def __init__(self, auth_dir: Path, *args: str) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "miroctl.cli", "auth", *args, "--no-browser"],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=miroctl_env(auth_dir),
-            cwd=ROOT,
-        )
-        self._stream = self.proc.stderr if "--json" in args else self.proc.stdout
-        self._before: list[str] = []
-        self._reader = threading.Thread(target=self._read_to_url, daemon=True)
-        self._reader.start()
+    def __init__(self) -> None:
+        super().__init__()
+        self.streams: tuple[Any, Any, Any] | None = None
 
-    def _read_to_url(self) -> None:
-        for line in self._stream:
-            self._before.append(line)
-            if line.startswith("http"):
-                return
+    @contextmanager
+    def isolation(self, *args: Any, **kwargs: Any) -> Iterator[Any]:  # type: ignore[override]
+        with super().isolation(*args, **kwargs) as streams:
+            self.streams = streams
+            yield streams
 
-    def authorization_url(self) -> str:
-        self._reader.join(HEALTHY_STARTUP * 2)
-        line = self._before[-1].strip() if self._before else ""
-        assert line.startswith("http://"), f"no authorization URL: {self._before!r}"
-        return line
+    def text(self, stream: int) -> str:
+        return self.streams[stream].getvalue().decode() if self.streams is not None else ""
 
-    def finish(self, timeout: float = 60) -> tuple[int, str, str]:
-        """Exit code, stdout and stderr (with what was read before the URL)."""
-        out, err = self.proc.communicate(timeout=timeout)
-        early = "".join(self._before)
-        if self._stream is self.proc.stdout:
-            return self.proc.returncode, early + out, err
-        return self.proc.returncode, out, early + err
+
+@contextmanager
+def _auth_env(auth_dir: Path) -> Iterator[dict[str, str]]:
+    """miroctl_env's variables for CliRunner, and the file keyring installed while it runs when the test has one."""
+    keyring_file = auth_dir.parent / "keyring.json"
+    if not keyring_file.exists():
+        yield {"MIROCTL_AUTH_DIR": str(auth_dir), "MIROCTL_AUTH_STORE": "file"}
+        return
+    before = keyring.get_keyring()
+    keyring.set_keyring(FileKeyring())
+    try:
+        yield {"MIROCTL_AUTH_DIR": str(auth_dir), "FAKE_KEYRING_FILE": str(keyring_file)}
+    finally:
+        keyring.set_keyring(before)
+
+
+def run(auth_dir: Path, *args: str, runner: CliRunner | None = None) -> subprocess.CompletedProcess[str]:
+    """miroctl in this process (the same CLI, config loading and token store as the console script)."""
+    with _auth_env(auth_dir) as env:
+        result = (runner or CliRunner()).invoke(app, list(args), env=env)
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return subprocess.CompletedProcess(["miroctl", *args], result.exit_code, result.stdout, result.stderr)
+
+
+def authorize_in_process(
+    auth_dir: Path, browser: Callable[[str], Any], *args: str
+) -> tuple[subprocess.CompletedProcess[str], Any]:
+    """`miroctl auth ARGS --no-browser` in this process, while `browser` gets the authorization URL it prints
+    (first stdout line; on stderr with --json) in a thread of its own, as a person would. Returns what miroctl
+    did and what `browser` returned."""
+    runner = WatchedRunner()
+    stream = 1 if "--json" in args else 0
+    got: dict[str, Any] = {}
+
+    def play() -> None:
+        deadline = time.monotonic() + HEALTHY_STARTUP * 2
+        try:
+            while not (line := _url_line(runner.text(stream))):
+                assert time.monotonic() < deadline, "no authorization URL"
+                time.sleep(0.02)
+            got["value"] = browser(line)
+        except BaseException as exc:  # noqa: BLE001  # re-raised in the test's thread
+            got["error"] = exc
+
+    player = threading.Thread(target=play, daemon=True)
+    player.start()
+    result = run(auth_dir, "auth", *args, "--no-browser", runner=runner)
+    player.join(HEALTHY_STARTUP * 2)
+    if "error" in got:
+        raise got["error"]
+    assert "value" in got, f"the browser never got a URL: {result.stdout!r} {result.stderr!r}"
+    return result, got["value"]
+
+
+def _url_line(text: str) -> str:
+    for line in text.splitlines(keepends=True):
+        if line.startswith("http") and line.endswith("\n"):
+            return line.strip()
+    return ""
+
+
+def visit(url: str) -> httpx2.Response:
+    """The browser's part of a login: open the URL, follow the redirects to miroctl's callback."""
+    page = httpx2.get(url, follow_redirects=True, timeout=60)
+    assert page.status_code == 200, page.text
+    return page
 
 
 def login(auth_dir: Path, config: Path, server: str = "demo", *extra: str) -> tuple[int, str, str]:
-    """A whole login, the browser's part played here: visit the URL, follow the redirects to the callback."""
-    running = LoginRun(auth_dir, server, "--config", str(config), *extra)
-    page = httpx2.get(running.authorization_url(), follow_redirects=True, timeout=60)
-    assert page.status_code == 200, page.text
-    return running.finish()
+    """A whole login in this process, the browser's part played here: visit the URL, follow the redirects."""
+    result, _ = authorize_in_process(auth_dir, visit, server, "--config", str(config), *extra)
+    return result.returncode, result.stdout, result.stderr
 
 
 def record(auth_dir: Path) -> tuple[Path, dict[str, Any]]:

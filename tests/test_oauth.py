@@ -14,9 +14,19 @@ import pytest
 import yaml
 
 from tests.conftest import free_port, parse_json
-from tests.oauth_support import LoginRun, Protected, age_record, login, protected_server, record, run
+from tests.oauth_support import (
+    Protected,
+    age_record,
+    authorize_in_process,
+    login,
+    protected_server,
+    record,
+    run,
+    run_process,
+)
 
-# Real HTTP servers and logins; each test starts several processes (about 50 s at load 8).
+# The authorization server and the protected MCP server are real HTTP servers on 127.0.0.1 (one process for
+# the module); miroctl runs in this process, except where a later process must find the login on its own.
 pytestmark = [pytest.mark.process, pytest.mark.timeout(180)]
 
 HINT = "auth required: run miroctl auth demo"
@@ -56,7 +66,7 @@ def test_a_login_stores_the_tokens_in_a_private_file_and_a_later_call_needs_no_b
     assert stat.S_IMODE(auth_dir.stat().st_mode) == 0o700
     assert stored["url"] == protected.url and stored["client_info"]["token_endpoint_auth_method"] == "none"
     assert stored["oauth_metadata"]["token_endpoint"] == f"{protected.base}/token"
-    called = run(auth_dir, "call", "demo", "whoami", "--json", "--config", str(cfg))
+    called = run_process(auth_dir, "call", "demo", "whoami", "--json", "--config", str(cfg))  # a new process
     assert called.returncode == 0, called.stderr
     assert parse_json(called.stdout)["result"] == "authorized"
     listed = run(auth_dir, "list", "--json", "--config", str(cfg))
@@ -76,7 +86,7 @@ def test_an_expired_access_token_is_refreshed_without_a_browser(protected, tmp_p
     refreshes = protected.control("stats").get("refreshes", 0)
     protected.control("expire")  # the server no longer takes the old access token ...
     age_record(auth_dir)  # ... and miroctl sees it as expired, as an hour later
-    called = run(auth_dir, "call", "demo", "whoami", "--json", "--config", str(cfg), timeout=60)
+    called = run(auth_dir, "call", "demo", "whoami", "--json", "--config", str(cfg))
     assert called.returncode == 0, called.stderr
     assert parse_json(called.stdout)["result"] == "authorized"
     assert protected.control("stats")["refreshes"] == refreshes + 1
@@ -93,12 +103,12 @@ def test_a_revoked_refresh_token_exits_3_with_the_hint_and_never_waits_for_a_bro
     protected.control("revoke")
     age_record(auth_dir)
     started = time.monotonic()
-    called = run(auth_dir, "call", "demo", "whoami", "--json", "--config", str(cfg), timeout=60)
+    called = run(auth_dir, "call", "demo", "whoami", "--json", "--config", str(cfg))
     assert called.returncode == 3, called.stderr
     envelope = parse_json(called.stdout)
     assert envelope["error"] == HINT and envelope["error_kind"] == "auth"
     assert time.monotonic() - started < 45
-    human = run(auth_dir, "call", "demo", "whoami", "--config", str(cfg), timeout=60)
+    human = run(auth_dir, "call", "demo", "whoami", "--config", str(cfg))
     assert human.returncode == 3
     assert f"miroctl: auth: {HINT}" in human.stderr
     assert_no_secret(secrets, called.stdout, called.stderr, human.stdout, human.stderr)
@@ -108,11 +118,10 @@ def test_reset_forgets_the_stored_login(protected, tmp_path):
     auth_dir = tmp_path / "auth"
     cfg = config(tmp_path, protected.url)
     assert login(auth_dir, cfg)[0] == 0
-    running = LoginRun(auth_dir, "demo", "--config", str(cfg), "--reset", "--timeout", "1")
-    running.authorization_url()  # nobody comes back
-    code, _, err = running.finish()
-    assert code == 4, err
-    assert "no authorization arrived within 1s" in err
+    nobody = authorize_in_process(auth_dir, lambda url: None, "demo", "--config", str(cfg), "--reset", "-t", "0.2")
+    result = nobody[0]  # the URL was shown, and nobody came back
+    assert result.returncode == 4, result.stderr
+    assert "no authorization arrived within 0.2s" in result.stderr
     assert "tokens" not in record(auth_dir)[1]  # only the client registered anew
     called = run(auth_dir, "call", "demo", "whoami", "--config", str(cfg))
     assert called.returncode == 3 and HINT in called.stderr
@@ -126,7 +135,7 @@ def test_a_ci_run_without_tokens_fails_at_once_without_touching_the_network(tmp_
     # Nothing listens at this URL: an answer other than "auth required" would mean miroctl tried to connect.
     cfg = config(tmp_path, f"http://127.0.0.1:{free_port()}/mcp")
     started = time.monotonic()
-    result = run(tmp_path / "auth", *command, "--json", "--config", str(cfg), timeout=120)
+    result = run(tmp_path / "auth", *command, "--json", "--config", str(cfg))
     assert result.returncode == code, result.stderr
     assert time.monotonic() - started < 90  # far below the 300 s a login waits (the machine may be loaded)
     document = parse_json(result.stdout)
@@ -137,23 +146,26 @@ def test_a_ci_run_without_tokens_fails_at_once_without_touching_the_network(tmp_
 
 def test_a_callback_with_the_wrong_state_is_refused_and_nothing_is_stored(protected, tmp_path):
     auth_dir = tmp_path / "auth"
-    running = LoginRun(auth_dir, "demo", "--config", str(config(tmp_path, protected.url)))
-    answer = httpx2.get(running.authorization_url(), timeout=60)  # the authorization server's redirect
-    assert answer.status_code in (302, 303, 307)
-    callback = urlsplit(answer.headers["location"])
-    query = {key: values[0] for key, values in parse_qs(callback.query).items()}
-    forged = callback._replace(query=urlencode({**query, "state": "forged-state"})).geturl()
-    page = httpx2.get(forged, timeout=30)
-    assert page.status_code == 400
-    code, _, err = running.finish()
-    assert code == 3, err
-    assert "the callback's state does not match the login miroctl started" in err
+
+    def forge(url: str) -> tuple[int, int]:
+        answer = httpx2.get(url, timeout=60)  # the authorization server's redirect
+        callback = urlsplit(answer.headers["location"])
+        query = {key: values[0] for key, values in parse_qs(callback.query).items()}
+        forged = callback._replace(query=urlencode({**query, "state": "forged-state"})).geturl()
+        return answer.status_code, httpx2.get(forged, timeout=30).status_code
+
+    result, (redirected, page) = authorize_in_process(
+        auth_dir, forge, "demo", "--config", str(config(tmp_path, protected.url))
+    )
+    assert redirected in (302, 303, 307) and page == 400
+    assert result.returncode == 3, result.stderr
+    assert "the callback's state does not match the login miroctl started" in result.stderr
     assert not list(auth_dir.glob("*.json")) or "tokens" not in record(auth_dir)[1]
 
 
 def test_check_classifies_a_missing_login_as_auth(protected, tmp_path):
     cfg = config(tmp_path, protected.url)
-    result = run(tmp_path / "auth", "check", "--json", "--config", str(cfg), timeout=60)
+    result = run(tmp_path / "auth", "check", "--json", "--config", str(cfg))
     assert result.returncode == 1, result.stderr
     (server,) = parse_json(result.stdout)["servers"]
     assert server["failure"]["kind"] == "auth"
@@ -163,7 +175,7 @@ def test_check_classifies_a_missing_login_as_auth(protected, tmp_path):
 def test_a_401_with_a_bearer_challenge_says_to_log_in_even_without_auth_in_the_file(protected, tmp_path):
     path = tmp_path / "demo.yaml"
     path.write_text(yaml.safe_dump({"name": "demo", "url": protected.url}))
-    result = run(tmp_path / "auth", "call", "demo", "whoami", "--json", "--config", str(path), timeout=60)
+    result = run(tmp_path / "auth", "call", "demo", "whoami", "--json", "--config", str(path))
     assert result.returncode == 3, result.stderr
     envelope = parse_json(result.stdout)
     assert envelope["error"] == HINT and envelope["error_kind"] == "auth"

@@ -19,8 +19,10 @@ from mcp.client.streamable_http import streamable_http_client
 from typer.testing import CliRunner
 
 from miroctl.cli.app import app
+from miroctl.sessions import pool
 from tests.conftest import FIXTURE, serve_on_a_free_port, tagged_processes, wait_for_no_tagged
 from tests.gateway_support import (
+    http_gateway_here,
     pool_files,
     post_json,
     request,
@@ -209,6 +211,7 @@ def test_busy_port_is_refused_with_exit_2(tmp_path):
     assert f"cannot listen on 127.0.0.1:{port}" in result.stderr
 
 
+@pytest.mark.process
 @pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_signal_stops_the_http_gateway_and_leaves_no_server_behind(tmp_path, leak_tag, sig, code):
     config = write_pool(tmp_path, pool_files(leak_tag))
@@ -274,7 +277,15 @@ def test_serve_refuses_bad_options_with_exit_2_before_starting_anything(args, re
     assert reason in result.stderr
 
 
-def test_a_host_listening_over_http_hears_when_a_left_out_server_comes_back(tmp_path, leak_tag):
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.mark.process
+@pytest.mark.anyio
+async def test_a_host_listening_over_http_hears_when_a_left_out_server_comes_back(tmp_path, leak_tag, monkeypatch):
+    monkeypatch.setattr(pool, "RETRY_AFTER", 0.0)  # the pool's wait before it starts a failed server again
     ready = tmp_path / "ready"
     late = {
         "name": "late",
@@ -283,53 +294,39 @@ def test_a_host_listening_over_http_hears_when_a_left_out_server_comes_back(tmp_
         "env": {"FIXTURE_READY_FILE": str(ready), "MIROCTL_TEST_TAG": leak_tag},
     }
     config = write_pool(tmp_path, {"late": late})
-    gateway, url = start_http_gateway(config, "--retry-every", "0.5")
-
-    async def session() -> tuple[set[str], Any, set[str]]:
-        async with http_client(url, {}) as client:
-            before = {tool.name for tool in (await client.list_tools()).tools}
-            async with client.listen(tools_list_changed=True) as changes:
-                ready.touch()
-                with anyio.fail_after(30):  # the pool tries a server that failed to start again after 5 s
-                    event = await changes.__anext__()
-            return before, event, {tool.name for tool in (await client.list_tools()).tools}
-
-    try:
-        before, event, after = anyio.run(session)
-    finally:
-        assert gateway.stop() == 143
+    async with http_gateway_here(config, retry_every=0.05) as url, http_client(url, {}) as client:
+        before = {tool.name for tool in (await client.list_tools()).tools}
+        async with client.listen(tools_list_changed=True) as changes:
+            ready.touch()
+            with anyio.fail_after(30):
+                event = await changes.__anext__()
+        after = {tool.name for tool in (await client.list_tools()).tools}
     assert type(event).__name__ == "ToolsListChanged"
     assert before == set() and "late__echo" in after
     assert not wait_for_no_tagged(leak_tag, timeout=10)
 
 
-def test_a_host_on_an_older_protocol_over_http_is_told_when_the_tools_change(tmp_path, leak_tag):
+@pytest.mark.anyio
+async def test_a_host_on_an_older_protocol_over_http_is_told_when_the_tools_change(tmp_path, leak_tag):
     config = write_pool(tmp_path, pool_files(leak_tag))
-    gateway, url = start_http_gateway(config, "alpha")
+    told = anyio.Event()
 
-    async def session() -> tuple[bool, set[str]]:
-        told = anyio.Event()
+    async def messages(message: Any) -> None:
+        if getattr(message, "method", None) == "notifications/tools/list_changed":
+            told.set()
 
-        async def messages(message: Any) -> None:
-            if getattr(message, "method", None) == "notifications/tools/list_changed":
-                told.set()
-
-        async with (
-            httpx2.AsyncClient(timeout=60) as http,
-            Client(
-                streamable_http_client(f"{url}/mcp", http_client=http), mode="legacy", message_handler=messages
-            ) as client,
-        ):
-            listed = client.server_capabilities.tools.list_changed
-            await client.list_tools()
-            await client.call_tool("alpha__grow", {"tool_name": "fresh"})
-            with anyio.fail_after(30):
-                await told.wait()
-            return listed, {tool.name for tool in (await client.list_tools()).tools}
-
-    try:
-        listed, names = anyio.run(session)
-    finally:
-        assert gateway.stop() == 143
+    async with (
+        http_gateway_here(config, "alpha") as url,
+        httpx2.AsyncClient(timeout=60) as http,
+        Client(
+            streamable_http_client(f"{url}/mcp", http_client=http), mode="legacy", message_handler=messages
+        ) as client,
+    ):
+        listed = client.server_capabilities.tools.list_changed
+        await client.list_tools()
+        await client.call_tool("alpha__grow", {"tool_name": "fresh"})
+        with anyio.fail_after(30):
+            await told.wait()
+        names = {tool.name for tool in (await client.list_tools()).tools}
     assert listed is True
     assert "alpha__fresh" in names
