@@ -1,6 +1,8 @@
 """Tool arguments: schema-driven coercion of key=value, the JSON base, validation, signatures."""
 
 import io
+import json
+import math
 
 import pytest
 
@@ -189,3 +191,150 @@ def test_signature_marks_optional_parameters_with_their_defaults():
     assert "flag?: boolean = false" in args.signature(TOOL)
     assert "maybe?: integer | null = null" in args.signature(TOOL)
     assert 'mode?: "fast" | "slow"' in args.signature(TOOL)
+
+
+LAX = ToolInfo(
+    server="s",
+    name="lax",
+    input_schema={
+        "type": "object",
+        "properties": {
+            "count": {"type": "integer"},
+            "ratio": {"type": "number"},
+            "flag": {"type": "boolean"},
+            "text": {"type": "string"},
+            "options": {"type": "object"},
+            "tags": {"type": "array", "items": {"type": "integer"}},
+            "maybe": {"anyOf": [{"type": "integer"}, {"type": "null"}]},
+            "either": {"anyOf": [{"type": "integer"}, {"type": "boolean"}]},
+            "words": {"anyOf": [{"type": "array"}, {"type": "string"}]},
+            "point": {"$ref": "#/$defs/Point"},
+        },
+        "$defs": {"Point": {"type": "object", "properties": {"x": {"type": "integer"}, "on": {"type": "boolean"}}}},
+    },
+)
+
+# A string and the JSON type of a parameter: what pydantic's lax mode (the servers' validation) gives.
+READINGS = [
+    *(
+        (text, "integer")
+        for text in ("2024", "-3", "+5", " 42 ", "2_000", "2024.0", "00012", "2024.5", "1e3", "2024.", "_2", "0x10")
+    ),
+    *(
+        (text, "number")
+        for text in ("2.5", "2024", "1e3", "1E-2", ".5", "1.", "-0.25", " 7 ", "2_000.5", "inf", "nan", "1e999", "x")
+    ),
+    *(
+        (text, "boolean")
+        for text in ("true", "False", "YES", "no", "on", "Off", "1", "0", "y", "N", "t", "f", " true", "2", "maybe")
+    ),
+]
+
+
+@pytest.mark.parametrize(("text", "kind"), READINGS)
+def test_a_string_is_read_as_its_type_exactly_when_pydantics_lax_mode_reads_it_so(text, kind):
+    from pydantic import TypeAdapter, ValidationError
+
+    python_type = {"integer": int, "number": float, "boolean": bool}[kind]
+    try:
+        expected = TypeAdapter(python_type).validate_python(text)
+    except ValidationError:
+        expected = None
+    tool = ToolInfo(server="s", name="t", input_schema={"type": "object", "properties": {"v": {"type": kind}}})
+    values, notes = args.lenient(tool, {"v": text})
+    if expected is None or (isinstance(expected, float) and not math.isfinite(expected)):
+        assert (values, notes) == ({"v": text}, [])  # left as given: validation refuses it, as the server would
+    else:
+        assert values["v"] == expected and type(values["v"]) is not str
+        assert notes == [
+            f"argument v: {json.dumps(text)} sent as {json.dumps(values['v'])}, as the server would read it"
+        ]
+
+
+def test_json_strings_become_the_object_or_array_the_parameter_takes_and_say_so():
+    values, notes = args.lenient(LAX, {"options": '{"a": 1}', "tags": "[1, 2]"})
+    assert values == {"options": {"a": 1}, "tags": [1, 2]}
+    assert notes == [
+        "argument options: a JSON string sent as an object, as the server would read it",
+        "argument tags: a JSON string sent as an array, as the server would read it",
+    ]
+    assert args.lenient(LAX, {"options": "[1]", "tags": '{"a": 1}'}) == ({"options": "[1]", "tags": '{"a": 1}'}, [])
+
+
+def test_values_the_schema_admits_or_leaves_open_are_never_changed():
+    given = {"count": 3, "ratio": 2, "flag": False, "text": "2024", "options": {}, "maybe": None, "extra": "7"}
+    assert args.lenient(LAX, given) == (given, [])
+
+
+def test_a_number_for_a_string_is_left_for_validation_to_refuse_as_the_server_does():
+    assert args.lenient(LAX, {"text": 2024}) == ({"text": 2024}, [])
+    with pytest.raises(ArgumentError, match="lax: text: 2024 is not of type 'string'"):
+        args.validate(LAX, {"text": 2024})
+
+
+def test_a_union_is_read_only_when_one_of_its_types_reads_the_string():
+    values, notes = args.lenient(LAX, {"maybe": "7"})
+    assert values == {"maybe": 7} and len(notes) == 1
+    assert args.lenient(LAX, {"either": "1"}) == ({"either": "1"}, [])  # integer 1 or true: ambiguous
+    assert args.lenient(LAX, {"words": "[1]"}) == ({"words": "[1]"}, [])  # a string is admitted as it is
+
+
+def test_values_inside_objects_and_arrays_are_read_but_json_strings_only_at_the_top():
+    values, notes = args.lenient(LAX, {"point": {"x": "3", "on": "yes"}, "tags": ["1", "2"]})
+    assert values == {"point": {"x": 3, "on": True}, "tags": [1, 2]}
+    assert [n.split(":")[0] for n in notes] == [
+        "argument point.x",
+        "argument point.on",
+        "argument tags[0]",
+        "argument tags[1]",
+    ]
+    nested = {"point": {"x": 1, "on": True}, "tags": [1]}
+    assert args.lenient(LAX, {"point": '{"x": "3"}'})[0] == {"point": {"x": 3}}
+    assert args.lenient(
+        ToolInfo(
+            server="s",
+            name="n",
+            input_schema={
+                "type": "object",
+                "properties": {"outer": {"type": "object", "properties": {"inner": {"type": "object"}}}},
+            },
+        ),
+        {"outer": {"inner": "{}"}},
+    ) == ({"outer": {"inner": "{}"}}, [])
+    assert args.lenient(LAX, nested) == (nested, [])
+
+
+def test_a_schema_that_cannot_be_used_changes_nothing():
+    broken = ToolInfo(server="s", name="b", input_schema={"type": "object", "properties": {"n": {"type": 5}}})
+    assert args.lenient(broken, {"n": "2"}) == ({"n": "2"}, [])
+
+
+def test_a_list_of_values_is_never_read_leniently_since_a_literal_refuses_what_an_enum_takes():
+    schema = {
+        "type": "object",
+        "properties": {
+            "level": {"enum": [1, 2], "type": "integer"},
+            "maybe": {"anyOf": [{"const": True}, {"type": "null"}]},
+            "count": {"type": "integer"},
+        },
+    }
+    tool = ToolInfo(server="s", name="e", input_schema=schema)
+    values, notes = args.lenient(tool, {"level": "2", "maybe": "true", "count": "2"})
+    assert values == {"level": "2", "maybe": "true", "count": 2} and len(notes) == 1
+
+
+def test_values_nested_deeper_than_the_limit_are_sent_as_given_and_a_deep_tree_does_not_overflow():
+    schema = {
+        "type": "object",
+        "properties": {"tree": {"$ref": "#/$defs/Node"}},
+        "$defs": {
+            "Node": {"type": "object", "properties": {"n": {"type": "integer"}, "kid": {"$ref": "#/$defs/Node"}}}
+        },
+    }
+    tool = ToolInfo(server="s", name="t", input_schema=schema)
+    tree: dict[str, object] = {"n": "1"}
+    for _ in range(900):
+        tree = {"n": "1", "kid": tree}
+    values, notes = args.lenient(tool, {"tree": tree})
+    assert len(notes) == args.LAX_DEPTH  # tree.n at depth 1 down to the n at depth 32
+    assert values["tree"]["n"] == 1

@@ -139,3 +139,19 @@ def test_batch_with_a_target_is_a_usage_error_exit_2():
     result = CliRunner().invoke(app, ["call", "alpha", "echo", "--batch", "-"], input="")
     assert result.exit_code == 2
     assert "--batch reads every call from its lines" in result.stderr
+
+
+def test_batch_lines_with_numeric_strings_are_sent_as_integers_and_a_fraction_is_refused(config):
+    text = lines_of(
+        {"server": "beta", "tool": "add", "arguments": {"a": "2", "b": "40"}},
+        {"server": "beta", "tool": "add", "arguments": {"a": "2.5"}},
+    )
+    result = CliRunner().invoke(app, ["call", "--batch", "-", "--config", config], input=text)
+    assert result.exit_code == 1, result.stderr  # a batch with a failed line exits 1
+    read, refused = [json.loads(line) for line in result.stdout.splitlines()]
+    assert (read["exit_code"], read["result"]) == (0, "42")
+    assert read["notes"] == [
+        'argument a: "2" sent as 2, as the server would read it',
+        'argument b: "40" sent as 40, as the server would read it',
+    ]
+    assert (refused["exit_code"], refused["error"]) == (2, "add: a: \"2.5\" is not of type 'integer'")

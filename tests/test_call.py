@@ -239,3 +239,50 @@ def test_a_server_runs_in_its_cwd_relative_to_its_file_with_its_env_over_a_small
     assert parse_json(mine.stdout)["result"] == "yes"
     inherited = invoke(path, "s", "env", "name=MIROCTL_NOT_INHERITED", "--json")
     assert parse_json(inherited.stdout)["result"] == "<unset>"
+
+
+def test_numeric_strings_in_json_arguments_are_sent_as_integers_with_a_note(pool):
+    path, log = pool
+    result = invoke(path, "alpha", "add", "--args", '{"a": "2", "b": "40"}', "--json")
+    assert result.exit_code == 0, result.stderr
+    envelope = parse_json(result.stdout)
+    assert envelope["result"] == "42"
+    assert envelope["notes"] == [
+        'argument a: "2" sent as 2, as the server would read it',
+        'argument b: "40" sent as 40, as the server would read it',
+    ]
+    assert log.exists()
+
+
+def test_human_mode_says_on_stderr_which_argument_was_read_as_its_type(pool):
+    path, _ = pool
+    result = invoke(path, "alpha", "add", "--args", '{"a": "2", "b": 40}')
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.strip() == "42"
+    assert 'argument a: "2" sent as 2, as the server would read it' in result.stderr
+
+
+def test_a_fractional_string_for_an_integer_stays_refused_and_is_never_sent_where_an_exact_one_is(pool):
+    path, log = pool
+    result = invoke(path, "alpha", "add", "--args", '{"a": "2.5"}', "--json")
+    assert result.exit_code == 2
+    assert parse_json(result.stdout)["error"] == "add: a: \"2.5\" is not of type 'integer'"
+    assert not log.exists()
+    result = invoke(path, "alpha", "add", "--args", '{"a": "2.0"}', "--json")
+    assert result.exit_code == 0, result.stderr
+    assert parse_json(result.stdout)["result"] == "2"
+    assert log.read_text().splitlines() == ["add"]
+
+
+def test_json_strings_and_boolean_words_are_read_but_a_number_for_a_string_stays_refused(pool):
+    path, log = pool
+    given = {"options": '{"a": 1}', "tags": '["x", "y"]', "flag": "Yes", "ratio": "2.5"}
+    result = invoke(path, "alpha", "config_echo", "--args", json.dumps(given), "--json")
+    assert result.exit_code == 0, result.stderr
+    envelope = parse_json(result.stdout)
+    assert json.loads(envelope["result"]) == {"options": {"a": 1}, "tags": ["x", "y"], "flag": True, "ratio": 2.5}
+    assert len(envelope["notes"]) == 4
+    result = invoke(path, "alpha", "echo", "--args", '{"text": 2024}', "--json")
+    assert result.exit_code == 2
+    assert parse_json(result.stdout)["error"] == "echo: text: 2024 is not of type 'string'"
+    assert log.read_text().splitlines() == ["config_echo"]

@@ -211,3 +211,24 @@ def test_the_package_exports_exactly_what_the_library_exports_and_its_version():
 
     assert sorted(set(miroctl.__all__) - {"__version__"}) == sorted(miroctl.library.__all__)
     assert all(getattr(miroctl, name) is getattr(miroctl.library, name) for name in miroctl.library.__all__)
+
+
+def test_the_tool_manager_reads_numeric_strings_as_integers_and_refuses_a_fraction(tmp_path):
+    from tests.servers.fixture import build
+
+    log = tmp_path / "calls.log"
+    spec = ServerSpec(name="calc", transport="memory", target=build("calc", {"add"}, {"FIXTURE_CALL_LOG": str(log)}))
+    tm = ToolManager(Config(servers=(spec,), profile=Profile(), default_names=("calc",)))
+
+    async def work() -> tuple[dict[str, object], CallOutcome, CallOutcome]:
+        seeds = await tm.execute_tool_call("calc", "add", {"a": "2", "b": "40"})
+        read = await tm.call("calc", "add", {"a": "2", "b": 40})
+        refused = await tm.call("calc", "add", {"a": "2.5"})
+        await tm.close()
+        return seeds, read, refused
+
+    seeds, read, refused = asyncio.run(work())
+    assert seeds == {"server_name": "calc", "tool_name": "add", "result": "42"}
+    assert (read.result, read.notes) == ("42", ['argument a: "2" sent as 2, as the server would read it'])
+    assert (int(refused.exit_code), refused.error) == (2, "add: a: \"2.5\" is not of type 'integer'")
+    assert log.read_text().splitlines() == ["add", "add"]

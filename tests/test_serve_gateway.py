@@ -195,3 +195,28 @@ async def test_server_that_fails_at_start_is_left_out_then_served_once_it_can_st
     assert state["state"] == "failed" and state["failure"]["kind"] == "exited"
     assert after == {"alpha__add", "late__echo"}
     assert result.content[0].text == "finally"
+
+
+async def test_gateway_reads_numeric_strings_as_integers_and_says_so_in_the_outcome_meta():
+    async with gateway_client(memory("alpha", "add")) as (_, client):
+        result = await client.call_tool("alpha__add", {"a": "2", "b": "40"})
+    assert result.is_error is False
+    assert result.content[0].text == "42"
+    assert outcome_meta(result)["exit_code"] == 0
+    assert outcome_meta(result)["notes"] == [
+        'argument a: "2" sent as 2, as the server would read it',
+        'argument b: "40" sent as 40, as the server would read it',
+    ]
+
+
+async def test_gateway_refuses_a_fractional_string_for_an_integer_with_exit_2_and_sends_only_an_exact_one(tmp_path):
+    log = tmp_path / "calls.log"
+    spec = ServerSpec(name="alpha", transport="memory", target=build("alpha", {"add"}, {"FIXTURE_CALL_LOG": str(log)}))
+    async with gateway_client(spec) as (_, client):
+        refused = await client.call_tool("alpha__add", {"a": "2.5"})
+        read = await client.call_tool("alpha__add", {"a": "2"})
+    assert refused.is_error is True
+    assert outcome_meta(refused)["exit_code"] == 2
+    assert "\"2.5\" is not of type 'integer'" in refused.content[0].text
+    assert (read.is_error, read.content[0].text) == (False, "2")
+    assert log.read_text().splitlines() == ["add"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+import re
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -21,6 +22,17 @@ if TYPE_CHECKING:  # only the type: the warm path must not load the config packa
 
 _TRUE = {"true", "yes", "on", "1"}
 _FALSE = {"false", "no", "off", "0"}
+
+# What pydantic's lax mode (the validation of FastMCP and the SDK's MCPServer) reads from a string, kept to what
+# it reads losslessly and what JSON can carry: an integer with an optional `.0` tail ("2024", "2024.0", "2_024"),
+# a finite decimal number, and the words of a boolean (any case, no spaces around).
+_SPACES = " \t\n\r\f\v"
+_DIGITS = r"[0-9](?:_?[0-9])*"
+_LAX_INTEGER = re.compile(rf"[+-]?{_DIGITS}(?:\.0+)?")
+_LAX_NUMBER = re.compile(rf"[+-]?(?:{_DIGITS}(?:\.(?:{_DIGITS})?)?|\.{_DIGITS})(?:[eE][+-]?{_DIGITS})?")
+LAX_DEPTH = 32  # levels of nested objects and arrays looked into; deeper values are sent as given
+_LAX_TRUE = {"true", "t", "yes", "y", "on", "1"}
+_LAX_FALSE = {"false", "f", "no", "n", "off", "0"}
 
 
 def load_base(source: str | None, stdin: IO[str] | None = None) -> dict[str, Any]:
@@ -144,6 +156,121 @@ def _json(key: str, text: str) -> Any:
         raise ArgumentError(f"argument {key}: invalid JSON ({exc.msg} at column {exc.colno})") from None
     except ValueError as exc:
         raise ArgumentError(f"argument {key}: invalid JSON ({exc})") from None
+
+
+def lenient(tool: ToolInfo, arguments: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """The arguments with what the server's lax validation would read as the schema's type made that type,
+    and a note for each: a numeric string for an integer or a number, a boolean's word for a boolean, a JSON
+    string for an object or an array (FastMCP parses those of its parameters). A value the schema already
+    admits, one whose type the schema leaves open, or one that several of a union's types would read, is
+    left as given (validation then decides); so is everything under a schema that cannot be used."""
+    schema = tool.input_schema
+    if _validator(json.dumps(dict(schema), sort_keys=True, default=str)) is None:
+        return dict(arguments), []
+    values: dict[str, Any] = dict(arguments)
+    notes: list[str] = []
+    properties = schemas.properties(schema)
+    for key, value in arguments.items():
+        if key in properties:
+            values[key] = _lax(key, value, properties[key], schema, notes)
+    return values, notes
+
+
+def _lax(path: str, value: Any, prop: Any, root: Mapping[str, Any], notes: list[str], depth: int = 0) -> Any:
+    """One value read as pydantic's lax mode would; nested values of an object or array are looked at too, to
+    a depth (only the tool's own parameters are parsed from a JSON string, as FastMCP does)."""
+    if depth > LAX_DEPTH:
+        return value
+    prop = schemas.resolve(prop, root)
+    admitted = schemas.types(prop, root)
+    if not admitted:
+        return value
+    if _json_kind(value) in admitted or (_json_kind(value) == "integer" and "number" in admitted):
+        return _inside(path, value, prop, root, notes, depth)
+    if not isinstance(value, str) or _choices(prop, root):
+        return value  # a Literal refuses "2" for 2 where an IntEnum takes it: the schema cannot tell them apart
+    found: dict[str, Any] = {}
+    for kind in sorted(admitted):
+        read = _read(value, kind, top=depth == 0)
+        if read is not _NOT:
+            found.setdefault(json.dumps(read, sort_keys=True), read)
+    if len(found) != 1:
+        return value  # not readable as the schema's type, or readable as two of a union's types: left as given
+    (read,) = found.values()
+    kind = _json_kind(read)
+    shown = json.dumps(value, ensure_ascii=False)
+    if kind in ("object", "array"):
+        notes.append(f"argument {path}: a JSON string sent as an {kind}, as the server would read it")
+    else:
+        notes.append(f"argument {path}: {shown} sent as {json.dumps(read)}, as the server would read it")
+    return _inside(path, read, prop, root, notes, depth)
+
+
+def _inside(
+    path: str, value: Any, prop: Mapping[str, Any], root: Mapping[str, Any], notes: list[str], depth: int
+) -> Any:
+    """The values inside an object or an array, read against the properties or items of the schema itself
+    (not of one of a union's options)."""
+    if isinstance(value, dict) and isinstance(prop.get("properties"), Mapping):
+        inner = dict(value)
+        for key, item in value.items():
+            if key in prop["properties"]:
+                inner[key] = _lax(f"{path}.{key}", item, prop["properties"][key], root, notes, depth + 1)
+        return inner
+    if isinstance(value, list) and isinstance(prop.get("items"), Mapping):
+        return [_lax(f"{path}[{i}]", item, prop["items"], root, notes, depth + 1) for i, item in enumerate(value)]
+    return value
+
+
+def _choices(prop: Any, root: Mapping[str, Any], depth: int = 0) -> bool:
+    """Whether the schema (or one of its union's options) is a list of values (`enum`, `const`)."""
+    prop = schemas.resolve(prop, root)
+    if "enum" in prop or "const" in prop:
+        return True
+    options = [o for key in ("anyOf", "oneOf", "allOf") if isinstance(prop.get(key), list) for o in prop[key]]
+    return depth < schemas.MAX_DEPTH and any(_choices(o, root, depth + 1) for o in options)
+
+
+_NOT = object()  # a string that does not read as the type
+
+
+def _read(text: str, kind: str, *, top: bool) -> Any:
+    """`text` as a value of the JSON type `kind`, as pydantic's lax mode reads it, or _NOT."""
+    try:
+        return _parse(text, kind, top)
+    except ValueError:  # more digits than Python converts, JSON that does not parse
+        return _NOT
+
+
+def _parse(text: str, kind: str, top: bool) -> Any:
+    if kind == "integer" and _LAX_INTEGER.fullmatch(text.strip(_SPACES)):
+        return int(text.strip(_SPACES).replace("_", "").split(".")[0])
+    if kind == "number" and _LAX_NUMBER.fullmatch(text.strip(_SPACES)):
+        plain = text.strip(_SPACES).replace("_", "")
+        if re.fullmatch(r"[+-]?[0-9]+", plain):
+            return int(plain)  # exact, however long
+        number = float(plain)
+        return number if math.isfinite(number) else _NOT
+    if kind == "boolean" and text.lower() in _LAX_TRUE | _LAX_FALSE:
+        return text.lower() in _LAX_TRUE
+    if kind in ("object", "array") and top and text.lstrip().startswith(("{", "[")):
+        value = loads(text)
+        return value if _json_kind(value) == kind else _NOT
+    return _NOT
+
+
+def _json_kind(value: Any) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "integer" if value.is_integer() else "number"
+    if isinstance(value, str):
+        return "string"
+    if value is None:
+        return "null"
+    return "array" if isinstance(value, list) else "object"
 
 
 def validate(tool: ToolInfo, arguments: Mapping[str, Any]) -> list[str]:

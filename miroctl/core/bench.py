@@ -224,6 +224,7 @@ async def direct(manager: Manager, request: CallRequest, concurrency: int) -> tu
     try:
         route = await manager.router.resolve(request.server, request.tool, request.autocorrect)
         values = arguments_.build(route.tool.input_schema, request.arguments, request.pairs)
+        values, _ = arguments_.lenient(route.tool, values)
         arguments_.validate(route.tool, values)
         _allowed(manager, route.spec, route.tool, values)
         handle = manager.handle(route.spec)

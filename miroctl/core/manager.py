@@ -310,7 +310,8 @@ class Manager:
         if route.corrected_from is not None or request.server is None:
             self.emit("autocorrect", given=request.server, server=route.spec.name, tool=route.tool.name)
         values = arguments_.build(route.tool.input_schema, request.arguments, request.pairs)
-        notes = arguments_.validate(route.tool, values)
+        values, notes = arguments_.lenient(route.tool, values)
+        notes += arguments_.validate(route.tool, values)
         decision = await self._decide(route, values)
         if not decision.allowed:
             outcome = envelopes.denied(route.spec.name, route.tool.name, decision, unanswered=self._confirm is None)

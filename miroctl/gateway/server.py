@@ -452,6 +452,8 @@ def result_body(outcome: CallOutcome) -> dict[str, Any]:
             "corrected_from": outcome.corrected_from,
         }
     }
+    if outcome.notes:  # what miroctl changed or could not check on the way (an argument read as its type)
+        body["_meta"][META_KEY]["notes"] = list(outcome.notes)
     return body
 
 
