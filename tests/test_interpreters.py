@@ -65,12 +65,6 @@ def script(tmp_path: Path) -> Path:
     return path
 
 
-@pytest.fixture(autouse=True)
-def no_interpreter_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("MIROCTL_PYTHON", raising=False)
-    monkeypatch.delenv("VIRTUAL_ENV", raising=False)
-
-
 def call_prefix(path: Path, server: str) -> str:
     result = CliRunner().invoke(app, ["call", "--config", str(path), server, "prefix", "--json"])
     assert result.exit_code == 0, result.output
