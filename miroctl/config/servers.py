@@ -97,9 +97,9 @@ def server_from_mapping(
     secret_set = set(secrets) | header_secrets(headers) | secret_values(env) | argument_secrets(args)
     secret_set |= url_credentials(str(url)) if url else set()
     oauth = _oauth(data.get("auth"), transport, where)
-    program = _command(command, where, data.get("python"), default_python if own_python else None) if command else None
     if oauth is not None and oauth.client_secret:
         secret_set.add(oauth.client_secret)
+    program = _command(command, where, data.get("python"), default_python if own_python else None) if command else None
     return ServerSpec(
         name=name,
         transport=transport,
