@@ -335,4 +335,5 @@ def server_tools_from_dict(data: Mapping[str, Any]) -> ServerTools:
         protocol_version=_text(data, "protocol_version"),
         server_version=_text(data, "server_version"),
         rejected=rejected,
+        python=_text(data, "python"),
     )

@@ -97,6 +97,14 @@ def tool_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Mon
     return directory
 
 
+@pytest.fixture(autouse=True)
+def own_interpreter(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`tool_command: python` is this interpreter, whatever virtualenv or MIROCTL_PYTHON the shell running the
+    tests has (a test that wants one sets it)."""
+    monkeypatch.delenv("MIROCTL_PYTHON", raising=False)
+    monkeypatch.delenv("VIRTUAL_ENV", raising=False)
+
+
 @pytest.fixture
 def write_config(tmp_path: Path) -> Callable[..., Path]:
     """Write a profile and its tool/*.yaml files; returns the profile's path."""

@@ -72,6 +72,8 @@ class ServerSpec:
     # auto: the newest protocol both sides speak; legacy: the initialize handshake (2025-11-25 and before), for
     # servers whose tools send their client requests of their own (sampling...), which 2026-07-28 forbids
     protocol: ProtocolChoice = "auto"
+    # The interpreter `tool_command: python` runs, when it is not miroctl's own (list and check name it)
+    python: str | None = None
 
     def config_error(self, environ: Mapping[str, str]) -> str | None:
         """Why this server cannot be started as configured, or None: a broken file, or a required variable unset
@@ -184,6 +186,7 @@ class ServerTools:
     list_failures: Mapping[str, Failure] = field(default_factory=dict)
     # How to use the server, as it said in its handshake (what `serve` passes on to hosts); not in the JSON contract
     instructions: str | None = None
+    python: str | None = None  # the interpreter that ran it, when not miroctl's own
 
     @property
     def ok(self) -> bool:
@@ -205,6 +208,8 @@ class ServerTools:
             "tools": [tool.to_dict() for tool in self.tools],
             "failure": self.failure.to_dict() if self.failure else None,
         }
+        if self.python is not None:
+            body["python"] = self.python
         if self.rejected:
             body["rejected_tools"] = [item.to_dict() for item in self.rejected]
         if self.list_failures:

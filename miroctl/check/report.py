@@ -87,12 +87,13 @@ class ProbeReport:
     allowed_failure: bool = False
     duration_ms: float = 0.0
     lint: list[Finding] | None = None  # with check --strict: the tools' portability findings
+    python: str | None = None  # the interpreter that ran it, when not miroctl's own
 
     @classmethod
     def start(cls, spec: ServerSpec) -> ProbeReport:
         first = "spawn" if spec.transport == "stdio" else "connect"
         names = ("config", first, "initialize", "tools", "ping", "smoke")
-        return cls(spec.name, spec.transport, spec.where, spec.source, {n: Phase(n) for n in names})
+        return cls(spec.name, spec.transport, spec.where, spec.source, {n: Phase(n) for n in names}, python=spec.python)
 
     @property
     def ok(self) -> bool:
@@ -118,6 +119,7 @@ class ProbeReport:
 
     def to_dict(self) -> dict[str, Any]:
         lint = {"lint": [f.to_dict() for f in self.lint]} if self.lint is not None else {}
+        python = {"python": self.python} if self.python is not None else {}
         return {
             "name": self.server,
             "status": self.status,
@@ -136,6 +138,7 @@ class ProbeReport:
             "smoke": [call.to_dict() for call in self.smoke],
             "failure": self.failure.to_dict() if self.failure else None,
             "duration_ms": round(self.duration_ms, 1),
+            **python,
             **lint,
         }
 
@@ -169,6 +172,7 @@ class ProbeReport:
             allowed_failure=bool(data.get("allowed_failure")),
             duration_ms=data.get("duration_ms") or 0.0,
             lint=[Finding.from_dict(data["name"], f) for f in data["lint"]] if data.get("lint") is not None else None,
+            python=data.get("python"),
         )
 
 

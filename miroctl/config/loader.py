@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -18,7 +19,7 @@ from typing import Any
 from miroctl.base.errors import ConfigError, NotFound
 from miroctl.base.models import DEFAULT_CALL_TIMEOUT, DEFAULT_STARTUP_TIMEOUT, ServerSpec
 from miroctl.base.text import suggest
-from miroctl.config import agents, clients, codex, ecosystem, envrefs, nesting
+from miroctl.config import agents, clients, codex, ecosystem, envrefs, interpreters, nesting
 from miroctl.config.resolve import interpolated_values
 from miroctl.config.sections import Sections
 from miroctl.config.servers import adhoc_servers, positive, reject_unknown, server_from_mapping
@@ -40,6 +41,7 @@ PROFILE_KEYS = {
     "url_rules",
     "log",
     "description",
+    "python",
 }
 
 
@@ -52,6 +54,7 @@ class Profile:
     timeout: float = DEFAULT_CALL_TIMEOUT
     startup_timeout: float = DEFAULT_STARTUP_TIMEOUT
     concurrency: int = 4
+    python: str | None = None  # what `tool_command: python` runs in this profile's server files (checked)
     sections: Sections = field(default_factory=Sections)  # policy, fallbacks, url_rules, log, max_result_chars
 
 
@@ -306,7 +309,7 @@ def _load_profile(
     tool_dir = tool_dir or path.parent / str(data.get("tool_dir", "tool"))
     specs: dict[str, ServerSpec] = {}
     for file in sorted(tool_dir.glob("*.y*ml")) if tool_dir.is_dir() else ():
-        spec = server_from_file(file)
+        spec = server_from_file(file, profile.python)
         if spec.name in specs:
             first = specs[spec.name].source
             spec = replace(spec, error=f"server name {spec.name!r} is used by both {first} and {file}")
@@ -346,15 +349,25 @@ def _profile_from(data: Mapping[str, Any], path: Path) -> Profile:
         timeout=positive(data.get("timeout", DEFAULT_CALL_TIMEOUT), "timeout", path),
         startup_timeout=positive(data.get("startup_timeout", DEFAULT_STARTUP_TIMEOUT), "startup_timeout", path),
         concurrency=int(positive(data.get("concurrency", 4), "concurrency", path)),
+        python=_profile_python(data.get("python"), path),
         sections=Sections.parse(data, path),
     )
+
+
+def _profile_python(value: Any, path: Path) -> str | None:
+    if value is None or not str(value).strip():
+        return None
+    return interpreters.interpreter(value, f"{path}: python", path.parent)
 
 
 # ---------------------------------------------------------------------------------------------- servers
 
 
-def server_from_file(path: Path) -> ServerSpec:
-    """One server yaml -> a spec; any problem becomes the spec's `error` instead of an exception."""
+def server_from_file(path: Path, profile_python: str | None = None) -> ServerSpec:
+    """One server yaml -> a spec; any problem becomes the spec's `error` instead of an exception.
+    `tool_command: python` runs the file's `python:`, else `profile_python`, $MIROCTL_PYTHON, the active
+    virtualenv's python, else miroctl's own; the server files shipped with miroctl run miroctl's own (they run
+    its bundled servers)."""
     fallback_name = path.stem
     try:
         raw = _read_yaml(path, resolve=False)
@@ -363,7 +376,17 @@ def server_from_file(path: Path) -> ServerSpec:
         data = _read_yaml(path)
         if not isinstance(data, Mapping):
             raise ConfigError(f"{path}: expected a mapping of server settings")
-        return server_from_mapping(data, where=str(path), secrets=interpolated_values(raw, data))
+        secrets = interpolated_values(raw, data)
+        default = (lambda: sys.executable) if _shipped(path) else (lambda: interpreters.default_python(profile_python))
+        return server_from_mapping(data, where=str(path), secrets=secrets, default_python=default)
     except ConfigError as exc:  # a did-you-mean stays with the message: a spec's error is one line
         error = f"{exc.message}: {exc.hint}" if exc.hint and exc.hint.startswith("did you mean") else exc.message
         return ServerSpec(name=fallback_name, error=error, source=str(path))
+
+
+def _shipped(path: Path) -> bool:
+    """A server file shipped with miroctl (in its bundled config)."""
+    try:
+        return path.resolve().is_relative_to(bundled_config_dir().resolve())
+    except OSError:
+        return False

@@ -6,8 +6,7 @@ No OmegaConf here: config.py reads yaml and resolves ${oc.env:...}; this module 
 from __future__ import annotations
 
 import shlex
-import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -17,6 +16,7 @@ from miroctl.base.errors import ConfigError
 from miroctl.base.masking import argument_secrets, header_secrets, secret_values, url_credentials
 from miroctl.base.models import OAuthSettings, ProtocolChoice, ServerSpec, Transport
 from miroctl.base.text import suggest
+from miroctl.config import interpreters
 from miroctl.config import sections as policy_config
 
 SERVER_KEYS = {
@@ -43,6 +43,7 @@ SERVER_KEYS = {
     "session",
     "python",
 }
+PYTHONS = interpreters.PYTHON_COMMANDS
 PROTOCOLS: tuple[ProtocolChoice, ...] = ("auto", "legacy")
 SESSIONS = {"kept", "per_call"}
 OAUTH_KEYS = {"type", "scopes", "client_id", "client_secret", "client_metadata_url", "callback_port"}
@@ -77,9 +78,12 @@ def server_from_mapping(
     name: str | None = None,
     secrets: Iterable[str] = (),
     own_python: bool = True,
+    default_python: Callable[[], str] = interpreters.default_python,
 ) -> ServerSpec:
     """Validate one server's settings (the seeds' shape plus extensions) into a spec. With `own_python` (miroctl's
-    own server files, as in the seeds) `python` means the interpreter running miroctl; elsewhere the PATH's."""
+    own server files, as in the seeds) `python` means `default_python()` (the profile's, $MIROCTL_PYTHON's, the
+    active virtualenv's, else the interpreter running miroctl) unless the file names its own `python:`;
+    elsewhere the PATH's."""
     reject_unknown(data, SERVER_KEYS, where)
     name = str(data.get("name") or name or Path(where).stem)
     command = data.get("tool_command") or data.get("command")
@@ -95,10 +99,11 @@ def server_from_mapping(
     oauth = _oauth(data.get("auth"), transport, where)
     if oauth is not None and oauth.client_secret:
         secret_set.add(oauth.client_secret)
+    program = _command(command, where, data.get("python"), default_python if own_python else None) if command else None
     return ServerSpec(
         name=name,
         transport=transport,
-        command=_command(command, own_python, data.get("python")) if command else None,
+        command=program,
         args=args,
         env=MappingProxyType(env),
         cwd=_cwd(data.get("cwd"), where),
@@ -120,6 +125,7 @@ def server_from_mapping(
         requires_env=_required_env(data.get("requires_env"), where),
         oauth=oauth,
         protocol=_protocol(data.get("protocol"), where),
+        python=program if program not in (None, str(command)) and not interpreters.is_own(program) else None,
     )
 
 
@@ -183,15 +189,16 @@ def _session(value: Any, where: str) -> str:
     return str(value)
 
 
-def _command(command: Any, own_python: bool, python: Any = None) -> str:
+def _command(command: Any, where: str, python: Any, default: Callable[[], str] | None) -> str:
     """The program to run; `python` (or `python3`) is the file's `python:` interpreter when it names one (a
-    server whose dependencies live in another environment), else miroctl's own (with `own_python`)."""
+    server whose dependencies live in another environment), else `default()` (None: the PATH's `python`)."""
     text = str(command)
-    if text not in ("python", "python3"):
+    if text not in PYTHONS:
         return text
-    if python:
-        return str(Path(str(python)).expanduser())
-    return sys.executable if own_python else text
+    if python is not None and str(python).strip():
+        base = Path(where).parent if Path(where).exists() else None
+        return interpreters.interpreter(python, f"{where}: python", base)
+    return default() if default is not None else text
 
 
 def _transport(value: Any, url: Any, where: str) -> Transport:

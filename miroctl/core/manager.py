@@ -236,7 +236,9 @@ class Manager:
         except Unavailable as exc:
             self.emit("server_failed", server=spec.name, failure=exc.failure.to_dict())
             handle.stage("failed", exc.failure.kind)
-            return ServerTools(spec.name, spec.transport, failure=exc.failure, duration_ms=_ms(started))
+            return ServerTools(
+                spec.name, spec.transport, failure=exc.failure, duration_ms=_ms(started), python=spec.python
+            )
         handle.stage("done")
         connection = handle.connection
         return ServerTools(
@@ -252,6 +254,7 @@ class Manager:
             prompts=offered.get("prompts"),
             rejected=handle.rejected,
             list_failures=unlisted,
+            python=spec.python,
         )
 
     async def tools_of(self, spec: ServerSpec) -> tuple[ToolInfo, ...]:

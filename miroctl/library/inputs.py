@@ -8,19 +8,17 @@ Nothing here starts anything: a ToolManager is built in plain synchronous code, 
 from __future__ import annotations
 
 import os
-import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 from miroctl.base.errors import ConfigError
 from miroctl.base.models import ServerSpec
-from miroctl.config import loader
+from miroctl.config import interpreters, loader
 from miroctl.config.loader import Config, Profile
 from miroctl.config.servers import server_from_mapping
 
-PYTHON_ENV = "MIROCTL_PYTHON"  # the interpreter that replaces the agent's own in its servers' commands
+PYTHON_ENV = interpreters.PYTHON_ENV  # the interpreter that replaces the agent's own in its servers' commands
 SOURCE = "(ToolManager server_configs)"
 
 
@@ -46,23 +44,25 @@ def config_from_source(source: str | os.PathLike[str] | Config | None) -> Config
 
 def with_python(config: Config, python: str | os.PathLike[str] | None) -> Config:
     """Servers whose command is this interpreter run `python` instead (or $MIROCTL_PYTHON): an agent's
-    environment has miroctl's mcp, its servers may need another (mcp 1.x's `mcp.server.fastmcp`)."""
-    chosen = os.fspath(python) if python is not None else os.environ.get(PYTHON_ENV)
-    if not chosen:
+    environment has miroctl's mcp, its servers may need another (mcp 1.x's `mcp.server.fastmcp`). One that
+    is missing or not executable is the error of each server it would have run."""
+    mine = {i for i, s in enumerate(config.servers) if s.transport == "stdio" and interpreters.is_own(s.command)}
+    if not mine:
         return config
-    servers = tuple(replace(s, command=chosen) if _is_own_python(s.command) else s for s in config.servers)
-    return replace(config, servers=servers)
-
-
-def _is_own_python(command: str | None) -> bool:
-    if not command:
-        return False
-    if command == sys.executable:
-        return True
     try:
-        return Path(command).resolve() == Path(sys.executable).resolve()
-    except OSError:
-        return False
+        given = os.fspath(python) if python is not None else ""
+        chosen = interpreters.interpreter(given, "server_python") if given.strip() else interpreters.env_python()
+    except ConfigError as exc:
+        failed = exc.message
+        return _each(config, mine, lambda s: s if s.error else replace(s, error=failed))
+    if chosen is None or interpreters.is_own(chosen):
+        return config
+    return _each(config, mine, lambda s: replace(s, command=chosen, python=chosen))
+
+
+def _each(config: Config, indices: set[int], change: Callable[[ServerSpec], ServerSpec]) -> Config:
+    servers = tuple(change(s) if i in indices else s for i, s in enumerate(config.servers))
+    return replace(config, servers=servers)
 
 
 def _seed_spec(index: int, entry: Mapping[str, Any]) -> ServerSpec:

@@ -24,6 +24,9 @@ def check_table(out: Output, run: CheckRun) -> None:
         out.out.width = CHECK_LOG_WIDTH
     wide = out.out.width >= CHECK_WIDE
     out.out.print(_check_rows(out, run, wide, reasons=wide and any(not r.ok for r in run.reports)))
+    for report in run.reports:  # a server another interpreter ran says which
+        if report.python:
+            out.out.print(Text(f"{out.safe(report.server)}  python {out.safe(report.python)}", style="dim"))
     for report in run.reports:
         if report.failure is not None and (not wide or report.failure.hint or report.failure.stderr_tail):
             _check_details(out, report, with_reason=not wide)

@@ -48,6 +48,7 @@ def list_tables(out: Output, entries: Iterable[ServerTools], *, schema: bool = F
 def _title(out: Output, entry: ServerTools) -> Text:
     title = Text(out.safe(entry.server), style="bold")
     meta = [entry.transport, counted(len(entry.tools), "tool"), entry.server_version, f"{entry.duration_ms:.0f} ms"]
+    meta.append(f"python {entry.python}" if entry.python else None)
     title.append("  " + out.safe(" · ".join(m for m in meta if m)), style="dim")
     return title
 
@@ -220,7 +221,9 @@ def _failed_server(out: Output, entry: ServerTools) -> None:
         return
     line = Text("✗ ", style="bold red")
     line.append(out.safe(entry.server), style="bold")
-    line.append(f"  {failure.kind}: ", style="red")
+    if entry.python:
+        line.append(f"  python {out.safe(entry.python)} ·", style="dim")
+    line.append(f"{' ' if entry.python else '  '}{failure.kind}: ", style="red")
     line.append(out.safe(failure.message))
     out.out.print(line)
     tail = failure.stderr_tail[-5:]

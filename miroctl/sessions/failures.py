@@ -191,7 +191,16 @@ def _exited_unsignalled(wire: Wire) -> bool:
     return wire.stdout_eof and wire.returncode is not None and wire.returncode >= 0
 
 
+MISSING_MODULE = ("ModuleNotFoundError", "No module named")
+MISSING_MODULE_HINT = (
+    "the server's Python lacks a module: set `python:` in its server file or the profile, or MIROCTL_PYTHON, "
+    "to the interpreter of the environment that has it"
+)
+
+
 def _stderr_hint(tail: tuple[str, ...]) -> str | None:
+    if any(marker in line for line in tail for marker in MISSING_MODULE):
+        return MISSING_MODULE_HINT
     return f"its stderr ends: {tail[-1]}" if tail else None
 
 
