@@ -117,6 +117,7 @@ def test_api_failures_are_explained_and_a_busy_server_is_retried(model_env, wav:
     assert "check OPENAI_API_KEY" in refused[0].error and "sk-not-the-key" not in refused[0].error
 
 
+@pytest.mark.process
 def test_miroctl_call_audio_over_stdio_transcribes_and_exits_0(wav: Path):
     with OpenAIFake().running() as fake:
         env = {"OPENAI_API_KEY": fake.key, "OPENAI_BASE_URL": fake.base_url}

@@ -48,6 +48,7 @@ def ref(snapshot: str, role_and_name: str) -> str:
     return found.group(1)
 
 
+@pytest.mark.process
 def test_one_browser_session_navigates_clicks_types_and_goes_back_across_calls(site, leak_tag):
     spec = bundled_spec("browser", {"MIROCTL_TEST_TAG": leak_tag})
     opened = session(spec, ("browser_navigate", {"url": f"{site.url}/files/home.html"}))
@@ -111,6 +112,7 @@ def test_without_a_browser_the_tools_say_what_to_install(monkeypatch, tmp_path: 
     )
 
 
+@pytest.mark.process
 def test_check_reports_a_missing_browser_plainly_and_the_other_servers_are_unaffected():
     runner = CliRunner()
     env = {"BROWSER_EXECUTABLE": "/nonexistent/chrome"}

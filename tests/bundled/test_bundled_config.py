@@ -10,10 +10,11 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from miroctl.cli.app import app
-from tests.bundled.conftest import BUNDLED, CONFIG, bundled_config, bundled_spec, listed_tools
+from tests.bundled.conftest import BUNDLED, CONFIG, bundled_config, bundled_spec, listed_tools, memory_spec
 from tests.conftest import parse_json
 
 HINTS = {
@@ -35,7 +36,7 @@ def test_the_default_profile_enables_the_five_bundled_servers():
 
 def test_every_bundled_tool_has_yaml_metadata_that_matches_its_annotations():
     specs = [bundled_spec(name) for name in BUNDLED]
-    listed = listed_tools(specs)
+    listed = listed_tools([memory_spec(name) for name in BUNDLED])  # the same servers, the same answers
     assert all(entry.ok for entry in listed), [entry.failure for entry in listed if not entry.ok]
     for spec, entry in zip(specs, listed):
         assert {t.name for t in entry.tools} == set(spec.tools), spec.name
@@ -62,6 +63,7 @@ def test_third_party_servers_are_configured_but_disabled():
     assert {"tool-markitdown", "tool-browser"}.isdisjoint(config.default_names)
 
 
+@pytest.mark.process
 def test_the_markitdown_mcp_yaml_starts_the_pypi_server_and_lists_its_tool():
     spec = bundled_config().get("markitdown")
     installed = shutil.which("markitdown-mcp") or str(Path(sys.executable).with_name("markitdown-mcp"))
@@ -77,6 +79,7 @@ def test_a_third_party_server_whose_command_is_missing_is_reported_not_fatal():
     assert "markitdown-mcp-not-installed" in entry.failure.message
 
 
+@pytest.mark.process
 def test_miroctl_list_shows_the_five_bundled_servers_healthy():
     result = CliRunner().invoke(app, ["list", "--config", str(CONFIG), "--json"])
     assert result.exit_code == 0, result.stderr
@@ -85,6 +88,7 @@ def test_miroctl_list_shows_the_five_bundled_servers_healthy():
     assert all(s["ok"] for s in servers.values())
 
 
+@pytest.mark.process
 def test_bundled_servers_start_beside_a_users_own_servers_package_and_without_python_on_path(tmp_path):
     # A project with its own `servers` package (common in MCP projects), and a PATH with no python on it (pipx).
     (tmp_path / "servers").mkdir()

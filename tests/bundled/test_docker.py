@@ -152,7 +152,7 @@ def test_an_engine_that_is_not_there_or_too_slow_is_a_clear_tool_error(monkeypat
 
 def test_every_docker_tool_is_read_only_so_read_only_mode_allows_it():
     spec = bundled_spec("docker")
-    listed = listed_tools([spec])[0]
+    listed = listed_tools([memory_spec("docker")])[0]
     assert {t.name for t in listed.tools} == {
         "list_containers",
         "container_logs",
@@ -165,6 +165,7 @@ def test_every_docker_tool_is_read_only_so_read_only_mode_allows_it():
         assert tool.annotations["readOnlyHint"] is True and spec.tools[tool.name]["read_only"] is True
 
 
+@pytest.mark.process
 def test_miroctl_call_docker_over_stdio_lists_containers(engine):
     code, envelope = cli_call("docker", "list_containers", env={"DOCKER_HOST": engine.host})
     assert code == 0, envelope

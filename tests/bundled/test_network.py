@@ -6,7 +6,9 @@ from __future__ import annotations
 import socket
 from pathlib import Path
 
-from tests.bundled.conftest import bundled_spec, cli_call, memory_spec, session
+import pytest
+
+from tests.bundled.conftest import cli_call, memory_spec, session
 from tests.bundled.web import serve
 from tests.conftest import free_port
 
@@ -15,7 +17,7 @@ UNRESOLVABLE = "nonexistent.invalid"  # .invalid never resolves, and fails at on
 
 def test_dns_lookup_resolves_localhost_and_reports_a_name_that_does_not_resolve():
     got = session(
-        bundled_spec("network"),
+        memory_spec("network"),
         ("dns_lookup", {"hostname": "localhost"}),
         ("dns_lookup", {"hostname": UNRESOLVABLE}),
         ("dns_lookup", {"hostname": "bad host!"}),
@@ -107,6 +109,7 @@ def test_ping_falls_back_to_tcp_when_the_system_ping_is_missing_and_says_so(monk
     assert "method tcp was asked for" in got[3].result and got.starts == 1
 
 
+@pytest.mark.process
 def test_miroctl_call_network_reports_a_closed_port_as_a_finding():
     port = free_port()
     code, envelope = cli_call("network", "tcp_port_check", "host=127.0.0.1", f"port={port}")
@@ -114,10 +117,10 @@ def test_miroctl_call_network_reports_a_closed_port_as_a_finding():
     assert envelope["structured_content"]["state"] == "closed" and "is CLOSED" in envelope["result"]
 
 
-def test_miroctl_call_network_with_a_non_http_url_exits_1():
-    code, envelope = cli_call("network", "http_check", "url=ftp://127.0.0.1/")
-    assert code == 1
-    assert envelope["error_kind"] == "tool_error" and "must be an http:// or https:// URL" in envelope["error"]
+def test_http_check_of_a_non_http_url_is_a_tool_error_that_exits_1():
+    got = session(memory_spec("network"), ("http_check", {"url": "ftp://127.0.0.1/"}))
+    assert got[0].exit_code == 1
+    assert got[0].error_kind == "tool_error" and "must be an http:// or https:// URL" in got[0].error
 
 
 IPUTILS_OUTPUT = """PING 127.0.0.1 (127.0.0.1) 56(84) bytes of data.

@@ -1,5 +1,6 @@
-"""The planner server (task_planner) from config/tool/tool-planner.yaml: over stdio where processes matter
-(restarts, concurrent servers, the CLI), in-process for the rest."""
+"""The planner server (task_planner) from config/tool/tool-planner.yaml: in-process, and over stdio where
+processes matter (a list read by a fresh process, concurrent servers, TASK_ID reaching the server through the
+CLI)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import json
 from pathlib import Path
 
 import anyio
+import pytest
 
 from miroctl.base.models import CallRequest, ServerSpec
 from miroctl.config import loader as config_
@@ -41,10 +43,12 @@ def test_todos_are_added_listed_and_completed_by_8_character_prefixes(state_dirs
     assert [t["done"] for t in got[1].structured_content["todos"]] == [True, False, True]
 
 
-def test_lists_survive_a_restart_and_are_kept_apart_per_task(state_dirs):
-    session(planner(state_dirs, "alpha"), ("add_todo", {"titles": "Only in alpha"}))
+@pytest.mark.process
+def test_lists_survive_a_restart_and_are_kept_apart_per_task(state_dirs, monkeypatch):
+    # Written in this process, read by a server process started afterwards: what it lists came from disk.
+    session(in_process(monkeypatch, state_dirs, "alpha"), ("add_todo", {"titles": "Only in alpha"}))
+    beta = session(in_process(monkeypatch, state_dirs, "beta"), ("list_todos", {}))
     alpha = session(planner(state_dirs, "alpha"), ("list_todos", {}))
-    beta = session(planner(state_dirs, "beta"), ("list_todos", {}))
     assert "Only in alpha" in alpha[0].result and alpha[0].structured_content["total"] == 1
     assert beta[0].structured_content["total"] == 0 and "Nothing planned yet" in beta[0].result
 
@@ -87,7 +91,8 @@ def test_unknown_short_or_empty_inputs_change_nothing(state_dirs, monkeypatch):
     assert got.starts == 1
 
 
-def test_two_concurrent_planners_on_one_task_lose_no_update(state_dirs):
+@pytest.mark.process
+def test_two_concurrent_planners_on_one_task_lose_no_update(state_dirs, monkeypatch):
     specs = [planner(state_dirs, "shared"), planner(state_dirs, "shared", rename="tool-planner-2")]
     calls = 30
 
@@ -105,24 +110,19 @@ def test_two_concurrent_planners_on_one_task_lose_no_update(state_dirs):
                     tg.start_soon(add_many, manager, spec, tag)
 
     anyio.run(both)
-    final = session(specs[0], ("list_todos", {}))[0].structured_content
+    final = session(in_process(monkeypatch, state_dirs, "shared"), ("list_todos", {}))[0].structured_content
     assert final["total"] == 2 * calls
     assert sorted(t["title"] for t in final["todos"]) == sorted(f"{tag}{i}" for tag in "ab" for i in range(calls))
 
 
-def test_miroctl_call_planner_adds_a_todo(state_dirs):
-    env = {"PLANNER_STATE_DIR": state_dirs["PLANNER_STATE_DIR"], "TASK_ID": "cli-task"}
+@pytest.mark.process
+def test_miroctl_call_planner_without_task_id_uses_the_default_list_and_task_id_still_overrides(state_dirs):
+    env = {"PLANNER_STATE_DIR": state_dirs["PLANNER_STATE_DIR"], "TASK_ID": ""}
     code, envelope = cli_call("planner", "add_todo", "titles=Write the report", env=env)
     assert code == 0, envelope
     assert envelope["structured_content"]["todos"][0]["title"] == "Write the report"
     assert "- [ ] Write the report (id: " in envelope["result"]
-
-
-def test_miroctl_call_planner_without_task_id_uses_the_default_list_and_task_id_still_overrides(state_dirs):
-    env = {"PLANNER_STATE_DIR": state_dirs["PLANNER_STATE_DIR"], "TASK_ID": ""}
-    code, envelope = cli_call("planner", "add_todo", "titles=Default only", env=env)
-    assert code == 0, envelope
-    code, listed = cli_call("planner", "list_todos", env=env)
-    assert code == 0 and [t["title"] for t in listed["structured_content"]["todos"]] == ["Default only"]
+    stored = Path(state_dirs["PLANNER_STATE_DIR"]) / f"todos_{default_task()}.json"  # the server runs in our cwd
+    assert [t["title"] for t in json.loads(stored.read_text())["todos"]] == ["Write the report"]
     code, other = cli_call("planner", "list_todos", env={**env, "TASK_ID": "another"})
-    assert code == 0 and other["structured_content"]["total"] == 0
+    assert code == 0 and other["structured_content"]["total"] == 0, other

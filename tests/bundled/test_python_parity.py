@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.bundled.conftest import cli_call, memory_spec, session
+from tests.bundled.conftest import memory_spec, session
 from tests.fakes.e2b_api import CREATE, EXECUTE, E2BFake, error
 from tests.fakes.web_files import FileSite
 
@@ -85,9 +85,12 @@ def test_a_sandbox_created_with_a_timeout_is_removed_once_unused_that_long(local
     assert not (root / sandbox).exists() and not (root / f"{sandbox}.timeout").exists()
 
 
-def test_create_sandbox_refuses_a_timeout_out_of_range_before_calling():
-    code, envelope = cli_call("python", "create_sandbox", "timeout=5")
-    assert code == 2, envelope
+def test_create_sandbox_refuses_a_timeout_out_of_range_before_calling(state_dirs, monkeypatch):
+    for key, value in state_dirs.items():
+        monkeypatch.setenv(key, value)
+    got = session(memory_spec("python"), ("create_sandbox", {"timeout": 5}))
+    assert got[0].exit_code == 2 and got[0].error_kind == "arguments", got[0].error
+    assert not any(Path(state_dirs["SANDBOX_DIR"]).iterdir()), "the server was called"
 
 
 @pytest.fixture

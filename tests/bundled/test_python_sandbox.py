@@ -19,7 +19,6 @@ from miroctl.config import loader as config_
 from miroctl.core.manager import Manager
 from miroctl.servers.helpers.sandbox_run import Limits, run_limited
 from tests.bundled.conftest import bundled_spec, cli_call, memory_spec, session, text_of
-from tests.bundled.files import hide_module
 from tests.conftest import tagged_processes, wait_for_no_tagged
 
 
@@ -38,14 +37,19 @@ def in_process(monkeypatch, dirs: dict[str, str], tag: str | None = None, **sett
     return memory_spec("python")
 
 
-def test_files_persist_between_calls_and_server_restarts_with_the_same_sandbox_id(state_dirs):
-    spec = sandbox_spec(state_dirs)
+@pytest.mark.process
+def test_files_persist_between_calls_and_server_restarts_with_the_same_sandbox_id(state_dirs, monkeypatch):
+    # Created and written in this process, then read by a server process started afterwards.
+    spec = in_process(monkeypatch, state_dirs)
     first = session(spec, ("create_sandbox", {}))
     sandbox = first[0].structured_content["sandbox_id"]
     write = ("run_python_code", {"sandbox_id": sandbox, "code_block": "open('kept.txt', 'w').write('kept value')"})
     read = ("run_command", {"sandbox_id": sandbox, "command": "cat kept.txt; echo; pwd"})
     got = session(spec, write, read)
-    again = session(spec, ("run_python_code", {"sandbox_id": sandbox, "code_block": "print(open('kept.txt').read())"}))
+    again = session(
+        sandbox_spec(state_dirs),
+        ("run_python_code", {"sandbox_id": sandbox, "code_block": "print(open('kept.txt').read())"}),
+    )
     assert first[0].result.startswith(f"sandbox_id: {sandbox}") and sandbox.startswith("sbx-")
     assert got[0].ok and got[1].ok, (got[0].error, got[1].error)
     assert "kept value" in got[1].result and sandbox in got[1].result
@@ -85,8 +89,8 @@ def test_made_up_and_unknown_ids_are_clear_errors_for_commands_and_files(state_d
     assert "still here" in got[4].result and got.starts == 1
 
 
-def test_code_that_loops_forever_is_stopped_at_its_time_limit_with_its_children(state_dirs, leak_tag):
-    spec = sandbox_spec(state_dirs, leak_tag)
+def test_code_that_loops_forever_is_stopped_at_its_time_limit_with_its_children(state_dirs, leak_tag, monkeypatch):
+    spec = in_process(monkeypatch, state_dirs, leak_tag)
     loop = "import subprocess, sys\nsubprocess.Popen(['sleep', '300'])\nprint('looping', flush=True)\nwhile True: pass"
     got = session(
         spec,
@@ -175,6 +179,7 @@ def test_files_move_in_and_out_of_a_sandbox(state_dirs, tmp_path: Path, monkeypa
     assert "no such local file" in got[6].error
 
 
+@pytest.mark.process
 def test_a_run_abandoned_by_the_caller_is_killed_when_the_server_stops(state_dirs, leak_tag):
     spec = sandbox_spec(state_dirs, leak_tag)
 
@@ -192,9 +197,9 @@ def test_a_run_abandoned_by_the_caller_is_killed_when_the_server_stops(state_dir
     assert anyio.run(abandon) == "timeout"  # leak_tag then checks that no sleep survived
 
 
-def test_an_e2b_key_without_the_e2b_client_is_a_clear_error(state_dirs, tmp_path: Path):
-    hidden = hide_module(tmp_path / "shadow", "e2b_code_interpreter")
-    spec = sandbox_spec(state_dirs, E2B_API_KEY="e2b_test_key_not_real", PYTHONPATH=hidden)
+def test_an_e2b_key_without_the_e2b_client_is_a_clear_error(state_dirs, monkeypatch):
+    monkeypatch.setitem(sys.modules, "e2b_code_interpreter", None)  # as if it were not installed
+    spec = in_process(monkeypatch, state_dirs, E2B_API_KEY="e2b_test_key_not_real")
     got = session(spec, ("create_sandbox", {}), ("run_python_code", {"code_block": "print(1)"}))
     for outcome in got.outcomes:
         assert outcome.error_kind == "tool_error"
@@ -202,6 +207,7 @@ def test_an_e2b_key_without_the_e2b_client_is_a_clear_error(state_dirs, tmp_path
     assert "e2b_test_key_not_real" not in got[0].error
 
 
+@pytest.mark.process
 def test_miroctl_call_python_runs_code_and_reports_the_exit_code(state_dirs):
     code, envelope = cli_call("python", "run_python_code", "code_block=print(6 * 7)", env=state_dirs)
     assert code == 0, envelope
@@ -209,11 +215,11 @@ def test_miroctl_call_python_runs_code_and_reports_the_exit_code(state_dirs):
     assert envelope["structured_content"]["exit_code"] == 0
 
 
-def test_miroctl_call_python_with_a_made_up_sandbox_id_exits_1(state_dirs):
-    code, envelope = cli_call("python", "run_command", "sandbox_id=default", "command=ls", env=state_dirs)
-    assert code == 1
-    assert envelope["error_kind"] == "tool_error"
-    assert "'default' is not a sandbox id" in envelope["error"]
+def test_a_command_in_a_made_up_sandbox_id_is_a_tool_error_that_exits_1(state_dirs, monkeypatch):
+    got = session(in_process(monkeypatch, state_dirs), ("run_command", {"sandbox_id": "default", "command": "ls"}))
+    assert got[0].exit_code == 1
+    assert got[0].error_kind == "tool_error"
+    assert "'default' is not a sandbox id" in got[0].error
 
 
 def test_a_non_zero_exit_is_a_tool_error_that_starts_with_the_exit_code(state_dirs, monkeypatch):
@@ -250,11 +256,13 @@ def _wait_for_run_gone(tag: str, server: int) -> list[int]:
     return alive
 
 
+@pytest.mark.process
 def test_a_run_dies_with_its_server_when_the_server_is_killed(state_dirs, leak_tag):
     spec = sandbox_spec(state_dirs, leak_tag)
     assert anyio.run(_kill_server_during_a_run, spec, leak_tag, "sleep 300", signal.SIGKILL) == []
 
 
+@pytest.mark.process
 def test_a_terminated_server_stops_its_runs_and_their_background_processes(state_dirs, leak_tag):
     spec = sandbox_spec(state_dirs, leak_tag)
     command = "sleep 300 & sleep 301"

@@ -28,8 +28,9 @@ def root(tmp_path: Path) -> Path:
     return base
 
 
-def test_read_file_converts_text_csv_json_and_html_to_markdown(root: Path):
-    spec = bundled_spec("reading", {"READING_ROOT": str(root)})
+def test_read_file_converts_text_csv_json_and_html_to_markdown(root: Path, monkeypatch):
+    monkeypatch.setenv("READING_ROOT", str(root))
+    spec = memory_spec("reading")
     got = session(
         spec,
         ("read_file", {"uri": "notes.txt"}),
@@ -94,9 +95,11 @@ def test_urls_are_fetched_and_http_failures_are_reported(monkeypatch):
     assert got[4].error_kind == "tool_error" and "cannot reach http://nonexistent.invalid/" in got[4].error
 
 
-def test_a_pdf_converts_and_a_missing_extra_is_named_in_the_error(root: Path, tmp_path: Path):
+@pytest.mark.process  # the extra is hidden from a fresh interpreter: this one may have imported it already
+def test_a_pdf_converts_and_a_missing_extra_is_named_in_the_error(root: Path, tmp_path: Path, monkeypatch):
     minimal_pdf(root / "doc.pdf", "Hello PDF")
-    with_extra = session(bundled_spec("reading", {"READING_ROOT": str(root)}), ("read_file", {"uri": "doc.pdf"}))
+    monkeypatch.setenv("READING_ROOT", str(root))
+    with_extra = session(memory_spec("reading"), ("read_file", {"uri": "doc.pdf"}))
     hidden = hide_module(tmp_path / "shadow", "pdfminer")
     without = bundled_spec("reading", {"READING_ROOT": str(root), "PYTHONPATH": hidden})
     got = session(without, ("read_file", {"uri": "doc.pdf"}), ("read_file", {"uri": "notes.txt"}))
@@ -114,6 +117,7 @@ def test_a_file_over_the_size_limit_is_refused(root: Path, monkeypatch):
     assert got[0].error_kind == "tool_error" and "over the" in got[0].error and "limit" in got[0].error
 
 
+@pytest.mark.process
 def test_miroctl_call_reading_prints_the_markdown_envelope(root: Path):
     code, envelope = cli_call("reading", "read_file", f"uri={root / 'table.csv'}")
     assert code == 0, envelope
@@ -121,8 +125,9 @@ def test_miroctl_call_reading_prints_the_markdown_envelope(root: Path):
     assert "| alpha | 1 |" in envelope["result"]
 
 
-def test_miroctl_call_reading_a_missing_file_exits_1_with_the_reason(tmp_path: Path):
-    code, envelope = cli_call("reading", "read_file", f"uri={tmp_path / 'nope.txt'}")
-    assert code == 1
-    assert envelope["error_kind"] == "tool_error" and "no such file" in envelope["error"]
-    assert os.path.basename(str(tmp_path / "nope.txt")) in envelope["error"]
+def test_reading_a_missing_file_exits_1_with_the_reason(tmp_path: Path, monkeypatch):
+    monkeypatch.setenv("READING_ROOT", str(tmp_path))
+    got = session(memory_spec("reading"), ("read_file", {"uri": str(tmp_path / "nope.txt")}))
+    assert got[0].exit_code == 1
+    assert got[0].error_kind == "tool_error" and "no such file" in got[0].error
+    assert os.path.basename(str(tmp_path / "nope.txt")) in got[0].error

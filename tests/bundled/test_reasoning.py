@@ -3,6 +3,8 @@ on 127.0.0.1: the official SDKs run unchanged, only their base URLs point at the
 
 from __future__ import annotations
 
+import pytest
+
 from tests.bundled.conftest import bundled_spec, cli_call, memory_spec, session
 from tests.conftest import free_port
 from tests.fakes import anthropic_api, openai_api
@@ -149,6 +151,7 @@ def test_malformed_bodies_and_refused_connections_are_explained(model_env):
     assert refused[0].exit_code == 1 and "cannot connect to the Anthropic API at ANTHROPIC_BASE_URL" in refused[0].error
 
 
+@pytest.mark.process
 def test_miroctl_call_reasoning_over_stdio_answers_and_exits_0():
     with AnthropicFake().running() as fake:
         env = anthropic_env(fake)

@@ -3,10 +3,12 @@ a description a model can act on, and every key comes from the environment, so n
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 import yaml
 
-from tests.bundled.conftest import bundled_config, bundled_spec, listed_tools, session
+from tests.bundled.conftest import bundled_config, bundled_spec, listed_tools, memory_spec, session
 from tests.bundled.files import hide_module
 from tests.bundled.test_bundled_config import HINTS
 from tests.conftest import ROOT
@@ -29,11 +31,12 @@ EXPECTED = {
 
 
 @pytest.mark.parametrize("name", RESEARCH)
-def test_each_research_tool_has_yaml_metadata_that_matches_its_annotations(name):
-    # A model server's requires_env; any executable as the browser, which listing the tools never starts
-    # (so the test runs on a machine without Chromium, as a newcomer's may be).
-    spec = bundled_spec(name, {"OPENAI_BASE_URL": "http://127.0.0.1:9/v1", "BROWSER_EXECUTABLE": "/bin/true"})
-    entry = listed_tools([spec])[0]
+def test_each_research_tool_has_yaml_metadata_that_matches_its_annotations(name, monkeypatch):
+    # Any executable as the browser, which listing the tools never starts (so the test runs on a machine
+    # without Chromium, as a newcomer's may be).
+    monkeypatch.setenv("BROWSER_EXECUTABLE", "/bin/true")
+    spec = bundled_spec(name)
+    entry = listed_tools([memory_spec(name)])[0]
     assert entry.ok, entry.failure
     assert {t.name for t in entry.tools} == set(spec.tools) == EXPECTED[name]
     for tool in entry.tools:
@@ -52,21 +55,22 @@ def test_research_servers_take_their_keys_from_the_environment_only():
                 assert value == f"${{oc.env:{key},''}}", f"{name}: {key} must come from the environment"
 
 
-def test_a_missing_client_library_is_a_tool_error_with_the_install_line(tmp_path):
-    hidden = hide_module(tmp_path / "shadow", "anthropic")
-    spec = bundled_spec("reasoning", {"ANTHROPIC_API_KEY": "sk-ant-not-used", "PYTHONPATH": hidden})
-    got = session(spec, ("reasoning", {"question": "Why?"}))
+def test_a_missing_client_library_is_a_tool_error_with_the_install_line(model_env, monkeypatch):
+    model_env(ANTHROPIC_API_KEY="sk-ant-not-used")
+    monkeypatch.setitem(sys.modules, "anthropic", None)  # as if it were not installed
+    got = session(memory_spec("reasoning"), ("reasoning", {"question": "Why?"}))
     assert got[0].exit_code == 1 and got[0].error_kind == "tool_error"
     assert "the anthropic client library is not installed: pip install 'miroctl[research]'" in got[0].error
 
 
-def test_the_docker_server_without_its_library_says_what_to_install(tmp_path):
-    hidden = hide_module(tmp_path / "shadow", "docker")
-    got = session(bundled_spec("docker", {"PYTHONPATH": hidden}), ("list_containers", {}))
+def test_the_docker_server_without_its_library_says_what_to_install(monkeypatch):
+    monkeypatch.setitem(sys.modules, "docker", None)  # as if it were not installed
+    got = session(memory_spec("docker"), ("list_containers", {}))
     assert got[0].exit_code == 1
     assert "the docker client library is not installed: pip install 'miroctl[research]'" in got[0].error
 
 
+@pytest.mark.process
 def test_the_browser_server_without_playwright_refuses_to_start_and_says_why(tmp_path):
     hidden = hide_module(tmp_path / "shadow", "playwright")
     entry = listed_tools([bundled_spec("browser", {"PYTHONPATH": hidden})])[0]

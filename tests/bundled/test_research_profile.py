@@ -8,6 +8,7 @@ import os
 import shutil
 from pathlib import Path
 
+import pytest
 import yaml
 from typer.testing import CliRunner
 
@@ -28,6 +29,7 @@ def test_the_research_profile_selects_the_research_servers_and_those_a_research_
         assert config.get(name).error is None, f"{name}: {config.get(name).error}"
 
 
+@pytest.mark.process
 def test_miroctl_list_with_the_research_profile_shows_every_server_with_truthful_metadata(monkeypatch, tmp_path):
     for key in ("SERPER_API_KEY", "JINA_API_KEY"):
         monkeypatch.delenv(key, raising=False)
@@ -53,6 +55,7 @@ def test_miroctl_list_with_the_research_profile_shows_every_server_with_truthful
             assert len(tool["description"]) > 200, f"{name}.{tool['name']} needs a description a model can act on"
 
 
+@pytest.mark.process
 def test_in_the_research_profile_a_server_without_its_key_is_a_config_failure_and_the_others_work(
     tmp_path, monkeypatch
 ):
@@ -86,6 +89,7 @@ MODEL_KEYS = (
 )
 
 
+@pytest.mark.process
 def test_a_model_server_with_no_model_configured_is_a_config_failure_naming_what_to_set(tmp_path, monkeypatch):
     for key in MODEL_KEYS:
         monkeypatch.delenv(key, raising=False)

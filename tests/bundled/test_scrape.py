@@ -204,6 +204,7 @@ def test_bad_urls_are_tool_errors(web):
     assert "url must be an http(s) address, got 'file:///etc/passwd'" in scrape("file:///etc/passwd").error
 
 
+@pytest.mark.process
 def test_the_shipped_server_over_stdio_reads_through_the_fake_reader(web):
     spec = bundled_spec("scrape", {"JINA_API_KEY": KEY, "JINA_BASE_URL": web.jina.base, "HTTP_BACKOFF": "0.01"})
     outcome = scrape(web.url("/article"), spec)

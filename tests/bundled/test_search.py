@@ -288,6 +288,7 @@ def test_an_unknown_search_backend_setting_is_a_tool_error(serper, monkeypatch):
 # ---------------------------------------------------------------------------------------------- over stdio
 
 
+@pytest.mark.process
 def test_the_shipped_server_over_stdio_gets_the_profiles_url_rules_and_the_fakes_url(serper):
     serper.index["mirrors"] = [organic("a", "https://example.org/a"), organic("b", "https://blocked.example.com/b")]
     spec = bundled_spec("search", {"SERPER_API_KEY": KEY, "SERPER_BASE_URL": serper.base, "HTTP_BACKOFF": "0.01"})

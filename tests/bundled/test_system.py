@@ -1,4 +1,4 @@
-"""The system server from config/tool/tool-system.yaml: over stdio (and the CLI), and in-process for details."""
+"""The system server from config/tool/tool-system.yaml: in-process, and over stdio through the CLI once."""
 
 from __future__ import annotations
 
@@ -8,14 +8,15 @@ import socket
 from pathlib import Path
 
 import psutil
+import pytest
 
-from tests.bundled.conftest import bundled_spec, cli_call, memory_spec, session
+from tests.bundled.conftest import cli_call, memory_spec, session
 from tests.conftest import free_port
 
 
 def test_cpu_memory_and_disk_numbers_come_with_their_context(tmp_path: Path):
     got = session(
-        bundled_spec("system"),
+        memory_spec("system"),
         ("cpu_usage", {"sample_seconds": 0.2}),
         ("memory_usage", {}),
         ("disk_usage", {"path": str(tmp_path)}),
@@ -63,10 +64,12 @@ def test_listening_ports_finds_a_socket_the_test_opened():
 
 def test_a_missing_path_is_a_tool_error_and_the_server_keeps_running(tmp_path: Path):
     got = session(memory_spec("system"), ("disk_usage", {"path": str(tmp_path / "missing")}), ("memory_usage", {}))
+    assert got[0].exit_code == 1
     assert got[0].error_kind == "tool_error" and "no such file or directory" in got[0].error
     assert got[1].ok and got.starts == 1
 
 
+@pytest.mark.process
 def test_miroctl_call_system_memory_usage_gives_text_and_numbers():
     code, envelope = cli_call("system", "memory_usage")
     assert code == 0, envelope
@@ -74,13 +77,7 @@ def test_miroctl_call_system_memory_usage_gives_text_and_numbers():
     assert envelope["structured_content"]["total"] == psutil.virtual_memory().total
 
 
-def test_miroctl_call_system_with_an_out_of_range_argument_exits_2_before_calling():
-    code, envelope = cli_call("system", "top_processes", "limit=0")
-    assert code == 2
-    assert envelope["error_kind"] == "arguments" and "limit" in envelope["error"]
-
-
-def test_miroctl_call_system_disk_usage_of_a_missing_path_exits_1(tmp_path: Path):
-    code, envelope = cli_call("system", "disk_usage", f"path={tmp_path / 'missing'}")
-    assert code == 1
-    assert envelope["error_kind"] == "tool_error" and "no such file or directory" in envelope["error"]
+def test_an_out_of_range_argument_exits_2_before_calling():
+    got = session(memory_spec("system"), ("top_processes", {"limit": 0}))
+    assert got[0].exit_code == 2
+    assert got[0].error_kind == "arguments" and "limit" in got[0].error

@@ -175,6 +175,7 @@ def test_openai_vision_failures_are_tool_errors(model_env, png: Path):
     assert "returned an empty answer" in got[3].error
 
 
+@pytest.mark.process
 def test_miroctl_call_vision_over_stdio_answers_and_exits_0(png: Path):
     with OpenAIFake().running() as fake:
         env = {

@@ -189,6 +189,7 @@ def test_an_unreachable_archive_is_a_tool_error(archive, monkeypatch):
     assert outcome.exit_code == 1 and "Wayback CDX API: cannot connect" in outcome.error
 
 
+@pytest.mark.process
 def test_the_shipped_server_over_stdio_reads_the_fake_archive(archive):
     spec = bundled_spec(
         "wayback",

@@ -263,6 +263,7 @@ def test_a_future_month_and_out_of_range_dates_are_refused(wiki):
     assert wiki.seen() == []
 
 
+@pytest.mark.process
 def test_the_shipped_server_over_stdio_reads_the_fake_wiki(wiki):
     spec = bundled_spec("wiki", {"WIKI_API_URL": f"{wiki.base}/w/api.php", "HTTP_BACKOFF": "0.01"})
     got = session(spec, ("wiki_get_page_content", {"entity": "Mercury (planet)", "first_sentences": 1}))
