@@ -140,7 +140,7 @@ def test_a_reader_that_does_not_answer_in_time_times_out_then_falls_back(web, mo
 def test_a_429_is_retried_after_the_wait_it_asks_for(web):
     web.jina.script(reader_error(429, "RateLimitTriggeredError", 42903, "Per IP rate limit exceeded", retryAfter=1))
     outcome = scrape(web.url("/article"))
-    first, second = web.jina.seen()
+    first, second, *_ = web.jina.seen()  # a third only when the retry itself was lost (a loaded machine)
     assert outcome.exit_code == 0 and "Fetched by: the Jina reader" in outcome.result
     assert second.at - first.at >= 0.95
 
