@@ -89,3 +89,37 @@ def test_a_blacklisted_tool_is_not_a_correction_candidate(write_config):
     path = write_config({"alpha": fixture_yaml("alpha", "--tools", "add")}, tool_blacklist=[["alpha", "add"]])
     result = call(path, "maths", "add", "a=1")
     assert result.exit_code == 6
+
+
+@pytest.fixture
+def near_miss_pool(write_config):
+    return write_config(
+        {
+            "tool-alpha": fixture_yaml("tool-alpha", "--tools", "echo,sleep"),
+            "tool-beta": fixture_yaml("tool-beta", "--tools", "sleepy"),
+        }
+    )
+
+
+def test_a_tool_of_exactly_that_name_on_one_other_server_beats_a_near_miss_on_the_named_one(near_miss_pool):
+    result = call(near_miss_pool, "tool-alpha", "sleepy", "--json")
+    assert result.exit_code == 0, result.output
+    envelope = parse_json(result.stdout)
+    assert (envelope["server_name"], envelope["corrected_from"]) == ("tool-beta", "tool-alpha")
+    assert envelope["result"] == "sleepy on tool-beta"
+
+
+def test_without_autocorrect_the_near_miss_on_the_named_server_is_suggested(near_miss_pool):
+    result = call(near_miss_pool, "tool-alpha", "sleepy", "--no-autocorrect", "--json")
+    assert result.exit_code == 6
+    envelope = parse_json(result.stdout)
+    assert envelope["error"] == "server 'tool-alpha' has no tool 'sleepy'"
+    assert "sleep" in envelope["hint"] and envelope["corrected_from"] is None
+
+
+def test_a_near_miss_is_suggested_when_no_server_has_the_exact_name(near_miss_pool):
+    result = call(near_miss_pool, "tool-alpha", "slep", "--json")
+    assert result.exit_code == 6
+    envelope = parse_json(result.stdout)
+    assert envelope["error"] == "server 'tool-alpha' has no tool 'slep'"
+    assert "sleep" in envelope["hint"]

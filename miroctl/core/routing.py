@@ -53,15 +53,15 @@ class Router:
         if found is not None:
             return Route(spec, found)
         names = [t.name for t in tools]
-        typo = suggest(tool, names)
-        if typo is not None:  # a near miss of one of its own tools: answered by this server alone
-            raise NotFound(f"server {spec.name!r} has no tool {tool!r}", hint=typo)
-        if autocorrect:
+        if autocorrect:  # a tool of exactly that name elsewhere beats a near miss of one of its own
             holders = await self.find_tool(tool, [spec.name])
             if len(holders) == 1:
                 return self._corrected(holders[0], spec.name)
             if holders:
                 raise _ambiguous(tool, holders, f"server {spec.name!r} has no tool {tool!r}")
+        typo = suggest(tool, names)
+        if typo is not None:  # a near miss of one of its own tools, and no other server has the tool itself
+            raise NotFound(f"server {spec.name!r} has no tool {tool!r}", hint=typo)
         raise NotFound(f"server {spec.name!r} has no tool {tool!r}", hint=f"its tools: {', '.join(names) or '(none)'}")
 
     async def _missing_tool(self, spec: ServerSpec) -> Route:

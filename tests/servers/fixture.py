@@ -241,6 +241,13 @@ def build(name: str, only: set[str] | None, environ=None, cwd=None, instructions
             return f"boo from {name}"
         raise ToolError("Unknown tool: ghost")
 
+    def sleepy() -> str:
+        """Say it is sleepy (listed only when named in --tools: a near miss of `sleep`)."""
+        return f"sleepy on {name}"
+
+    if only is not None and "sleepy" in only:
+        server.tool()(_logged(sleepy, environ))
+
     return server
 
 
