@@ -30,6 +30,7 @@ from miroctl.base.models import (
     ToolInfo,
     Truncated,
 )
+from miroctl.base.text import correction_note
 
 T = TypeVar("T")
 URL_ENV = "MIROCTL_URL"
@@ -258,7 +259,21 @@ def outcome_from_dict(data: Mapping[str, Any]) -> CallOutcome:
         candidates=_list(data, "candidates", str),
         decision=DecisionRecord.from_json(data.get("decision")),
         notes=_list(data, "notes", str),
+        correction=_correction(data),
     )
+
+
+def _correction(data: Mapping[str, Any]) -> str | None:
+    """The auto-correction note the envelope's result starts with, if it has one."""
+    given, result = _text(data, "corrected_from"), _text(data, "result") or ""
+    used, tool = _text(data, "server_name") or "", _text(data, "tool_name") or ""
+    if given is None:
+        return None
+    for exists in (False, True):
+        note = correction_note(given, tool, used, exists)
+        if result.startswith(f"{note} "):
+            return note
+    return None
 
 
 def fetched_from_dict(data: Mapping[str, Any]) -> Fetched:

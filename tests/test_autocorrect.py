@@ -5,6 +5,12 @@ from typer.testing import CliRunner
 
 from miroctl.cli.app import app
 from tests.conftest import fixture_yaml, parse_json
+from tests.json_contract import one_document
+
+SLEEPY_NOTE = (
+    "[Auto-corrected: Server 'tool-alpha' has no tool 'sleepy', but tool 'sleepy' was found only in server "
+    "'tool-beta', so automatically used 'tool-beta' instead] "
+)
 
 
 @pytest.fixture
@@ -26,13 +32,18 @@ def test_unknown_server_is_corrected_when_exactly_one_server_has_the_tool(pool):
     result = call(pool, "maths", "add", "a=1", "b=2", "--json")
     assert result.exit_code == 0
     envelope = parse_json(result.stdout)
-    assert (envelope["server_name"], envelope["corrected_from"], envelope["result"]) == ("alpha", "maths", "3")
+    assert (envelope["server_name"], envelope["corrected_from"]) == ("alpha", "maths")
+    assert envelope["result"] == (
+        "[Auto-corrected: Server 'maths' not found, but tool 'add' was found only in server 'alpha', "
+        "so automatically used 'alpha' instead] 3"
+    )
 
 
 def test_human_output_marks_the_correction_as_the_seeds_do(pool):
     result = call(pool, "maths", "add", "a=1")
     assert result.exit_code == 0
-    assert "[Auto-corrected: Server 'maths' not found" in result.stderr and "used 'alpha' instead]" in result.stderr
+    assert result.stderr.count("[Auto-corrected: Server 'maths' not found") == 1
+    assert "so automatically used 'alpha' instead]" in result.stderr
     assert result.stdout == "1\n"
 
 
@@ -63,7 +74,9 @@ def test_a_server_answering_unknown_tool_is_rerouted_to_the_one_other_holder(poo
     result = call(pool, "alpha", "ghost", "--json")
     assert result.exit_code == 0
     envelope = parse_json(result.stdout)
-    assert (envelope["result"], envelope["corrected_from"]) == ("boo from gamma", "alpha")
+    assert envelope["corrected_from"] == "alpha"
+    assert envelope["result"].startswith("[Auto-corrected: Server 'alpha' has no tool 'ghost', but tool 'ghost'")
+    assert envelope["result"].endswith("so automatically used 'gamma' instead] boo from gamma")
 
 
 def test_no_autocorrect_keeps_the_servers_unknown_tool_answer(pool):
@@ -104,9 +117,16 @@ def near_miss_pool(write_config):
 def test_a_tool_of_exactly_that_name_on_one_other_server_beats_a_near_miss_on_the_named_one(near_miss_pool):
     result = call(near_miss_pool, "tool-alpha", "sleepy", "--json")
     assert result.exit_code == 0, result.output
-    envelope = parse_json(result.stdout)
+    envelope = one_document(result.stdout)
     assert (envelope["server_name"], envelope["corrected_from"]) == ("tool-beta", "tool-alpha")
-    assert envelope["result"] == "sleepy on tool-beta"
+    assert envelope["result"] == SLEEPY_NOTE + "sleepy on tool-beta"
+
+
+def test_human_output_of_a_corrected_call_shows_the_note_once_on_stderr_and_the_bare_result(near_miss_pool):
+    result = call(near_miss_pool, "tool-alpha", "sleepy")
+    assert result.exit_code == 0, result.output
+    assert result.stdout == "sleepy on tool-beta\n"
+    assert result.stderr.count("[Auto-corrected:") == 1 and SLEEPY_NOTE.strip() in result.stderr
 
 
 def test_without_autocorrect_the_near_miss_on_the_named_server_is_suggested(near_miss_pool):

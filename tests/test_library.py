@@ -15,6 +15,7 @@ from miroctl import CallOutcome, ToolManager, connect
 from miroctl.base.models import ServerSpec
 from miroctl.config.loader import Config, Profile
 from miroctl.library import TASK_ID
+from tests.servers.fixture import build
 
 
 def memory_server(name: str) -> MCPServer:
@@ -232,3 +233,18 @@ def test_the_tool_manager_reads_numeric_strings_as_integers_and_refuses_a_fracti
     assert (read.result, read.notes) == ("42", ['argument a: "2" sent as 2, as the server would read it'])
     assert (int(refused.exit_code), refused.error) == (2, "add: a: \"2.5\" is not of type 'integer'")
     assert log.read_text().splitlines() == ["add", "add"]
+
+
+def test_a_near_miss_on_the_named_server_loses_to_the_exact_tool_elsewhere_with_one_note():
+    specs = (
+        ServerSpec(name="tool-alpha", transport="memory", target=build("tool-alpha", {"echo", "sleep"})),
+        ServerSpec(name="tool-beta", transport="memory", target=build("tool-beta", {"sleepy"})),
+    )
+    tm = ToolManager(Config(servers=specs, profile=Profile(), default_names=("tool-alpha", "tool-beta")))
+    answer = asyncio.run(tm.execute_tool_call("tool-alpha", "sleepy", {}))
+    assert answer == {
+        "server_name": "tool-beta",
+        "tool_name": "sleepy",
+        "result": "[Auto-corrected: Server 'tool-alpha' has no tool 'sleepy', but tool 'sleepy' was found only in "
+        "server 'tool-beta', so automatically used 'tool-beta' instead] sleepy on tool-beta",
+    }

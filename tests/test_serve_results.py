@@ -74,5 +74,22 @@ async def test_lazy_call_tool_corrects_an_unknown_server_and_says_so_in_the_resu
         result = await client.call_tool("call_tool", {"server": "gamma", "tool": "echo", "arguments": {"text": "hi"}})
     assert result.is_error is False
     texts = [block.text for block in result.content]
-    assert texts == ["[Auto-corrected: Server 'gamma' not found or without that tool; used 'beta' instead]", "hi"]
+    note = (
+        "[Auto-corrected: Server 'gamma' not found, but tool 'echo' was found only in server 'beta', "
+        "so automatically used 'beta' instead]"
+    )
+    assert texts == [note, "hi"]
     assert result.meta[META_KEY]["corrected_from"] == "gamma"
+
+
+async def test_lazy_call_tool_sends_a_near_miss_to_the_exact_tool_elsewhere_and_the_text_starts_with_the_note():
+    async with client_of(memory("tool-alpha", "echo,sleep"), memory("tool-beta", "sleepy"), lazy=True) as client:
+        result = await client.call_tool("call_tool", {"server": "tool-alpha", "tool": "sleepy", "arguments": {}})
+    assert result.is_error is False
+    text = "".join(block.text for block in result.content)
+    assert text.startswith(
+        "[Auto-corrected: Server 'tool-alpha' has no tool 'sleepy', but tool 'sleepy' was found only in server "
+        "'tool-beta', so automatically used 'tool-beta' instead]"
+    )
+    assert text.endswith("sleepy on tool-beta") and text.count("[Auto-corrected:") == 1
+    assert result.meta[META_KEY]["corrected_from"] == "tool-alpha"

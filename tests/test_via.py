@@ -70,6 +70,15 @@ def test_call_via_prints_human_text_like_the_direct_path(pool):
     assert "\x1b" not in result.stdout
 
 
+def test_call_via_shows_a_corrected_calls_note_once_on_stderr_like_the_direct_path(pool):
+    direct = invoke("call", "beta", "progress", "steps=1", "--config", pool["config"])
+    warm = invoke("call", "beta", "progress", "steps=1", "--via", pool["url"])
+    assert (warm.exit_code, direct.exit_code) == (0, 0), warm.stderr
+    assert warm.stdout == direct.stdout == "did 1 steps\n"
+    assert warm.stderr.count("[Auto-corrected: Server 'beta' has no tool 'progress'") == 1
+    assert direct.stderr.count("[Auto-corrected: Server 'beta' has no tool 'progress'") == 1
+
+
 def test_call_via_sends_args_from_a_json_base(pool, tmp_path):
     base = tmp_path / "args.json"
     base.write_text('{"a": 5, "b": 6}')

@@ -382,6 +382,7 @@ class CallOutcome(Envelope):
     decision: DecisionRecord | None = None
     notes: list[str] = field(default_factory=list)
     output: Written | None = None  # the whole result text went to this file
+    correction: str | None = None  # the auto-correction note (`result` starts with it and a space); not in JSON
 
     def to_dict(self) -> dict[str, object]:
         body: dict[str, object] = {

@@ -27,3 +27,13 @@ def human_bytes(count: float) -> str:
             return f"{int(value)} {unit}" if unit == "B" else f"{value:.1f} {unit}"
         value /= 1024
     raise AssertionError("unreachable")
+
+
+def correction_note(given: str, tool: str, used: str, given_exists: bool = False, failed: bool = False) -> str:
+    """The seeds' note on a call sent to another server than the one named (`given`): a result starts with
+    it and a space; `given_exists` when that server is configured but lacks the tool."""
+    missing = f"has no tool '{tool}'" if given_exists else "not found"
+    lead = f"[Auto-corrected: Server '{given}' {missing}, but tool '{tool}' was found only in server '{used}'"
+    if failed:
+        return f"{lead}, attempted auto-correction but still failed]"
+    return f"{lead}, so automatically used '{used}' instead]"

@@ -6,6 +6,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from miroctl.base.models import CallOutcome, DecisionRecord
+from miroctl.base.text import correction_note
 
 if TYPE_CHECKING:
     from miroctl.base.models import CallRequest
@@ -87,6 +88,16 @@ def log_summary(outcome: CallOutcome) -> tuple[str, dict[str, Any]]:
     if outcome.ok:
         return "call_success", {**fields, "result_chars": len(outcome.result or "")}
     return "call_error", {**fields, "error_kind": outcome.error_kind, "error": outcome.error}
+
+
+def mark_correction(outcome: CallOutcome, route: Route, given_exists: bool) -> None:
+    """A call sent to another server than the one named says so as the seeds do: its result starts with the note."""
+    if route.corrected_from is None:
+        return
+    outcome.corrected_from = route.corrected_from
+    outcome.correction = correction_note(route.corrected_from, route.tool.name, route.spec.name, given_exists)
+    if outcome.ok:
+        outcome.result = f"{outcome.correction} {outcome.result or ''}"
 
 
 def says_unknown_tool(outcome: CallOutcome) -> bool:

@@ -318,7 +318,7 @@ class Manager:
         decision = await self._decide(route, values)
         if not decision.allowed:
             outcome = envelopes.denied(route.spec.name, route.tool.name, decision, unanswered=self._confirm is None)
-            outcome.corrected_from = route.corrected_from
+            self._mark_correction(outcome, route)
             return outcome
         outcome = await self._execute(route, values, request)
         if decision.confirmed_by:  # the envelope says who said yes
@@ -330,7 +330,12 @@ class Manager:
                 outcome = await self.invoke(rerouted, values, request)
         outcome = await self._fall_back(route, values, request, outcome)
         outcome.notes[:0] = notes
+        self._mark_correction(outcome, route)
         return outcome
+
+    def _mark_correction(self, outcome: CallOutcome, route: Route) -> None:
+        given = route.corrected_from
+        envelopes.mark_correction(outcome, route, given is not None and self.config.get(given) is not None)
 
     async def _decide(self, route: Route, values: Mapping[str, Any]) -> Decision:
         """The policy's decision, with mode ask's question put to the confirm callback."""

@@ -434,9 +434,13 @@ def _fields(info: ToolInfo) -> dict[str, Any]:
 def result_body(outcome: CallOutcome) -> dict[str, Any]:
     """The CallToolResult fields for an envelope: the tool's own answer, or miroctl's reason."""
     if outcome.ok or outcome.error_kind == "tool_error":
-        content = outcome.content or ([{"type": "text", "text": outcome.result}] if outcome.result else [])
-        if outcome.corrected_from is not None:  # the model must see it was answered by another server
-            content = [{"type": "text", "text": correction_note(outcome)}, *content]
+        # The model must see it was answered by another server: the note first, as in the result's text.
+        note = [{"type": "text", "text": outcome.correction}] if outcome.correction else []
+        content = [*note, *outcome.content] if outcome.content else []
+        if not content and outcome.result:  # its text starts with the note already
+            content = [{"type": "text", "text": outcome.result}]
+        elif not content:
+            content = note
         body: dict[str, Any] = {"content": content, "isError": outcome.is_error}
         if outcome.structured_content is not None:
             body["structuredContent"] = outcome.structured_content
@@ -455,12 +459,6 @@ def result_body(outcome: CallOutcome) -> dict[str, Any]:
     if outcome.notes:  # what miroctl changed or could not check on the way (an argument read as its type)
         body["_meta"][META_KEY]["notes"] = list(outcome.notes)
     return body
-
-
-def correction_note(outcome: CallOutcome) -> str:
-    """What the command line says on stderr when it re-routed a call, for a model to read."""
-    given = f"Server '{outcome.corrected_from}' not found or without that tool"
-    return f"[Auto-corrected: {given}; used '{outcome.server_name}' instead]"
 
 
 def summary(entry: ServerTools) -> dict[str, Any]:

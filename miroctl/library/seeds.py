@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from miroctl.base.models import CallOutcome, ServerTools
+from miroctl.base.text import correction_note
 from miroctl.config.loader import Config
 
 PARSE_FAILURE = "Failed to parse arguments"  # what MiroFlow's parser puts in `arguments` for broken JSON
@@ -71,17 +72,18 @@ def result_of(outcome: CallOutcome, asked_server: str, config: Config) -> dict[s
     body: dict[str, Any] = {"server_name": server, "tool_name": outcome.tool_name}
     corrected = outcome.corrected_from is not None and server != asked_server
     if outcome.error is None:
-        note = _correction(asked_server, outcome.tool_name, server, config, "ok") if corrected else ""
-        body["result"] = note + _text(outcome)
+        note = outcome.correction or ""  # the envelope's result starts with it already
+        text = (outcome.result or "").removeprefix(f"{note} ") if note else outcome.result or ""
+        body["result"] = (f"{note} " if note else "") + _text(outcome, text)
     else:
-        note = _correction(asked_server, outcome.tool_name, server, config, "failed") if corrected else ""
-        body["error"] = note + _error(outcome)
+        missing = config.get(asked_server) is not None
+        note = correction_note(asked_server, outcome.tool_name, server, missing, failed=True) if corrected else ""
+        body["error"] = (f"{note} " if note else "") + _error(outcome)
     return body
 
 
-def _text(outcome: CallOutcome) -> str:
+def _text(outcome: CallOutcome, text: str) -> str:
     """The result's text; an empty one says so, as the seeds do (an agent's model reads it)."""
-    text = outcome.result or ""
     if text.strip():
         return text
     tool = outcome.tool_name
@@ -97,11 +99,3 @@ def _error(outcome: CallOutcome) -> str:
     if hint and "miroctl" not in hint and "--" not in hint:
         return f"{error} ({hint})"
     return error
-
-
-def _correction(asked: str, tool: str, used: str, config: Config, how: str) -> str:
-    missing = "not found" if config.get(asked) is None else f"has no tool '{tool}'"
-    lead = f"[Auto-corrected: Server '{asked}' {missing}, but tool '{tool}' was found only in server '{used}'"
-    if how == "ok":
-        return f"{lead}, so automatically used '{used}' instead] "
-    return f"{lead}, attempted auto-correction but still failed] "

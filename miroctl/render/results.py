@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from miroctl.base.models import CallOutcome
+from miroctl.base.text import correction_note
 from miroctl.render.blobs import Saved
 from miroctl.render.output import Output
 
@@ -16,9 +17,9 @@ if TYPE_CHECKING:  # the type only: a call through a gateway must not load the s
 
 def call_result(out: Output, outcome: CallOutcome, saved: Saved | None = None) -> None:
     """A call's outcome for humans: the result on stdout, notes and errors on stderr."""
-    if outcome.corrected_from is not None:
-        given = f"Server '{outcome.corrected_from}' not found or without that tool"
-        out.note(f"[Auto-corrected: {given}; used '{outcome.server_name}' instead]")  # as serve tells a model
+    if outcome.corrected_from is not None:  # on stderr only: stdout has the result without it
+        used = outcome.server_name or ""
+        out.note(outcome.correction or correction_note(outcome.corrected_from, outcome.tool_name, used))
     for note in outcome.notes:
         out.note(note)
     policy_notes(out, outcome)
@@ -102,6 +103,8 @@ def _pretty(outcome: CallOutcome) -> str:
     """The result's text exactly as the server sent it (a script sees the same bytes as with --json); only
     structured content without any text is drawn here, as indented JSON."""
     text = outcome.result or ""
+    if outcome.correction:  # shown on stderr
+        text = text.removeprefix(f"{outcome.correction} ")
     if outcome.structured_content is not None and not text.strip():
         return json.dumps(outcome.structured_content, indent=2, ensure_ascii=False)
     return text
