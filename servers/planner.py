@@ -92,6 +92,27 @@ def complete_todo(todo_ids: list[str] | str) -> CallToolResult:
     return _checklist(todos, f"Marked {len(matched)} item{'s' if len(matched) != 1 else ''} done.")
 
 
+@mcp.tool(
+    annotations=ToolAnnotations(
+        read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False
+    )
+)
+def delete_todo(todo_id: str) -> CallToolResult:
+    """Delete one item from this task's todo list and return the whole list.
+
+    Use it for a step that is no longer wanted (a finished step is marked with complete_todo
+    instead). `todo_id` is an id from add_todo or list_todos: the full id or its first 8
+    characters. An unknown or ambiguous id deletes nothing and the error names the candidates.
+    """
+    wanted = str(todo_id).strip().lower()
+    if not wanted:
+        raise ToolError("todo_id must be an id from list_todos")
+    with TodoStore.for_task().editing() as todos:
+        todo = resolve_id(wanted, todos)
+        todos.remove(todo)
+    return _checklist(todos, f"Deleted {todo['title']} (id: {todo['id'][:SHORT_ID]}).")
+
+
 # ---------------------------------------------------------------------------------------------- inputs
 
 

@@ -10,7 +10,7 @@ from mcp.types import ToolAnnotations
 from miroctl.base.version import __version__
 
 from .helpers.common import human_bytes, number_setting, setting
-from .helpers.markdown_convert import DEFAULT_MAX_BYTES, read_document, read_url
+from .helpers.markdown_convert import DEFAULT_MAX_BYTES, read_data_uri, read_document, read_url
 
 mcp = MCPServer("reading", version=__version__, log_level="WARNING")
 
@@ -36,14 +36,42 @@ def read_file(uri: str) -> str:
     lists and links). Fails with a one-line reason for a missing file, a path outside READING_ROOT,
     an unreachable URL or an HTTP error status.
     """
+    return read_uri(uri, data=False)
+
+
+@mcp.tool(
+    annotations=ToolAnnotations(
+        read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=True
+    ),
+    structured_output=False,
+)
+def convert_to_markdown(uri: str) -> str:
+    """Convert a resource described by an http:, https:, file: or data: URI to Markdown.
+
+    The same reader as read_file (markitdown-mcp's tool of this name): http(s) URLs and file: URIs
+    (or local paths) follow read_file's rules (READING_ROOT, READING_MAX_BYTES, the URL rules), and a
+    data: URI (`data:text/html;base64,...`) is converted by its media type, under the same size cap.
+    Returns the Markdown text of the whole document.
+    """
+    return read_uri(uri, data=True)
+
+
+def read_uri(uri: str, *, data: bool) -> str:
+    """The Markdown of what `uri` names: an http(s) URL, a file: URI or local path, and a data: URI when `data`."""
+    if data:
+        kinds = "a local path, a file:// URI, an http(s) URL or a data: URI"
+    else:
+        kinds = "a local path, a file:// URI or an http(s) URL"
     uri = uri.strip()
     if not uri:
-        raise ToolError("uri is empty: give a local path, a file:// URI or an http(s) URL")
+        raise ToolError(f"uri is empty: give {kinds}")
     scheme = urlsplit(uri).scheme.lower()
     if scheme in ("http", "https"):
         return read_url(uri)
+    if scheme == "data" and data:
+        return read_data_uri(uri)
     if scheme not in ("", "file"):
-        raise ToolError(f"unsupported URI scheme {scheme!r}: use a local path, a file:// URI or an http(s) URL")
+        raise ToolError(f"unsupported URI scheme {scheme!r}: use {kinds}")
     path = local_path(uri)
     return read_document(path, uri)
 

@@ -98,13 +98,24 @@ def _read(response: Any, url: str, max_bytes: int, limit_name: str | None) -> by
 
 def page_to_markdown(page: Page, docintel_endpoint: str | None = None) -> str:
     """A fetched page as Markdown, converted by what its content type and URL say it is."""
-    markitdown = _markitdown()
-    mimetype, _, params = page.content_type.partition(";")
-    charset = next((p.split("=", 1)[1].strip() for p in params.split(";") if p.strip().startswith("charset=")), None)
     extension = posixpath.splitext(urlsplit(page.url).path)[1] or None
-    info = markitdown.StreamInfo(mimetype=mimetype.strip() or None, charset=charset, url=page.url, extension=extension)
+    info = _stream_info(page.content_type, url=page.url, extension=extension)
     converter = _converter(docintel_endpoint)
     return _converted(page.url, lambda: converter.convert_stream(io.BytesIO(page.body), stream_info=info))
+
+
+def bytes_to_markdown(body: bytes, content_type: str, shown_as: str) -> str:
+    """A document given as bytes of a content type (a data: URI's) as Markdown; `shown_as` names it in messages."""
+    info = _stream_info(content_type)
+    converter = _converter(None)
+    return _converted(shown_as, lambda: converter.convert_stream(io.BytesIO(body), stream_info=info))
+
+
+def _stream_info(content_type: str, **known: Any) -> Any:
+    """MarkItDown's description of a stream: the MIME type and charset a Content-Type names, and `known`."""
+    mimetype, _, params = content_type.partition(";")
+    charset = next((p.split("=", 1)[1].strip() for p in params.split(";") if p.strip().startswith("charset=")), None)
+    return _markitdown().StreamInfo(mimetype=mimetype.strip() or None, charset=charset, **known)
 
 
 def file_to_markdown(path: Path, shown_as: str) -> str:

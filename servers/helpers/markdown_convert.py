@@ -6,7 +6,10 @@ server's reads obey the same URL rules, size caps and timeouts as the scrape fal
 
 from __future__ import annotations
 
+import base64
+import binascii
 from pathlib import Path
+from urllib.parse import unquote, unquote_to_bytes
 
 from mcp.server.mcpserver.exceptions import ToolError
 
@@ -14,7 +17,7 @@ from miroctl.base import webpages
 from miroctl.base.version import __version__
 from miroctl.policy.urls import from_env
 
-from .common import number_setting
+from .common import human_bytes, number_setting
 
 DEFAULT_MAX_BYTES = 50 * 1024 * 1024
 
@@ -47,5 +50,31 @@ def read_document(path: Path, shown_as: str) -> str:
     """A local file as Markdown."""
     try:
         return webpages.file_to_markdown(path, shown_as)
+    except webpages.PageError as exc:
+        raise ToolError(str(exc)) from None
+
+
+def read_data_uri(uri: str, *, max_bytes_setting: str = "READING_MAX_BYTES") -> str:
+    """A data: URI's document (RFC 2397: `data:[type][;charset=...][;base64],data`) as Markdown."""
+    header, comma, data = uri.partition(",")
+    if not comma:
+        raise ToolError("the data: URI has no comma: write data:[type][;base64],DATA")
+    params = [p.strip() for p in header[len("data:") :].split(";")]
+    encoded = len(params) > 1 and params[-1].lower() == "base64"
+    content_type = ";".join(params[:-1] if encoded else params)
+    if not content_type.partition(";")[0]:
+        content_type = "text/plain" + content_type  # RFC 2397's default type (its parameters kept)
+    limit = int(number_setting(max_bytes_setting, DEFAULT_MAX_BYTES, minimum=1))
+    try:
+        body = base64.b64decode(unquote(data), validate=True) if encoded else unquote_to_bytes(data)
+    except (binascii.Error, ValueError):
+        raise ToolError("the data: URI's base64 data is not valid base64") from None
+    if len(body) > limit:
+        raise ToolError(
+            f"the data: URI holds {human_bytes(len(body))}, over the {human_bytes(limit)} limit ({max_bytes_setting})"
+        )
+    shown_as = f"the data: URI ({' '.join(content_type.partition(';')[0].split())})"
+    try:
+        return webpages.bytes_to_markdown(body, content_type, shown_as)
     except webpages.PageError as exc:
         raise ToolError(str(exc)) from None

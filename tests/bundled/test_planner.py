@@ -91,6 +91,47 @@ def test_unknown_short_or_empty_inputs_change_nothing(state_dirs, monkeypatch):
     assert got.starts == 1
 
 
+def test_delete_todo_removes_one_item_by_its_prefix_and_the_deletion_is_on_disk(state_dirs, monkeypatch):
+    spec = in_process(monkeypatch, state_dirs, "task-del")
+    added = session(spec, ("add_todo", {"titles": ["Keep", "Drop", "Also keep"]}))
+    ids = [t["id"] for t in added[0].structured_content["todos"]]
+    got = session(spec, ("delete_todo", {"todo_id": ids[1][:8].upper()}))
+    assert got[0].ok, got[0].error
+    assert got[0].result.startswith(f"Deleted Drop (id: {ids[1][:8]}).")
+    assert [t["id"] for t in got[0].structured_content["todos"]] == [ids[0], ids[2]]
+    again = session(in_process(monkeypatch, state_dirs, "task-del"), ("list_todos", {}))  # a fresh session
+    assert [t["title"] for t in again[0].structured_content["todos"]] == ["Keep", "Also keep"]
+    stored = Path(state_dirs["PLANNER_STATE_DIR"]) / "todos_task-del.json"
+    assert [t["id"] for t in json.loads(stored.read_text())["todos"]] == [ids[0], ids[2]]
+
+
+def test_delete_todo_with_an_unknown_ambiguous_or_empty_id_deletes_nothing_and_names_the_candidates(
+    state_dirs, monkeypatch
+):
+    spec = in_process(monkeypatch, state_dirs, "task-del-bad")
+    stored = Path(state_dirs["PLANNER_STATE_DIR"]) / "todos_task-del-bad.json"
+    todos = [
+        {"id": "abcd1111" + "0" * 24, "title": "One", "done": False},
+        {"id": "abcd2222" + "0" * 24, "title": "Two", "done": True},
+    ]
+    stored.parent.mkdir(parents=True, exist_ok=True)
+    stored.write_text(json.dumps({"version": 1, "todos": todos}))
+    got = session(
+        spec,
+        ("delete_todo", {"todo_id": "ffffffff"}),
+        ("delete_todo", {"todo_id": "abcd"}),
+        ("delete_todo", {"todo_id": "  "}),
+        ("list_todos", {}),
+    )
+    assert not got[0].ok and "no todo item has id 'ffffffff'" in got[0].error
+    assert "abcd1111" in got[0].error and "abcd2222" in got[0].error
+    assert not got[1].ok and "matches 2 items" in got[1].error
+    assert todos[0]["id"] in got[1].error and todos[1]["id"] in got[1].error
+    assert not got[2].ok and "todo_id" in got[2].error
+    assert all("\n" not in outcome.error for outcome in got.outcomes[:3] if outcome.error)
+    assert got[3].structured_content["todos"] == todos
+
+
 @pytest.mark.process
 def test_two_concurrent_planners_on_one_task_lose_no_update(state_dirs, monkeypatch):
     specs = [planner(state_dirs, "shared"), planner(state_dirs, "shared", rename="tool-planner-2")]

@@ -3,6 +3,7 @@ the point (settings then come from this process's environment)."""
 
 from __future__ import annotations
 
+import base64
 import os
 from pathlib import Path
 
@@ -93,6 +94,50 @@ def test_urls_are_fetched_and_http_failures_are_reported(monkeypatch):
     assert got[2].error_kind == "tool_error" and "answered HTTP 404" in got[2].error
     assert got[3].error_kind == "tool_error" and "Connection refused" in got[3].error
     assert got[4].error_kind == "tool_error" and "cannot reach http://nonexistent.invalid/" in got[4].error
+
+
+def test_convert_to_markdown_reads_file_uris_urls_and_data_uris(root: Path, monkeypatch):
+    monkeypatch.setenv("READING_ROOT", str(root))
+    html = base64.b64encode(b"<html><body><h1>From data</h1><p>para</p></body></html>").decode()
+    with serve() as base:
+        got = session(
+            memory_spec("reading"),
+            ("convert_to_markdown", {"uri": (root / "table.csv").as_uri()}),
+            ("convert_to_markdown", {"uri": f"{base}/"}),
+            ("convert_to_markdown", {"uri": f"data:text/html;base64,{html}"}),
+            ("convert_to_markdown", {"uri": "data:text/csv,name%2Ccount%0Aalpha%2C1%0A"}),
+            ("convert_to_markdown", {"uri": "data:,plain%20words"}),
+        )
+    assert all(outcome.ok for outcome in got.outcomes), [o.error for o in got.outcomes]
+    assert "| alpha | 1 |" in got[0].result
+    assert "# Hello page" in got[1].result
+    assert "# From data" in got[2].result and "para" in got[2].result
+    assert "| alpha | 1 |" in got[3].result
+    assert got[4].result.strip() == "plain words"
+
+
+def test_convert_to_markdown_keeps_read_files_rules_and_caps_data_uris(root: Path, monkeypatch):
+    monkeypatch.setenv("READING_ROOT", str(root))
+    monkeypatch.setenv("READING_MAX_BYTES", "1000")
+    (root / "big.txt").write_text("x" * 5000)
+    got = session(
+        memory_spec("reading"),
+        ("convert_to_markdown", {"uri": (root / "link.txt").as_uri()}),
+        ("convert_to_markdown", {"uri": (root / "big.txt").as_uri()}),
+        ("convert_to_markdown", {"uri": "data:text/plain;base64," + base64.b64encode(b"x" * 5000).decode()}),
+        ("convert_to_markdown", {"uri": "data:text/plain;base64,not*base64"}),
+        ("convert_to_markdown", {"uri": "data:text/plain"}),
+        ("convert_to_markdown", {"uri": "ftp://example.org/file"}),
+        ("read_file", {"uri": "data:,hello"}),
+    )
+    assert [o.error_kind for o in got.outcomes] == ["tool_error"] * 7
+    assert "outside READING_ROOT" in got[0].error
+    assert "over the" in got[1].error and "READING_MAX_BYTES" in got[1].error
+    assert "the data: URI holds" in got[2].error and "READING_MAX_BYTES" in got[2].error
+    assert "not valid base64" in got[3].error
+    assert "has no comma" in got[4].error
+    assert "unsupported URI scheme 'ftp'" in got[5].error and "data: URI" in got[5].error
+    assert "unsupported URI scheme 'data'" in got[6].error  # read_file itself is unchanged
 
 
 @pytest.mark.process  # the extra is hidden from a fresh interpreter: this one may have imported it already
