@@ -103,14 +103,20 @@ def test_a_dotted_server_name_works_in_server_dot_tool(write_config):
     assert (parse_json(result.stdout)["server_name"], parse_json(result.stdout)["result"]) == ("api.v2", "dotted")
 
 
-def test_a_tool_typo_on_a_named_server_is_answered_without_starting_the_others(write_config, tmp_path):
+@pytest.mark.parametrize("autocorrect", [True, False], ids=["autocorrect", "no-autocorrect"])
+def test_a_tool_typo_on_a_named_server_gets_the_near_miss_and_only_autocorrect_asks_the_others(
+    write_config, tmp_path, autocorrect
+):
+    # Auto-correction first asks the other servers for a tool of exactly that name (one that has it wins over
+    # the near miss); --no-autocorrect answers from the named server alone, starting nothing else.
     marker = tmp_path / "started"
     tripwire = {"name": "tripwire", "tool_command": "python", "args": ["-c", f"open({str(marker)!r}, 'w')"]}
     path = write_config({"h": hostile_yaml("h"), "tripwire": tripwire})
-    result = invoke("call", "--config", str(path), "h", "ecko", "text=x")
+    flags = [] if autocorrect else ["--no-autocorrect"]
+    result = invoke("call", "--config", str(path), "h", "ecko", "text=x", *flags)
     assert result.exit_code == 6
     assert result.stderr.splitlines() == [
         "miroctl: not_found: server 'h' has no tool 'ecko'",
         "  hint: did you mean 'echo'?",
     ]
-    assert not marker.exists(), "the other servers were started to look for the tool"
+    assert marker.exists() is autocorrect
