@@ -12,7 +12,13 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, cast
+from typing import TYPE_CHECKING, cast
+
+from miroctl.base.jsontypes import JSONValue
+
+if TYPE_CHECKING:  # the SDK's types only: the lean client's reading never imports the SDK
+    from mcp_types import JSONRPCMessage
+    from pydantic import ValidationError
 
 UNPARSABLE = -32700  # JSON-RPC's "Parse error"
 UNPARSABLE_PREFIX = "the server's answer could not be parsed: "
@@ -21,7 +27,7 @@ _VALUE = re.compile(r'\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")')
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def parse_line(text: str) -> Any:
+def parse_line(text: str) -> JSONRPCMessage | None:
     """The JSON-RPC message of one line, a synthesized error for an unreadable answer, or None (noise)."""
     import mcp_types
     from pydantic import ValidationError
@@ -40,7 +46,7 @@ def parse_line(text: str) -> Any:
     return mcp_types.jsonrpc_message_adapter.validate_python({"jsonrpc": "2.0", "id": ident, "error": error})
 
 
-def parse_plain(text: str) -> dict[str, Any] | None:
+def parse_plain(text: str) -> dict[str, object] | None:
     """parse_line without the SDK's types (the lean client's): the same JSON parser (pydantic-core's, so the
     same nesting limit and the same words for a cause), the same lenient second reading, the message as a
     dict; a synthesized error for an unreadable answer, or None (noise). Members are not checked."""
@@ -56,7 +62,7 @@ def parse_plain(text: str) -> dict[str, Any] | None:
     if data is not None:
         problem = frame_problem(data)
         if problem is None:
-            return cast("dict[str, Any]", data)
+            return cast("dict[str, object]", data)  # frame_problem checked it is an object
         cause = f"not a valid JSON-RPC message ({problem})"
     ident = answer_id(text)
     if ident is None:
@@ -101,7 +107,7 @@ def frame_problem(data: object) -> str | None:
     return None
 
 
-def _cause(exc: Any) -> str:
+def _cause(exc: ValidationError) -> str:
     """What the parser objected to, in one line."""
     first = exc.errors()[0]
     message = str(first.get("msg") or "invalid")
@@ -111,7 +117,7 @@ def _cause(exc: Any) -> str:
     return message.removeprefix("Invalid JSON: ")
 
 
-def _lenient(text: str) -> Any:
+def _lenient(text: str) -> JSONRPCMessage | None:
     """The message as Python's JSON parser reads it (lone surrogates replaced by U+FFFD), or None."""
     import mcp_types
     from pydantic import ValidationError
@@ -125,11 +131,11 @@ def _lenient(text: str) -> Any:
         return None
 
 
-def _replace_surrogates(value: Any) -> Any:
+def _replace_surrogates(value: JSONValue) -> JSONValue:
     if isinstance(value, str):
         return _LONE_SURROGATE.sub("\ufffd", value)
     if isinstance(value, dict):
-        return {_replace_surrogates(k): _replace_surrogates(v) for k, v in value.items()}
+        return {_LONE_SURROGATE.sub("\ufffd", k): _replace_surrogates(v) for k, v in value.items()}
     if isinstance(value, list):
         return [_replace_surrogates(item) for item in value]
     return value

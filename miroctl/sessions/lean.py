@@ -21,7 +21,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
-from typing import Any
+from typing import cast
 
 import anyio
 from anyio.abc import ByteSendStream
@@ -42,6 +42,7 @@ from miroctl.sessions.session import (
     Answer,
     InvalidResult,
     JSONObject,
+    ListedTool,
     Message,
     Notification,
     Request,
@@ -76,7 +77,7 @@ REFUSED = {  # a server's requests that need a capability miroctl does not decla
 class _Pending:
     on_progress: ProgressFn | None = None
     done: anyio.Event = field(default_factory=anyio.Event)
-    answer: JSONObject | None = None
+    answer: Answer | None = None
     error: RpcError | None = None
 
 
@@ -146,20 +147,25 @@ class LeanClient:
     async def _initialize(self) -> None:
         params = {"protocolVersion": LATEST_HANDSHAKE, "capabilities": {}, "clientInfo": _client_info()}
         result = await self._request("initialize", params, cancellable=False)
-        version, info = result.get("protocolVersion"), result.get("serverInfo")
-        if not isinstance(version, str) or not isinstance(result.get("capabilities"), dict):
+        version, info, capabilities = (
+            result.get("protocolVersion"),
+            result.get("serverInfo"),
+            result.get("capabilities"),
+        )
+        if not isinstance(version, str) or not isinstance(capabilities, dict):
             raise InvalidResult("the answer to initialize has no protocolVersion or capabilities")
         if not isinstance(info, dict) or not isinstance(info.get("name"), str):
             raise InvalidResult("serverInfo.name: Field required")
         if version not in HANDSHAKE_VERSIONS:
             raise RuntimeError(f"Unsupported protocol version from the server: {version}")
-        self.protocol_version, self.capabilities = version, result["capabilities"]
+        self.protocol_version, self.capabilities = version, capabilities
         self.server_info = ServerInfo(info["name"], str(info.get("version") or ""))
         self.instructions = _text(result.get("instructions"))
         await self.notify("notifications/initialized")
 
     def _adopt_modern(self, version: str, result: JSONObject) -> None:
-        self.protocol_version, self.capabilities = version, result["capabilities"]
+        capabilities = result["capabilities"]  # checked by the discovery's caller
+        self.protocol_version, self.capabilities = version, capabilities if isinstance(capabilities, dict) else {}
         self.instructions = _text(result.get("instructions"))
         self._stamp = {META_VERSION: version, META_CLIENT: _client_info(), META_CAPABILITIES: {}}
         meta = result.get("_meta")
@@ -187,7 +193,8 @@ class LeanClient:
         ident = self._next_id
         body: JSONObject = dict(params or {})
         if self._stamp is not None or progress is not None:
-            meta = dict(body.get("_meta") or {})
+            given = body.get("_meta")
+            meta = dict(given) if isinstance(given, dict) else {}
             if self._stamp is not None:
                 meta.update(self._stamp)
             if progress is not None:
@@ -234,10 +241,15 @@ class LeanClient:
             elif method == "notifications/progress":
                 await self._progress(message.get("params"))
             return
-        pending = self._pending.get(_request_id(message.get("id")))
+        pending = self._waiting(message.get("id"))
         if pending is not None and not pending.done.is_set():
-            pending.answer = message
+            pending.answer = cast("Answer", message)  # it has no method, so it is an answer (frames.py checked it)
             pending.done.set()
+
+    def _waiting(self, ident: object) -> _Pending | None:
+        """The request an answer's (or a progress notification's) id names, if miroctl still waits for it."""
+        number = _request_id(ident)
+        return self._pending.get(number) if number is not None else None
 
     def stray(self) -> None:
         """A line that is not JSON-RPC: before the handshake's answer it ends the start at once (the spec allows
@@ -263,7 +275,7 @@ class LeanClient:
         token, progress, total, text = (params.get(k) for k in ("progressToken", "progress", "total", "message"))
         if isinstance(token, bool) or isinstance(progress, bool) or not isinstance(progress, (int, float)):
             return
-        pending = self._pending.get(_request_id(token))
+        pending = self._waiting(token)
         if pending is None or pending.on_progress is None:
             return
         with suppress(Exception):  # a failing progress display never fails the call
@@ -283,7 +295,7 @@ class LeanClient:
 
     # ------------------------------------------------------------------------------------------- tools
 
-    def learn_tools(self, tools: Sequence[JSONObject], complete: bool) -> frozenset[str]:
+    def learn_tools(self, tools: Sequence[ListedTool], complete: bool) -> frozenset[str]:
         """The output schemas of listed tools (a complete listing replaces what was known)."""
         schemas = {tool["name"]: tool.get("outputSchema") for tool in tools}
         if complete:
@@ -327,11 +339,11 @@ def _result(pending: _Pending) -> JSONObject:
     """A finished request's result, or the RpcError it ended with."""
     if pending.error is not None:
         raise pending.error
-    answer = pending.answer or {}
-    if "error" in answer:
+    answer = pending.answer
+    if answer is not None and "error" in answer:
         error = answer["error"]
         raise RpcError(error["code"], error["message"], error.get("data"))
-    result = answer.get("result")
+    result = answer.get("result") if answer is not None else None
     if not isinstance(result, dict):
         raise RpcError(CONNECTION_CLOSED, "Connection closed")
     return result
@@ -360,11 +372,13 @@ def _text(value: object) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _request_id(value: Any) -> Any:
-    """An id as the SDK compares them: "7" and 7 are one request."""
+def _request_id(value: object) -> int | None:
+    """An id as the SDK compares them: "7" and 7 are one request (miroctl's ids are numbers; None: not one)."""
     if isinstance(value, str) and value.isdigit():
         return int(value)
-    return value
+    if isinstance(value, int) or (isinstance(value, float) and value.is_integer()):
+        return int(value)
+    return None
 
 
 def _client_info() -> dict[str, str]:

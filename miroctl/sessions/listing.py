@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import cast
 
 from miroctl.base.models import RejectedTool, ToolInfo
 from miroctl.sessions.exchange import every_page
-from miroctl.sessions.session import JSONObject, Session
+from miroctl.sessions.session import ListedTool, Session
 from miroctl.sessions.toolcheck import annotations_of, page_problem, tool_problem
 
 METHOD = "tools/list"
@@ -64,12 +65,12 @@ def _read_page(server: str, session: Session, raw: object, cursor: str | None) -
     if problem is not None:
         raise ListingError(f"the answer to {METHOD} does not fit the protocol: {problem}")
     next_cursor = page.get("nextCursor") or None
-    valid: list[JSONObject] = []
+    valid: list[ListedTool] = []
     rejected: list[RejectedTool] = []
     for index, item in enumerate(raw["tools"]):
         problem = tool_problem(item, version)
         if problem is None:
-            valid.append(item)
+            valid.append(cast("ListedTool", item))  # tool_problem checked its fields
         else:
             rejected.append(RejectedTool(_name(item, index), problem))
     kept = session.learn_tools(valid, complete=cursor is None and next_cursor is None)
@@ -79,7 +80,7 @@ def _read_page(server: str, session: Session, raw: object, cursor: str | None) -
     return _Page([tool_info(server, tool) for tool in valid if tool["name"] in kept], rejected, next_cursor)
 
 
-def tool_info(server: str, tool: JSONObject) -> ToolInfo:
+def tool_info(server: str, tool: ListedTool) -> ToolInfo:
     """A checked tools/list item as miroctl's ToolInfo (snake_case keys, JSON-ready), which keeps the item
     itself, every field as the server sent it, for what passes the tool on (serve)."""
     return ToolInfo(

@@ -13,9 +13,10 @@ from __future__ import annotations
 import shlex
 import time
 from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from functools import cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from urllib.parse import parse_qs, urlsplit
 
 from miroctl.base.errors import AuthRequired, ConfigError
@@ -27,7 +28,7 @@ from miroctl.sessions.tokens import ServerTokens, TokenStore
 if TYPE_CHECKING:  # the SDK and its HTTP client cost ~1 s to import: only the code paths that talk load them
     import httpx2
     from mcp.client.auth import OAuthClientProvider
-    from mcp.shared.auth import AuthorizationCodeResult, OAuthClientMetadata
+    from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull, OAuthClientMetadata
 
 EXPIRY_MARGIN = 30.0  # refresh this long before the stored expiry, so a token does not die in flight
 PLACEHOLDER_REDIRECT = "http://127.0.0.1/callback"  # a redirect URI is required even where none is used
@@ -86,8 +87,8 @@ def background_auth(spec: ServerSpec) -> httpx2.Auth | None:
     async def refuse_callback() -> AuthorizationCodeResult:
         raise auth_required(spec, "a login needs a person")
 
-    client = tokens.record.client_info or {}
-    redirect = (client.get("redirect_uris") or [PLACEHOLDER_REDIRECT])[0]
+    registered = _redirect_uris(tokens)
+    redirect = str(registered[0]) if registered else PLACEHOLDER_REDIRECT
     return _provider(spec, tokens, redirect, refuse_redirect, refuse_callback)
 
 
@@ -105,7 +106,7 @@ class Login:
     client: str = "dynamic"  # dynamic | metadata_document | static
     forgot: bool = False
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {"schema": "miroctl.auth/1", **vars(self)}
 
 
@@ -209,7 +210,7 @@ def _report(spec: ServerSpec, tokens: ServerTokens, store: TokenStore, settings:
         spec.url or "",
         authorized=True,
         store=store.kind,
-        scope=got.get("scope"),
+        scope=scope if isinstance(scope := got.get("scope"), str) else None,
         expires_in=max(0, round(expires - time.time())) if expires else None,
         refreshable=bool(got.get("refresh_token")),
         client=kind,
@@ -250,7 +251,7 @@ async def _knock(http: httpx2.AsyncClient, spec: ServerSpec) -> int:
     return status
 
 
-def _listen(port: int | None, settings: OAuthSettings) -> Any:
+def _listen(port: int | None, settings: OAuthSettings) -> AbstractAsyncContextManager[loopback.Loopback]:
     """The loopback listener: on the configured port, or the registered one when it is free, else any port."""
     if settings.callback_port:
         return loopback.listening(settings.callback_port)
@@ -258,7 +259,7 @@ def _listen(port: int | None, settings: OAuthSettings) -> Any:
 
 
 def _registered_port(tokens: ServerTokens) -> int | None:
-    for uri in (tokens.record.client_info or {}).get("redirect_uris") or []:
+    for uri in _redirect_uris(tokens):
         parts = urlsplit(str(uri))
         if parts.hostname == "127.0.0.1" and parts.port:
             return parts.port
@@ -266,10 +267,16 @@ def _registered_port(tokens: ServerTokens) -> int | None:
 
 
 def _registered_for(tokens: ServerTokens, redirect_uri: str) -> bool:
-    return redirect_uri in ((tokens.record.client_info or {}).get("redirect_uris") or [])
+    return redirect_uri in _redirect_uris(tokens)
 
 
-def _static_client(settings: OAuthSettings, redirect_uri: str) -> Any:
+def _redirect_uris(tokens: ServerTokens) -> list[object]:
+    """The redirect URIs of the stored client registration (none when nothing usable is stored)."""
+    uris = (tokens.record.client_info or {}).get("redirect_uris")
+    return uris if isinstance(uris, list) else []
+
+
+def _static_client(settings: OAuthSettings, redirect_uri: str) -> OAuthClientInformationFull:
     from mcp.shared.auth import OAuthClientInformationFull
 
     return OAuthClientInformationFull(

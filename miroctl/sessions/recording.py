@@ -9,18 +9,21 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import suppress
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING
 
 from miroctl.base.errors import UsageError
 from miroctl.base.masking import Masker
 
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
 SCHEMA = "miroctl.recording/1"
 TO_SERVER = "to_server"
 FROM_SERVER = "from_server"
-TapFn = Callable[[str, Any], None]
+TapFn = Callable[[str, "Mapping[str, object] | BaseModel"], None]  # a message: the lean client's JSON, or the SDK's
 
 
 class Recorder:
@@ -43,17 +46,17 @@ class Recorder:
         lean client's dicts)."""
         self._sessions[server] = session = self._sessions.get(server, 0) + 1
 
-        def record(direction: str, message: Any) -> None:
+        def record(direction: str, message: Mapping[str, object] | BaseModel) -> None:
             data = (
                 message
-                if isinstance(message, dict)
+                if isinstance(message, Mapping)
                 else message.model_dump(mode="json", by_alias=True, exclude_unset=True)
             )
             self._line({"time": _now(), "server": server, "session": session, "direction": direction, "message": data})
 
         return record
 
-    def _line(self, entry: dict[str, Any]) -> None:
+    def _line(self, entry: dict[str, object]) -> None:
         if self._file.closed:
             return
         try:

@@ -23,15 +23,16 @@ def can_send_raw(client: Client) -> bool:
     return callable(getattr(session, "_stamp", None)) and hasattr(session, "_dispatcher")
 
 
-async def raw_request(client: Client, method: str, params: dict[str, Any] | None) -> Any:
+async def raw_request(client: Client, method: str, params: dict[str, object] | None) -> dict[str, object]:
     """One request stamped as the SDK stamps it; the result as the server sent it (not validated)."""
-    session: Any = client.session
-    data: dict[str, Any] = {"method": method}
+    session: Any = client.session  # its private attributes, which the SDK does not type
+    data: dict[str, object] = {"method": method}
     if params:
         data["params"] = dict(params)
-    options: dict[str, Any] = {}
+    options: dict[str, object] = {}
     session._stamp(data, options)
-    return await session._dispatcher.send_raw_request(method, data.get("params"), options)
+    answer: dict[str, object] = await session._dispatcher.send_raw_request(method, data.get("params"), options)
+    return answer
 
 
 def absorb_tools(client: Client, result: ListToolsResult, complete: bool) -> ListToolsResult:
@@ -40,12 +41,12 @@ def absorb_tools(client: Client, result: ListToolsResult, complete: bool) -> Lis
     return absorb(result, complete=complete) if callable(absorb) else result
 
 
-async def raw_notify(client: Client, method: str, params: dict[str, Any] | None) -> None:
+async def raw_notify(client: Client, method: str, params: dict[str, object] | None) -> None:
     """One notification stamped as the SDK stamps its own (fire and forget)."""
-    session: Any = client.session
-    data: dict[str, Any] = {"method": method}
+    session: Any = client.session  # its private attributes, which the SDK does not type
+    data: dict[str, object] = {"method": method}
     if params is not None:
         data["params"] = params
-    options: dict[str, Any] = {}
+    options: dict[str, object] = {}
     session._stamp(data, options)
     await session._dispatcher.notify(method, data.get("params"), options)

@@ -15,7 +15,15 @@ import anyio
 
 from miroctl.base.models import ProgressFn
 from miroctl.sessions import sdk_private
-from miroctl.sessions.session import CONNECTION_CLOSED, InvalidResult, JSONObject, RpcError, ServerInfo, leaf
+from miroctl.sessions.session import (
+    CONNECTION_CLOSED,
+    InvalidResult,
+    JSONObject,
+    ListedTool,
+    RpcError,
+    ServerInfo,
+    leaf,
+)
 
 if TYPE_CHECKING:
     from mcp import Client
@@ -59,7 +67,7 @@ class SdkSession:
             page = await self.client.list_tools(cursor=cursor if isinstance(cursor, str) else None)  # strict
             return page.model_dump(mode="json", by_alias=True, exclude_none=True)
 
-    def learn_tools(self, tools: Sequence[JSONObject], complete: bool) -> frozenset[str]:
+    def learn_tools(self, tools: Sequence[ListedTool], complete: bool) -> frozenset[str]:
         from mcp.types import ListToolsResult, Tool
         from pydantic import ValidationError
 

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, NotRequired, Protocol, TypedDict
+from typing import Literal, NotRequired, Protocol, TypedDict
 
 from miroctl.base.models import ProgressFn
 
-JSONObject = dict[str, Any]  # a JSON object as the server sent it (its values are checked where they are read)
+# A JSON object as the server sent it: its values are unknown until checked where they are read
+JSONObject = dict[str, object]  # a JSON object as the server sent it (its values are checked where they are read)
 
 CONNECTION_CLOSED, REQUEST_TIMEOUT = -32000, -32001
 INVALID_REQUEST, METHOD_NOT_FOUND, UNSUPPORTED_VERSION = -32600, -32601, -32022
@@ -50,6 +51,17 @@ class Answer(TypedDict):
 
 
 Message = Request | Notification | Answer
+
+
+class ListedTool(TypedDict):
+    """A tools/list item that passed `toolcheck.tool_problem` (its other fields, `_meta`, `icons`... as sent)."""
+
+    name: str
+    inputSchema: JSONObject
+    title: NotRequired[str | None]
+    description: NotRequired[str | None]
+    outputSchema: NotRequired[JSONObject | None]
+    annotations: NotRequired[object]
 
 
 class RpcError(Exception):
@@ -98,7 +110,7 @@ class Session(Protocol):
         """One request, its result as the server sent it (unchecked); RpcError for an error answer."""
         ...
 
-    def learn_tools(self, tools: Sequence[JSONObject], complete: bool) -> frozenset[str]:
+    def learn_tools(self, tools: Sequence[ListedTool], complete: bool) -> frozenset[str]:
         """Take checked tools/list items as if the session had listed them (their output schemas check later
         results); a complete listing replaces what was known. The names kept (a session may drop some)."""
         ...

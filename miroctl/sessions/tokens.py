@@ -19,12 +19,13 @@ import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from miroctl.base.errors import ConfigError
 
 if TYPE_CHECKING:  # pydantic models of the SDK: loaded only by the code paths that use tokens
     from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
+    from pydantic import BaseModel
 
 KEYRING_SERVICE = "miroctl-oauth"
 SECRET_FIELDS = ("tokens", "client_info")
@@ -71,13 +72,13 @@ class Record:
 
     url: str
     store: str = "file"
-    tokens: dict[str, Any] | None = None
+    tokens: dict[str, object] | None = None
     expires_at: float | None = None
-    client_info: dict[str, Any] | None = None
-    oauth_metadata: dict[str, Any] | None = None
-    resource_metadata: dict[str, Any] | None = None
+    client_info: dict[str, object] | None = None
+    oauth_metadata: dict[str, object] | None = None
+    resource_metadata: dict[str, object] | None = None
 
-    def public(self) -> dict[str, Any]:
+    def public(self) -> dict[str, object]:
         body = {key: value for key, value in vars(self).items() if value is not None}
         if self.store == "keyring":
             for key in SECRET_FIELDS:
@@ -120,11 +121,11 @@ class TokenStore:
         record = Record(
             url=url,
             store=str(data.get("store") or "file"),
-            tokens=data.get("tokens"),
-            expires_at=data.get("expires_at"),
-            client_info=data.get("client_info"),
-            oauth_metadata=data.get("oauth_metadata"),
-            resource_metadata=data.get("resource_metadata"),
+            tokens=_object(data.get("tokens")),
+            expires_at=_number(data.get("expires_at")),
+            client_info=_object(data.get("client_info")),
+            oauth_metadata=_object(data.get("oauth_metadata")),
+            resource_metadata=_object(data.get("resource_metadata")),
         )
         if record.store == "keyring":
             secret = _keyring_get(url)
@@ -201,7 +202,16 @@ def _keyring_errors() -> Iterator[None]:
         ) from None
 
 
-def _keyring_get(url: str) -> dict[str, Any]:
+def _object(value: object) -> dict[str, object] | None:
+    """A stored JSON object; anything else in its place (a hand-edited file) counts as nothing stored."""
+    return value if isinstance(value, dict) else None
+
+
+def _number(value: object) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _keyring_get(url: str) -> dict[str, object]:
     import keyring
 
     with _keyring_errors():
@@ -213,7 +223,7 @@ def _keyring_get(url: str) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def _keyring_set(url: str, secret: dict[str, Any]) -> None:
+def _keyring_set(url: str, secret: dict[str, object]) -> None:
     import keyring
 
     with _keyring_errors():
@@ -263,12 +273,12 @@ class ServerTokens:
         self.record.client_info = client_info.model_dump(mode="json", exclude_none=True)
         self.store.save(self.record)
 
-    def set_metadata(self, oauth_metadata: Any, resource_metadata: Any) -> None:
+    def set_metadata(self, oauth_metadata: BaseModel | None, resource_metadata: BaseModel | None) -> None:
         """Keep the discovered metadata, so a later run refreshes at the right token endpoint."""
         self.record.oauth_metadata = _dump(oauth_metadata)
         self.record.resource_metadata = _dump(resource_metadata)
         self.store.save(self.record)
 
 
-def _dump(model: Any) -> dict[str, Any] | None:
+def _dump(model: BaseModel | None) -> dict[str, object] | None:
     return model.model_dump(mode="json", exclude_none=True) if model is not None else None
