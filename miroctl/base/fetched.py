@@ -7,7 +7,6 @@ without the SDK.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from miroctl.base.models import Envelope, Failure
 
@@ -19,7 +18,7 @@ class Fetched(Envelope):
     server_name: str | None
     what: str  # resource | prompt
     name: str  # the resource's URI, or the prompt's name
-    content: list[dict[str, Any]] = field(default_factory=list)  # resource contents, or prompt messages
+    content: list[dict[str, object]] = field(default_factory=list)  # resource contents, or prompt messages
     description: str | None = None
     error: str | None = None
     error_kind: str | None = None
@@ -27,15 +26,15 @@ class Fetched(Envelope):
     failure: Failure | None = None
     duration_ms: float = 0.0
 
-    def blocks(self) -> list[dict[str, Any]]:
+    def blocks(self) -> list[dict[str, object]]:
         """The content as MCP content blocks (a resource's contents become embedded resources)."""
         if self.what == "resource":
             return [{"type": "resource", "resource": item} for item in self.content]
-        return [message.get("content") or {} for message in self.content]
+        return [content if isinstance(content := message.get("content"), dict) else {} for message in self.content]
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         key, items = ("uri", "contents") if self.what == "resource" else ("prompt", "messages")
-        body: dict[str, Any] = {"schema": f"miroctl.{self.what}/1", "server_name": self.server_name, key: self.name}
+        body: dict[str, object] = {"schema": f"miroctl.{self.what}/1", "server_name": self.server_name, key: self.name}
         if self.ok:
             body[items] = self.content
             if self.what == "prompt":

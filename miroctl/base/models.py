@@ -60,8 +60,8 @@ class ServerSpec:
     # call (the seeds' way), for servers that rely on starting clean (read by the library's ToolManager)
     session: str = "kept"
     enabled: bool = True
-    tools: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
-    smoke: Mapping[str, Any] | None = None
+    tools: Mapping[str, Mapping[str, object]] = field(default_factory=dict)
+    smoke: Mapping[str, object] | None = None
     source: str | None = None
     error: str | None = None
     secrets: frozenset[str] = frozenset()
@@ -128,13 +128,13 @@ class ToolInfo:
     server: str
     name: str
     description: str = ""
-    input_schema: Mapping[str, Any] = field(default_factory=dict)
+    input_schema: Mapping[str, object] = field(default_factory=dict)
     title: str | None = None
-    output_schema: Mapping[str, Any] | None = None
-    annotations: Mapping[str, Any] = field(default_factory=dict)
+    output_schema: Mapping[str, object] | None = None
+    annotations: Mapping[str, object] = field(default_factory=dict)
     # The tool as the server listed it, every field (`_meta`, `icons`, `execution`...): what a gateway passes on.
     # Empty for a tool known otherwise (a cache, a gateway's answer); never part of the JSON contract.
-    raw: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    raw: Mapping[str, object] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def summary(self) -> str:
@@ -178,9 +178,9 @@ class ServerTools:
     protocol_version: str | None = None
     server_version: str | None = None
     # What the server offers besides tools, as it sent them; None when not asked for (list --resources/--prompts)
-    resources: tuple[dict[str, Any], ...] | None = None
-    resource_templates: tuple[dict[str, Any], ...] | None = None
-    prompts: tuple[dict[str, Any], ...] | None = None
+    resources: tuple[dict[str, object], ...] | None = None
+    resource_templates: tuple[dict[str, object], ...] | None = None
+    prompts: tuple[dict[str, object], ...] | None = None
     rejected: tuple[RejectedTool, ...] = ()  # listed tools the protocol rejects; the valid ones are in `tools`
     # Sections (resources, resource_templates, prompts) the server failed to list, and why; its tools still count
     list_failures: Mapping[str, Failure] = field(default_factory=dict)
@@ -370,8 +370,8 @@ class CallOutcome(Envelope):
     error: str | None = None
     error_kind: str | None = None
     is_error: bool = False
-    content: list[dict[str, Any]] = field(default_factory=list)
-    structured_content: Any = None
+    content: list[dict[str, object]] = field(default_factory=list)
+    structured_content: object = None
     corrected_from: str | None = None
     fallback: Fallback | None = None
     truncated: Truncated | None = None
@@ -425,7 +425,7 @@ class CallRequest:
 
     server: str | None
     tool: str
-    arguments: Mapping[str, Any] = field(default_factory=dict)
+    arguments: Mapping[str, object] = field(default_factory=dict)
     pairs: Sequence[str] = ()
     timeout: float | None = None
     autocorrect: bool = True

@@ -223,7 +223,8 @@ def _finish(
         raise _refused(refused.error or "refused", refused.hint, refused.error_kind)
     document = bench.summary(plan, tally, about)
     _show(out, document)
-    raise typer.Exit(document["exit_code"])
+    code = document["exit_code"]
+    raise typer.Exit(code if isinstance(code, int) else 1)
 
 
 def _show(out: Output, document: dict[str, Any]) -> None:

@@ -9,7 +9,7 @@ import re
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING
 
 from miroctl.base.errors import ArgumentError, UsageError
 from miroctl.base.models import ToolInfo
@@ -18,6 +18,9 @@ from miroctl.core import schemas
 from miroctl.core.bodies import loads
 
 if TYPE_CHECKING:  # only the type: the warm path must not load the config package
+    from jsonschema import ValidationError
+    from jsonschema.protocols import Validator
+
     from miroctl.config.loader import Config
 
 _TRUE = {"true", "yes", "on", "1"}
@@ -35,7 +38,7 @@ _LAX_TRUE = {"true", "t", "yes", "y", "on", "1"}
 _LAX_FALSE = {"false", "f", "no", "n", "off", "0"}
 
 
-def load_base(source: str | None, stdin: IO[str] | None = None) -> dict[str, Any]:
+def load_base(source: str | None, stdin: IO[str] | None = None) -> dict[str, object]:
     """The JSON base object from --args: inline JSON, @file.json, or - for stdin."""
     if not source:
         return {}
@@ -72,7 +75,7 @@ def split_pair(pair: str) -> tuple[str, str, bool]:
     return pair[:eq], pair[eq + 1 :], False
 
 
-def build(schema: Mapping[str, Any], base: Mapping[str, Any], pairs: Sequence[str]) -> dict[str, Any]:
+def build(schema: Mapping[str, object], base: Mapping[str, object], pairs: Sequence[str]) -> dict[str, object]:
     """The arguments object: the JSON base, with pairs (coerced by the schema) on top."""
     arguments = dict(base)
     properties = schemas.properties(schema)
@@ -88,18 +91,20 @@ def build(schema: Mapping[str, Any], base: Mapping[str, Any], pairs: Sequence[st
     return arguments
 
 
-def _repeated(key: str, previous: Any, value: Any, prop: Mapping[str, Any], root: Mapping[str, Any]) -> list[Any]:
+def _repeated(
+    key: str, previous: object, value: object, prop: Mapping[str, object], root: Mapping[str, object]
+) -> list[object]:
     """tag=a tag=b gives ["a", "b"] for an array parameter; any other repeated key is an error."""
     if "array" not in schemas.types(prop, root):
         raise ArgumentError(
             f"argument {key} is given twice, and it takes one value",
             hint=f"give it once, or as a JSON array with {key}:='[...]' if the tool takes a list",
         )
-    items: list[Any] = previous if isinstance(previous, list) else [previous]
+    items: list[object] = previous if isinstance(previous, list) else [previous]
     return items + (value if isinstance(value, list) else [value])
 
 
-def coerce(key: str, text: str, prop: Mapping[str, Any], root: Mapping[str, Any] | None = None) -> Any:
+def coerce(key: str, text: str, prop: Mapping[str, object], root: Mapping[str, object] | None = None) -> object:
     """A command-line string as the type the property's schema asks for (local `$ref`s followed)."""
     types = schemas.types(prop, root)
     if not types or types == {"string"}:
@@ -123,7 +128,9 @@ def coerce(key: str, text: str, prop: Mapping[str, Any], root: Mapping[str, Any]
     return _structured(key, text, types, prop, root)
 
 
-def _structured(key: str, text: str, types: set[str], prop: Mapping[str, Any], root: Mapping[str, Any] | None) -> Any:
+def _structured(
+    key: str, text: str, types: set[str], prop: Mapping[str, object], root: Mapping[str, object] | None
+) -> object:
     """An array or object value (JSON), one item of an array, or the text itself where a string is allowed."""
     looks_json = text.lstrip().startswith(("[", "{"))
     if "array" in types and not looks_json and "string" not in types:
@@ -149,7 +156,7 @@ def _structured(key: str, text: str, types: set[str], prop: Mapping[str, Any], r
     raise ArgumentError(f"argument {key}: expected {kinds}, got {text!r}", hint=f"for raw JSON use {key}:=")
 
 
-def _json(key: str, text: str) -> Any:
+def _json(key: str, text: str) -> object:
     try:
         return loads(text)
     except json.JSONDecodeError as exc:
@@ -158,7 +165,7 @@ def _json(key: str, text: str) -> Any:
         raise ArgumentError(f"argument {key}: invalid JSON ({exc})") from None
 
 
-def lenient(tool: ToolInfo, arguments: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+def lenient(tool: ToolInfo, arguments: Mapping[str, object]) -> tuple[dict[str, object], list[str]]:
     """The arguments with what the server's lax validation would read as the schema's type made that type,
     and a note for each: a numeric string for an integer or a number, a boolean's word for a boolean, a JSON
     string for an object or an array (FastMCP parses those of its parameters). A value the schema already
@@ -167,7 +174,7 @@ def lenient(tool: ToolInfo, arguments: Mapping[str, Any]) -> tuple[dict[str, Any
     schema = tool.input_schema
     if _validator(json.dumps(dict(schema), sort_keys=True, default=str)) is None:
         return dict(arguments), []
-    values: dict[str, Any] = dict(arguments)
+    values: dict[str, object] = dict(arguments)
     notes: list[str] = []
     properties = schemas.properties(schema)
     for key, value in arguments.items():
@@ -176,7 +183,9 @@ def lenient(tool: ToolInfo, arguments: Mapping[str, Any]) -> tuple[dict[str, Any
     return values, notes
 
 
-def _lax(path: str, value: Any, prop: Any, root: Mapping[str, Any], notes: list[str], depth: int = 0) -> Any:
+def _lax(
+    path: str, value: object, prop: object, root: Mapping[str, object], notes: list[str], depth: int = 0
+) -> object:
     """One value read as pydantic's lax mode would; nested values of an object or array are looked at too, to
     a depth (only the tool's own parameters are parsed from a JSON string, as FastMCP does)."""
     if depth > LAX_DEPTH:
@@ -189,7 +198,7 @@ def _lax(path: str, value: Any, prop: Any, root: Mapping[str, Any], notes: list[
         return _inside(path, value, prop, root, notes, depth)
     if not isinstance(value, str) or _choices(prop, root):
         return value  # a Literal refuses "2" for 2 where an IntEnum takes it: the schema cannot tell them apart
-    found: dict[str, Any] = {}
+    found: dict[str, object] = {}
     for kind in sorted(admitted):
         read = _read(value, kind, top=depth == 0)
         if read is not _NOT:
@@ -207,34 +216,35 @@ def _lax(path: str, value: Any, prop: Any, root: Mapping[str, Any], notes: list[
 
 
 def _inside(
-    path: str, value: Any, prop: Mapping[str, Any], root: Mapping[str, Any], notes: list[str], depth: int
-) -> Any:
+    path: str, value: object, prop: Mapping[str, object], root: Mapping[str, object], notes: list[str], depth: int
+) -> object:
     """The values inside an object or an array, read against the properties or items of the schema itself
     (not of one of a union's options)."""
-    if isinstance(value, dict) and isinstance(prop.get("properties"), Mapping):
+    properties, items = prop.get("properties"), prop.get("items")
+    if isinstance(value, dict) and isinstance(properties, Mapping):
         inner = dict(value)
         for key, item in value.items():
-            if key in prop["properties"]:
-                inner[key] = _lax(f"{path}.{key}", item, prop["properties"][key], root, notes, depth + 1)
+            if key in properties:
+                inner[key] = _lax(f"{path}.{key}", item, properties[key], root, notes, depth + 1)
         return inner
-    if isinstance(value, list) and isinstance(prop.get("items"), Mapping):
-        return [_lax(f"{path}[{i}]", item, prop["items"], root, notes, depth + 1) for i, item in enumerate(value)]
+    if isinstance(value, list) and isinstance(items, Mapping):
+        return [_lax(f"{path}[{i}]", item, items, root, notes, depth + 1) for i, item in enumerate(value)]
     return value
 
 
-def _choices(prop: Any, root: Mapping[str, Any], depth: int = 0) -> bool:
+def _choices(prop: object, root: Mapping[str, object], depth: int = 0) -> bool:
     """Whether the schema (or one of its union's options) is a list of values (`enum`, `const`)."""
     prop = schemas.resolve(prop, root)
     if "enum" in prop or "const" in prop:
         return True
-    options = [o for key in ("anyOf", "oneOf", "allOf") if isinstance(prop.get(key), list) for o in prop[key]]
+    options = [o for key in ("anyOf", "oneOf", "allOf") for o in schemas.listed(prop, key)]
     return depth < schemas.MAX_DEPTH and any(_choices(o, root, depth + 1) for o in options)
 
 
 _NOT = object()  # a string that does not read as the type
 
 
-def _read(text: str, kind: str, *, top: bool) -> Any:
+def _read(text: str, kind: str, *, top: bool) -> object:
     """`text` as a value of the JSON type `kind`, as pydantic's lax mode reads it, or _NOT."""
     try:
         return _parse(text, kind, top)
@@ -242,7 +252,7 @@ def _read(text: str, kind: str, *, top: bool) -> Any:
         return _NOT
 
 
-def _parse(text: str, kind: str, top: bool) -> Any:
+def _parse(text: str, kind: str, top: bool) -> object:
     if kind == "integer" and _LAX_INTEGER.fullmatch(text.strip(_SPACES)):
         return int(text.strip(_SPACES).replace("_", "").split(".")[0])
     if kind == "number" and _LAX_NUMBER.fullmatch(text.strip(_SPACES)):
@@ -259,7 +269,7 @@ def _parse(text: str, kind: str, top: bool) -> Any:
     return _NOT
 
 
-def _json_kind(value: Any) -> str:
+def _json_kind(value: object) -> str:
     if isinstance(value, bool):
         return "boolean"
     if isinstance(value, int):
@@ -273,7 +283,7 @@ def _json_kind(value: Any) -> str:
     return "array" if isinstance(value, list) else "object"
 
 
-def validate(tool: ToolInfo, arguments: Mapping[str, Any]) -> list[str]:
+def validate(tool: ToolInfo, arguments: Mapping[str, object]) -> list[str]:
     """ArgumentError naming the first failing path (unknown keys too), before anything is sent; the notes to
     show with the call (unknown keys a schema allows, a schema that cannot be used to check)."""
     schema = dict(tool.input_schema)
@@ -303,7 +313,7 @@ def _unusable(exc: BaseException) -> str:
 
 
 @functools.lru_cache(maxsize=512)
-def _validator(schema_json: str) -> Any:
+def _validator(schema_json: str) -> Validator | None:
     """A validator for one schema, or None if the schema is broken; checked once (it costs ~1 ms a call).
     Its registry is empty: a remote `$ref` is never fetched (it fails to resolve instead)."""
     import jsonschema
@@ -318,19 +328,19 @@ def _validator(schema_json: str) -> Any:
     return validator_class(schema, registry=Registry())
 
 
-def _server_fills(error: Any) -> bool:
+def _server_fills(error: ValidationError) -> bool:
     """A required parameter that declares a `default` is the server's to fill (several servers ship them)."""
     return error.validator == "required" and not _missing(error)
 
 
-def _missing(error: Any) -> list[str]:
+def _missing(error: ValidationError) -> list[str]:
     """The required names absent from the instance, but those with a `default`."""
     properties = error.schema.get("properties") if isinstance(error.schema, Mapping) else None
     defaulted = {k for k, v in (properties or {}).items() if isinstance(v, Mapping) and "default" in v}
     return [r for r in error.validator_value if r not in (error.instance or {}) and r not in defaulted]
 
 
-def _json_spelling(error: Any) -> str:
+def _json_spelling(error: ValidationError) -> str:
     """jsonschema's message with values in JSON's spelling (null, true, "text"), not Python's."""
     message = str(error.message)
     values = [error.instance] + ([] if isinstance(error.validator_value, str) else [error.validator_value])
@@ -343,7 +353,7 @@ def _json_spelling(error: Any) -> str:
     return message
 
 
-def _describe(tool: ToolInfo, error: Any) -> str:
+def _describe(tool: ToolInfo, error: ValidationError) -> str:
     if error.validator == "required":
         missing = _missing(error)
         where = _path(error.absolute_path)
@@ -355,14 +365,14 @@ def _describe(tool: ToolInfo, error: Any) -> str:
     return f"{tool.name}: {where}: {_json_spelling(error)}"
 
 
-def _path(parts: Sequence[Any]) -> str:
+def _path(parts: Sequence[object]) -> str:
     text = ""
     for part in parts:
         text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
     return text
 
 
-def _unknown_keys(tool: ToolInfo, schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> list[str]:
+def _unknown_keys(tool: ToolInfo, schema: Mapping[str, object], arguments: Mapping[str, object]) -> list[str]:
     """ArgumentError for a key the schema does not take; a note for each one it takes as an extra."""
     root = schemas.resolve(schema, schema)
     properties = root.get("properties")
@@ -382,7 +392,7 @@ def signature(tool: ToolInfo) -> str:
     """`name(required: type, optional?: type = default)` from the input schema."""
     schema = tool.input_schema
     properties = schemas.properties(schema)
-    required = set(schemas.resolve(schema, schema).get("required") or [])
+    required = set(schemas.listed(schemas.resolve(schema, schema), "required"))
     parts = []
     for name, prop in properties.items():
         kind = schemas.type_label(prop, schema)

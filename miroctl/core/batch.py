@@ -11,7 +11,6 @@ import json
 import sys
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 import anyio
 
@@ -73,7 +72,7 @@ def parse_line(number: int, raw: str) -> Line:
         return _bad(number, named.get("server"), named.get("tool"), exc.message)
 
 
-def line_request(data: Any) -> CallRequest:
+def line_request(data: object) -> CallRequest:
     """A CallRequest from one decoded line; UsageError says what is wrong with it."""
     body = Body(data, LINE_KEYS, "a line", body="a line")
     return CallRequest(

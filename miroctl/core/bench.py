@@ -22,13 +22,12 @@ import time
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream
 
 from miroctl.base.errors import ErrorKind, ExitCode, MiroctlError, NotFound, PolicyDenied, ServerUnavailable
-from miroctl.base.models import CallOutcome, CallRequest
+from miroctl.base.models import CallOutcome, CallRequest, ServerSpec, ToolInfo
 from miroctl.base.text import suggest
 from miroctl.core import arguments as arguments_
 from miroctl.core import envelopes
@@ -56,7 +55,7 @@ class Plan:
     max_error_rate: float = 0.0
     timeout: float | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {
             "concurrency": self.concurrency,
             "requests": self.requests,
@@ -240,7 +239,7 @@ async def direct(manager: Manager, request: CallRequest, concurrency: int) -> tu
     return call, route.spec.name, route.tool.name
 
 
-def through_gateway(url: str, target: list[str], base: dict[str, Any], plan: Plan) -> CallFn:
+def through_gateway(url: str, target: list[str], base: dict[str, object], plan: Plan) -> CallFn:
     """Calls through a running gateway (`--via`), each a POST of its own, at most `concurrency` at once (one
     thread each: the warm client is the standard library's blocking http.client)."""
     client = GatewayClient(url, timeout=plan.timeout)
@@ -275,7 +274,7 @@ def gateway_ready(url: str, server: str, tool: str) -> None:
         raise NotFound(f"{server} has no tool {tool!r} (through {url})", hint=suggest(tool, names))
 
 
-def _allowed(manager: Manager, spec: Any, tool: Any, values: dict[str, Any]) -> None:
+def _allowed(manager: Manager, spec: ServerSpec, tool: ToolInfo, values: dict[str, object]) -> None:
     decision = manager.policy.decide(spec, tool.name, tool, values)
     if decision.allowed or (decision.needs_confirmation and manager.policy.assume_yes):
         return
@@ -295,7 +294,7 @@ def percentile(ordered: list[float], p: float) -> float | None:
     return ordered[max(0, math.ceil(p / 100 * len(ordered)) - 1)]
 
 
-def summary(plan: Plan, tally: Tally, target: dict[str, Any]) -> dict[str, Any]:
+def summary(plan: Plan, tally: Tally, target: dict[str, object]) -> dict[str, object]:
     """The `bench --json` document (also what the table shows)."""
     ordered = sorted(tally.latencies_ms)
     asked = tally.completed + tally.missed  # a call that could not keep up did not succeed either

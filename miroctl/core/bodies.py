@@ -10,12 +10,12 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import NoReturn
 
 from miroctl.base.errors import UsageError
 
 
-def loads(text: str | bytes) -> Any:
+def loads(text: str | bytes) -> object:
     """JSON text as Python values; NaN, Infinity and numbers too big for a float (1e999) are refused, and
     so is nesting deeper than the parser can follow: each a ValueError saying why."""
     try:
@@ -24,7 +24,7 @@ def loads(text: str | bytes) -> Any:
         raise ValueError("nested too deeply") from None
 
 
-def _refuse_constant(name: str) -> Any:
+def _refuse_constant(name: str) -> NoReturn:
     raise ValueError(f"{name} is not a JSON number")
 
 
@@ -38,7 +38,7 @@ def _finite(text: str) -> float:
 class Body:
     """A JSON object with a known set of keys, read value by value."""
 
-    def __init__(self, data: Any, known: set[str], what: str, body: str = "the request body") -> None:
+    def __init__(self, data: object, known: set[str], what: str, body: str = "the request body") -> None:
         """`what` names the object in messages (a line, the call, the check); `body` what must be an object."""
         if not isinstance(data, Mapping):
             raise UsageError(f"{body} must be a JSON object")
@@ -75,7 +75,7 @@ class Body:
             raise UsageError(f"{key} must be a list of strings")
         return value
 
-    def mapping(self, key: str) -> dict[str, Any]:
+    def mapping(self, key: str) -> dict[str, object]:
         value = self.data.get(key)
         if value is None:
             return {}

@@ -11,7 +11,7 @@ import threading
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
 from miroctl.base import escaping
 from miroctl.base.errors import ConfigError
@@ -34,10 +34,10 @@ class CallLog:
         except OSError as exc:
             raise ConfigError(f"cannot open the call log {path}: {exc.strerror or exc}") from None
 
-    def write(self, event: str, fields: Mapping[str, Any]) -> None:
+    def write(self, event: str, fields: Mapping[str, object]) -> None:
         if event in SKIPPED or self._file is None:
             return
-        line = {"ts": datetime.now(UTC).isoformat(timespec="milliseconds"), "event": event}
+        line: dict[str, object] = {"ts": datetime.now(UTC).isoformat(timespec="milliseconds"), "event": event}
         if self.task_id:
             line["task_id"] = self.task_id
         line.update(self.masker.data(dict(fields)))

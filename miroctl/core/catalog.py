@@ -48,12 +48,12 @@ SECTIONS = {"resources": ("resources", "resource_templates"), "prompts": ("promp
 _LISTERS = {"resources": "list_resources", "resource_templates": "list_resource_templates", "prompts": "list_prompts"}
 
 
-async def offered(client: Client, extras: frozenset[str]) -> dict[str, tuple[dict[str, Any], ...]]:
+async def offered(client: Client, extras: frozenset[str]) -> dict[str, tuple[dict[str, object], ...]]:
     """The resources, resource templates and prompts a server lists (every page), as JSON-ready dicts."""
     return {key: await listed(client, key) for extra in sorted(extras) for key in SECTIONS[extra]}
 
 
-async def listed(client: Client, key: str) -> tuple[dict[str, Any], ...]:
+async def listed(client: Client, key: str) -> tuple[dict[str, object], ...]:
     """One section (resources, resource_templates, prompts): a server that does not declare the capability
     offers none; it is not asked."""
     capabilities = client.server_capabilities
@@ -65,10 +65,10 @@ async def listed(client: Client, key: str) -> tuple[dict[str, Any], ...]:
 
 async def offered_by(
     handle: ServerHandle, extras: frozenset[str]
-) -> tuple[dict[str, tuple[dict[str, Any], ...]], dict[str, Failure]]:
+) -> tuple[dict[str, tuple[dict[str, object], ...]], dict[str, Failure]]:
     """`offered` on a handle's session, each section on its own under one startup timeout: what was listed,
     and why each section that failed did (its tools and the other sections are still the server's)."""
-    found: dict[str, tuple[dict[str, Any], ...]] = {}
+    found: dict[str, tuple[dict[str, object], ...]] = {}
     failures: dict[str, Failure] = {}
     if not extras:
         return found, failures
@@ -87,7 +87,7 @@ async def offered_by(
     return found, failures
 
 
-async def _every_page(method: Callable[..., Awaitable[Any]], items: str) -> tuple[dict[str, Any], ...]:
+async def _every_page(method: Callable[..., Awaitable[Any]], items: str) -> tuple[dict[str, object], ...]:
     """Every item of one listing; a server that answers "method not found" offers none (many servers that
     have resources do not implement resources/templates/list)."""
     try:
@@ -104,7 +104,7 @@ async def _every_page(method: Callable[..., Awaitable[Any]], items: str) -> tupl
     return tuple(found)
 
 
-def plain(model: BaseModel) -> dict[str, Any]:
+def plain(model: BaseModel) -> dict[str, object]:
     """An SDK model as the JSON the server sent (camelCase keys, no empty fields)."""
     return model.model_dump(mode="json", by_alias=True, exclude_none=True)
 
@@ -132,7 +132,7 @@ async def get_prompt(
         listed = (await offered(client, frozenset({"prompts"})))["prompts"]
         prompt = next((p for p in listed if p.get("name") == name), None)
         if prompt is None:
-            names = [p.get("name", "") for p in listed]
+            names = [str(p.get("name", "")) for p in listed]
             hint = suggest(name, names) or (
                 f"it has {counted(len(names), 'prompt')}: miroctl list {server} --prompts"
                 if names
@@ -141,9 +141,10 @@ async def get_prompt(
             return _failed(
                 Fetched(server, "prompt", name), "not_found", f"server {server!r} has no prompt {name!r}", hint
             )
-        missing = [a["name"] for a in prompt.get("arguments") or () if a.get("required") and a["name"] not in arguments]
+        declared = [a for a in _listed(prompt.get("arguments")) if isinstance(a, dict)]
+        missing = [str(a["name"]) for a in declared if a.get("required") and a["name"] not in arguments]
         if missing:
-            wanted = ", ".join(f"{a['name']}{'*' if a.get('required') else ''}" for a in prompt["arguments"])
+            wanted = ", ".join(f"{a['name']}{'*' if a.get('required') else ''}" for a in declared)
             return _failed(
                 Fetched(server, "prompt", name),
                 "usage",
@@ -256,6 +257,10 @@ async def _request_failed(handle: ServerHandle, asked: Fetched, exc: BaseExcepti
             f"miroctl list {asked.server_name} --resources shows what it offers",
         )
     return _failed(asked, "failed", f"server answered with error {code}: {message}")
+
+
+def _listed(value: object) -> list[object]:
+    return value if isinstance(value, list) else []
 
 
 def _failed(asked: Fetched, kind: str, message: str, hint: str | None = None) -> Fetched:

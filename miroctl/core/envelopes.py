@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from miroctl.base.models import CallOutcome, DecisionRecord
 from miroctl.base.text import correction_note
@@ -15,16 +15,17 @@ if TYPE_CHECKING:
     from miroctl.sessions.pool import Unavailable
 
 
-def outcome_from_result(server: str, tool: str, result: dict[str, Any]) -> CallOutcome:
+def outcome_from_result(server: str, tool: str, result: dict[str, object]) -> CallOutcome:
     """A CallToolResult (as JSON) as the envelope: text joined, blocks and structured content kept."""
-    blocks = [_block(block) for block in result.get("content") or [] if isinstance(block, dict)]
-    texts = [b["text"] for b in blocks if b.get("type") == "text" and isinstance(b.get("text"), str)]
+    content = result.get("content")
+    blocks = [_block(block) for block in content if isinstance(block, dict)] if isinstance(content, list) else []
+    texts = [text for b in blocks if b.get("type") == "text" and isinstance(text := b.get("text"), str)]
     texts += [
-        b["resource"]["text"]
+        text
         for b in blocks
         if b.get("type") == "resource"
-        and isinstance(b.get("resource"), dict)
-        and isinstance(b["resource"].get("text"), str)
+        and isinstance(resource := b.get("resource"), dict)
+        and isinstance(text := resource.get("text"), str)
     ]
     structured = result.get("structuredContent")
     text = "\n".join(texts)
@@ -39,12 +40,12 @@ def outcome_from_result(server: str, tool: str, result: dict[str, Any]) -> CallO
     return outcome
 
 
-def _block(block: dict[str, Any]) -> dict[str, Any]:
+def _block(block: dict[str, object]) -> dict[str, object]:
     """A content block as scripts see it whichever client read it: `type` first, no null members."""
     return {"type": block.get("type"), **{key: value for key, value in block.items() if value is not None}}
 
 
-def raw_arguments(request: CallRequest) -> dict[str, Any]:
+def raw_arguments(request: CallRequest) -> dict[str, object]:
     """The arguments as given (pairs as text), for the log and the URL rules before any routing."""
     values = dict(request.arguments)
     for pair in request.pairs:
@@ -53,7 +54,7 @@ def raw_arguments(request: CallRequest) -> dict[str, Any]:
     return values
 
 
-def text_result(text: str) -> dict[str, Any]:
+def text_result(text: str) -> dict[str, object]:
     """A plain text answer (the fallback's) as a CallToolResult, so --output and limits treat it alike."""
     return {"content": [{"type": "text", "text": text}]}
 
@@ -72,9 +73,9 @@ def denied(server: str | None, tool: str, decision: Decision, unanswered: bool =
     )
 
 
-def log_summary(outcome: CallOutcome) -> tuple[str, dict[str, Any]]:
+def log_summary(outcome: CallOutcome) -> tuple[str, dict[str, object]]:
     """The call log's last line of a call: call_success or call_error, without the result itself."""
-    fields: dict[str, Any] = {
+    fields: dict[str, object] = {
         "server": outcome.server_name,
         "tool": outcome.tool_name,
         "duration_ms": round(outcome.duration_ms, 1),

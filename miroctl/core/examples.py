@@ -11,7 +11,6 @@ import json
 import re
 import shlex
 from collections.abc import Mapping
-from typing import Any
 
 from miroctl.base.errors import ArgumentError
 from miroctl.base.models import ToolInfo
@@ -22,7 +21,7 @@ MAX_DEPTH = 6  # nested objects deeper than this are left empty in the example
 _PLAIN_KEY = re.compile(r"[A-Za-z0-9_.@-]+")
 
 
-def required(schema: Mapping[str, Any]) -> list[str]:
+def required(schema: Mapping[str, object]) -> list[str]:
     """The required parameter names of an input schema, in the order its properties list them."""
     root = schemas.resolve(schema, schema)
     names = root.get("required")
@@ -33,15 +32,15 @@ def required(schema: Mapping[str, Any]) -> list[str]:
     return listed + [n for n in names if isinstance(n, str) and n not in listed]
 
 
-def example_value(prop: Any, root: Mapping[str, Any], name: str, depth: int = 0) -> Any:
+def example_value(prop: object, root: Mapping[str, object], name: str, depth: int = 0) -> object:
     """A value the property's schema accepts, for showing how to call the tool."""
     prop = schemas.resolve(prop, root)
     for key in ("default", "const"):
         if key in prop:
             return prop[key]
     for key in ("enum", "examples"):
-        if isinstance(prop.get(key), list) and prop[key]:
-            return prop[key][0]
+        if choices := schemas.listed(prop, key):
+            return choices[0]
     kinds = schemas.types(prop, root) - {"null"}
     if "object" in kinds and depth < MAX_DEPTH:
         return {key: example_value(sub, root, key, depth + 1) for key, sub in _required_properties(prop, root)}
@@ -58,7 +57,7 @@ def example_value(prop: Any, root: Mapping[str, Any], name: str, depth: int = 0)
     return {} if "object" in kinds else None
 
 
-def _required_properties(prop: Mapping[str, Any], root: Mapping[str, Any]) -> list[tuple[str, Any]]:
+def _required_properties(prop: Mapping[str, object], root: Mapping[str, object]) -> list[tuple[str, object]]:
     properties = prop.get("properties")
     names = prop.get("required")
     if not isinstance(properties, Mapping) or not isinstance(names, list):
@@ -66,7 +65,7 @@ def _required_properties(prop: Mapping[str, Any], root: Mapping[str, Any]) -> li
     return [(key, properties[key]) for key in properties if key in names]
 
 
-def pair(key: str, value: Any, prop: Any, root: Mapping[str, Any]) -> str:
+def pair(key: str, value: object, prop: object, root: Mapping[str, object]) -> str:
     """`key=text` when the command line reads `text` back as `value`, else `key:=json`; shell-quoted."""
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
     if isinstance(value, bool):
@@ -80,7 +79,7 @@ def pair(key: str, value: Any, prop: Any, root: Mapping[str, Any]) -> str:
     return _quoted(key, ":=", json.dumps(value, ensure_ascii=False))
 
 
-def _same(parsed: Any, value: Any) -> bool:
+def _same(parsed: object, value: object) -> bool:
     """Equal, and of the same JSON types (1 is not true, 1.0 is 1 in JSON)."""
     return json.dumps(parsed, sort_keys=True) == json.dumps(value, sort_keys=True)
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 import anyio
 
@@ -70,7 +69,7 @@ class MarkItDownFallback:
             raise FallbackError(str(exc)) from None
 
 
-def url_argument(arguments: Mapping[str, Any]) -> str | None:
+def url_argument(arguments: Mapping[str, object]) -> str | None:
     """The URL a scrape call was about: a url/uri/link argument, else the first http(s) URL anywhere."""
     for key, value in arguments.items():
         if str(key).lower() in URL_KEYS and isinstance(value, str) and value.strip():

@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequenc
 from contextlib import AsyncExitStack, asynccontextmanager, nullcontext
 from dataclasses import dataclass, replace
 from types import TracebackType
-from typing import Any, Self
+from typing import Self
 
 import anyio
 from anyio.abc import TaskGroup
@@ -41,7 +41,7 @@ from miroctl.sessions.stages import StageClock, StageFn
 from miroctl.sessions.tokens import stored_secrets
 from miroctl.sessions.transports import Relay
 
-EventFn = Callable[[str, Mapping[str, Any]], None]
+EventFn = Callable[[str, Mapping[str, object]], None]
 
 
 @dataclass(frozen=True)
@@ -50,7 +50,7 @@ class Confirmation:
 
     server: str
     tool: str
-    arguments: Mapping[str, Any]
+    arguments: Mapping[str, object]
     decision: Decision
 
 
@@ -194,7 +194,7 @@ class Manager:
     def _child_spec(self, spec: ServerSpec) -> ServerSpec:
         return child_spec(spec, self.config, self.policy, task_id=self.task_id, run_id=self.run_id)
 
-    def emit(self, event: str, **fields: Any) -> None:
+    def emit(self, event: str, **fields: object) -> None:
         if self._log is not None:
             self._log.write(event, fields)
         if self._on_event is not None:
@@ -337,7 +337,7 @@ class Manager:
         given = route.corrected_from
         envelopes.mark_correction(outcome, route, given is not None and self.config.get(given) is not None)
 
-    async def _decide(self, route: Route, values: Mapping[str, Any]) -> Decision:
+    async def _decide(self, route: Route, values: Mapping[str, object]) -> Decision:
         """The policy's decision, with mode ask's question put to the confirm callback."""
         decision = self.policy.decide(route.spec, route.tool.name, route.tool, values)
         if decision.needs_confirmation:
@@ -347,7 +347,7 @@ class Manager:
         )
         return decision
 
-    async def _confirmation(self, route: Route, values: Mapping[str, Any], decision: Decision) -> Decision:
+    async def _confirmation(self, route: Route, values: Mapping[str, object], decision: Decision) -> Decision:
         if self.policy.assume_yes:
             return decision.confirmed("yes")
         if self._confirm is None:
@@ -357,7 +357,7 @@ class Manager:
             return decision.confirmed("prompt")
         return decision.refused(f"{decision.message}, and the answer was no")
 
-    async def _execute(self, route: Route, values: Mapping[str, Any], request: CallRequest) -> CallOutcome:
+    async def _execute(self, route: Route, values: Mapping[str, object], request: CallRequest) -> CallOutcome:
         """Invoke; after a lost connection, once more only if repeating cannot do harm."""
         meta = self.policy.meta(route.spec, route.tool.name, route.tool)
         async with self._exclusive(route.spec, meta):
@@ -377,7 +377,7 @@ class Manager:
             yield
 
     async def _fall_back(
-        self, route: Route, values: Mapping[str, Any], request: CallRequest, outcome: CallOutcome
+        self, route: Route, values: Mapping[str, object], request: CallRequest, outcome: CallOutcome
     ) -> CallOutcome:
         """A failed scrape-type call answered by converting its URL locally with MarkItDown."""
         if outcome.ok or outcome.error_kind not in TRIGGER_KINDS or not self.fallback.enabled:
@@ -399,7 +399,7 @@ class Manager:
         converted.fallback = converted_ok
         return converted
 
-    async def invoke(self, route: Route, values: Mapping[str, Any], request: CallRequest) -> CallOutcome:
+    async def invoke(self, route: Route, values: Mapping[str, object], request: CallRequest) -> CallOutcome:
         """Send one call on the route's session under its timeout and turn the answer into an envelope."""
         spec, tool = route.spec, route.tool.name
         handle = self.handle(spec)
@@ -418,7 +418,7 @@ class Manager:
             return await self._call_failed(route, handle, answer, timeout)
         return await self._outcome(route, answer, request)
 
-    async def _outcome(self, route: Route, result: dict[str, Any], request: CallRequest) -> CallOutcome:
+    async def _outcome(self, route: Route, result: dict[str, object], request: CallRequest) -> CallOutcome:
         """The envelope of a CallToolResult (JSON): the whole text to --output first, then the max_result_chars cut."""
         output, notes = None, []
         if request.output and not result.get("isError"):

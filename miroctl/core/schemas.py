@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
 from urllib.parse import unquote
 
 MAX_DEPTH = 16  # $ref hops and anyOf/oneOf/allOf levels followed; deeper schemas read as "any"
 
 
-def resolve(prop: Any, root: Mapping[str, Any] | None) -> Mapping[str, Any]:
+def resolve(prop: object, root: Mapping[str, object] | None) -> Mapping[str, object]:
     """The schema a property stands for, its local `$ref`s followed; {} (any) when one leads nowhere or in a
     circle, or points outside the schema."""
     seen: set[str] = set()
@@ -28,15 +27,21 @@ def resolve(prop: Any, root: Mapping[str, Any] | None) -> Mapping[str, Any]:
     return prop if isinstance(prop, Mapping) else {}
 
 
-def properties(schema: Mapping[str, Any]) -> Mapping[str, Any]:
+def properties(schema: Mapping[str, object]) -> Mapping[str, object]:
     """The properties of a tool's input schema (itself possibly a `$ref`), or {}."""
     found = resolve(schema, schema).get("properties")
     return found if isinstance(found, Mapping) else {}
 
 
-def _pointer(root: Mapping[str, Any], pointer: str) -> Any:
+def listed(schema: Mapping[str, object], key: str) -> list[object]:
+    """A keyword's list (`anyOf`, `enum`, `required`...), or [] when the schema has none (or not a list)."""
+    value = schema.get(key)
+    return value if isinstance(value, list) else []
+
+
+def _pointer(root: Mapping[str, object], pointer: str) -> object:
     """The part of `root` a JSON pointer (the fragment of a `$ref`) names, or None."""
-    node: Any = root
+    node: object = root
     for part in [p for p in unquote(pointer).split("/")[1:]]:
         part = part.replace("~1", "/").replace("~0", "~")
         if isinstance(node, Mapping) and part in node:
@@ -48,7 +53,7 @@ def _pointer(root: Mapping[str, Any], pointer: str) -> Any:
     return node
 
 
-def types(prop: Any, root: Mapping[str, Any] | None = None, depth: int = 0) -> set[str]:
+def types(prop: object, root: Mapping[str, object] | None = None, depth: int = 0) -> set[str]:
     """Every JSON type a property schema admits, looking through `$ref`, anyOf / oneOf / allOf and enum."""
     prop = resolve(prop, root)
     found: set[str] = set()
@@ -62,24 +67,25 @@ def types(prop: Any, root: Mapping[str, Any] | None = None, depth: int = 0) -> s
             options = prop.get(key)
             for option in options if isinstance(options, list) else ():
                 found |= types(option, root, depth + 1)
-    if not found and isinstance(prop.get("enum"), list):
-        found |= {_json_type(v) for v in prop["enum"]}
+    enum = prop.get("enum")
+    if not found and isinstance(enum, list):
+        found |= {_json_type(v) for v in enum}
     if not found and isinstance(prop.get("properties"), Mapping):
         found.add("object")
     return found
 
 
-def items_of(prop: Any, root: Mapping[str, Any] | None) -> Mapping[str, Any]:
+def items_of(prop: object, root: Mapping[str, object] | None) -> Mapping[str, object]:
     """The schema of an array property's items (through `$ref`s), or {}."""
     prop = resolve(prop, root)
-    for option in [prop, *(o for key in ("anyOf", "oneOf") for o in prop.get(key) or () if isinstance(o, Mapping))]:
+    for option in [prop, *(o for key in ("anyOf", "oneOf") for o in listed(prop, key) if isinstance(o, Mapping))]:
         option = resolve(option, root)
         if isinstance(option.get("items"), Mapping):
             return resolve(option["items"], root)
     return {}
 
 
-def _json_type(value: Any) -> str:
+def _json_type(value: object) -> str:
     if isinstance(value, bool):
         return "boolean"
     if isinstance(value, int):
@@ -89,7 +95,7 @@ def _json_type(value: Any) -> str:
     return "string" if isinstance(value, str) else "null" if value is None else "object"
 
 
-def type_label(prop: Any, root: Mapping[str, Any] | None = None, depth: int = 0) -> str:
+def type_label(prop: object, root: Mapping[str, object] | None = None, depth: int = 0) -> str:
     """A short type for a property schema: string, integer[], string | null, enum values..."""
     prop = resolve(prop, root)
     if "enum" in prop and isinstance(prop["enum"], list):

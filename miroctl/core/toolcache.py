@@ -17,7 +17,6 @@ import os
 import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from miroctl.base.cachedir import cache_dir
@@ -51,7 +50,7 @@ def spec_key(spec: ServerSpec) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def completable(name: Any) -> bool:
+def completable(name: object) -> bool:
     """A name a shell can be offered: printable text without spaces (a server's names are untrusted)."""
     return (
         isinstance(name, str)
@@ -132,7 +131,7 @@ def _store_servers(url: str, servers: Mapping[str, Surface], directory: Path | N
 # ---------------------------------------------------------------------------------------------- files
 
 
-def _write(directory: Path | None, key: str, document: Mapping[str, Any]) -> None:
+def _write(directory: Path | None, key: str, document: Mapping[str, object]) -> None:
     """Write one entry atomically, private to the user; a cache that cannot be written is left as it is."""
     directory = directory or cache_dir()
     try:
@@ -149,7 +148,7 @@ def _write(directory: Path | None, key: str, document: Mapping[str, Any]) -> Non
         return
 
 
-def _read(directory: Path | None, key: str) -> dict[str, Any] | None:
+def _read(directory: Path | None, key: str) -> dict[str, object] | None:
     """One entry, or None when it is missing, unreadable, of another version or of another key."""
     try:
         document = json.loads(((directory or cache_dir()) / f"{key}.json").read_text(encoding="utf-8"))
@@ -160,7 +159,7 @@ def _read(directory: Path | None, key: str) -> dict[str, Any] | None:
     return document
 
 
-def _surface(tools: Any) -> Surface:
+def _surface(tools: object) -> Surface:
     """A stored surface, completable names only (the file may have been edited)."""
     if not isinstance(tools, dict):
         return {}

@@ -12,12 +12,11 @@ import os
 import tempfile
 from collections.abc import Iterator
 from dataclasses import replace
-from typing import Any
 
 from miroctl.base.masking import Masker
 from miroctl.base.models import Truncated, Written
 
-Result = dict[str, Any]  # a Result as JSON: content, structuredContent, isError
+Result = dict[str, object]  # a Result as JSON: content, structuredContent, isError
 
 CHUNK = 1 << 20  # characters written at a time, so a huge text is never encoded whole
 ERROR_MIN_CHARS = 2000  # error texts are cut too, but never shorter than this
@@ -50,7 +49,7 @@ def limit_result(result: Result, limit: int | None) -> Truncated | None:
             budget = 0
         else:
             budget -= len(text) + 1
-    result["content"] = [block for block in result.get("content") or [] if not any(block is d for d in dropped)]
+    result["content"] = [block for block in _listed(result) if not any(block is d for d in dropped)]
     kept = next(reversed(list(_texts(result))), None)
     if kept is not None:
         _set_text(kept[0], kept[1] + marker(original, limit))
@@ -60,7 +59,7 @@ def limit_result(result: Result, limit: int | None) -> Truncated | None:
     return Truncated(original, limit, limit, structured_content_dropped=dropped_structured)
 
 
-def _fits(value: Any, limit: int) -> bool:
+def _fits(value: object, limit: int) -> bool:
     """Whether structured content, written as JSON, is within the limit (then it is kept whole)."""
     size = 0
     try:  # piece by piece, so a huge structured result is never written out whole just to be measured
@@ -101,20 +100,28 @@ def write_full(path: str, result: Result, masker: Masker) -> Written:
     return Written(path, chars)
 
 
-def _texts(result: Result) -> Iterator[tuple[dict[str, Any], str]]:
+def _texts(result: Result) -> Iterator[tuple[dict[str, object], str]]:
     """(block, text) for every text-bearing block, in the envelope's order."""
-    blocks = result.get("content") or []
+    blocks = [block for block in _listed(result) if isinstance(block, dict)]
     for block in blocks:
-        if block.get("type") == "text" and isinstance(block.get("text"), str):
-            yield block, block["text"]
+        text = block.get("text")
+        if block.get("type") == "text" and isinstance(text, str):
+            yield block, text
     for block in blocks:
         resource = block.get("resource")
-        if block.get("type") == "resource" and isinstance(resource, dict) and isinstance(resource.get("text"), str):
-            yield block, resource["text"]
+        text = resource.get("text") if isinstance(resource, dict) else None
+        if block.get("type") == "resource" and isinstance(text, str):
+            yield block, text
 
 
-def _set_text(block: dict[str, Any], text: str) -> None:
+def _listed(result: Result) -> list[object]:
+    content = result.get("content")
+    return content if isinstance(content, list) else []
+
+
+def _set_text(block: dict[str, object], text: str) -> None:
     if block.get("type") == "text":
         block["text"] = text
     else:
-        block["resource"] = {**block["resource"], "text": text}
+        resource = block["resource"]
+        block["resource"] = {**resource, "text": text} if isinstance(resource, dict) else {"text": text}

@@ -435,7 +435,7 @@ def result_body(outcome: CallOutcome) -> dict[str, Any]:
     """The CallToolResult fields for an envelope: the tool's own answer, or miroctl's reason."""
     if outcome.ok or outcome.error_kind == "tool_error":
         # The model must see it was answered by another server: the note first, as in the result's text.
-        note = [{"type": "text", "text": outcome.correction}] if outcome.correction else []
+        note: list[dict[str, object]] = [{"type": "text", "text": outcome.correction}] if outcome.correction else []
         content = [*note, *outcome.content] if outcome.content else []
         if not content and outcome.result:  # its text starts with the note already
             content = [{"type": "text", "text": outcome.result}]

@@ -56,7 +56,7 @@ def _title(out: Output, entry: ServerTools) -> Text:
 def parameter_lines(out: Output, tool: ToolInfo) -> list[tuple[str, str]]:
     """(name with * when required, type) for each parameter of a tool."""
     schema = tool.input_schema
-    required = set(schemas.resolve(schema, schema).get("required") or [])
+    required = set(schemas.listed(schemas.resolve(schema, schema), "required"))
     return [
         (out.safe(name) + ("*" if name in required else ""), out.safe(schemas.type_label(prop, schema)))
         for name, prop in schemas.properties(schema).items()

@@ -45,10 +45,10 @@ def fetched_result(out: Output, fetched: Fetched, saved: Saved | None = None) ->
     if fetched.what == "prompt" and fetched.description:
         out.note(fetched.description, style="dim")
     for item in fetched.content:
-        block = item if fetched.what == "resource" else item.get("content") or {}
+        block = item if fetched.what == "resource" else _object(item.get("content"))
         if fetched.what == "prompt":
             out.text(f"[{item.get('role', '')}]")
-        text = block.get("text") if "text" in block else (block.get("resource") or {}).get("text")
+        text = block.get("text") if "text" in block else _object(block.get("resource")).get("text")
         if isinstance(text, str):
             out.text(text)
     saved_notes(out, saved)
@@ -68,6 +68,10 @@ def resource_lines(out: Output, content: Sequence[Mapping[str, Any]]) -> None:
 
 def _kind(block: Mapping[str, Any]) -> str:
     return f" ({block['mimeType']})" if block.get("mimeType") else ""
+
+
+def _object(value: object) -> Mapping[str, object]:
+    return value if isinstance(value, Mapping) else {}
 
 
 def saved_notes(out: Output, saved: Saved | None) -> None:
