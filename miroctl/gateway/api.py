@@ -8,7 +8,6 @@ UsageError (HTTP 400, exit 2), like a bad command line.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
 
 from miroctl.base import errors, models
 from miroctl.base.errors import MiroctlError, NotFound, UsageError
@@ -25,7 +24,7 @@ from miroctl.gateway.server import Gateway
 CALL_KEYS = {"server", "tool", "target", "arguments", "pairs", "timeout", "autocorrect", "task_id"}
 
 
-def call_request(data: Any, gateway: Gateway) -> CallRequest:
+def call_request(data: object, gateway: Gateway) -> CallRequest:
     """A CallRequest from {server, tool | target, arguments, pairs, timeout, autocorrect} (and task_id, which
     `call_task` reads)."""
     body = Body(data, CALL_KEYS, "the call")
@@ -43,12 +42,12 @@ def call_request(data: Any, gateway: Gateway) -> CallRequest:
     )
 
 
-def call_task(data: Any) -> str | None:
+def call_task(data: object) -> str | None:
     """The call's task id (`task_id`, what `call --task-id` sends), or None."""
     return Body(data, CALL_KEYS, "the call").string("task_id")
 
 
-async def call_document(body: Any, gateway: Gateway) -> dict[str, Any]:
+async def call_document(body: object, gateway: Gateway) -> dict[str, object]:
     """POST /v1/call: the envelope of `call --json`, secrets masked."""
     request = call_request(body, gateway)
     for pair in request.pairs:
@@ -57,7 +56,7 @@ async def call_document(body: Any, gateway: Gateway) -> dict[str, Any]:
     return gateway.masker.data(outcome.to_dict())
 
 
-async def list_document(body: Any, gateway: Gateway) -> dict[str, Any]:
+async def list_document(body: object, gateway: Gateway) -> dict[str, object]:
     """POST /v1/list: the document of `list --json` for the named servers (default: all served)."""
     names = Body({} if body is None else body, {"servers"}, "the list").strings("servers")
     specs = [served(name, gateway) for name in names] or gateway.specs
@@ -73,7 +72,7 @@ def served(name: str, gateway: Gateway) -> ServerSpec:
     return spec
 
 
-async def read_document(body: Any, gateway: Gateway) -> dict[str, Any]:
+async def read_document(body: object, gateway: Gateway) -> dict[str, object]:
     """POST /v1/read: the envelope of `read --json` ({target: [SERVER] URI, timeout}), under the gateway's policy."""
     fields = Body(body, {"target", "timeout"}, "the read")
     target = fields.strings("target")
@@ -92,7 +91,7 @@ async def read_document(body: Any, gateway: Gateway) -> dict[str, Any]:
     return gateway.masker.data(fetched.to_dict())
 
 
-async def prompt_document(body: Any, gateway: Gateway) -> dict[str, Any]:
+async def prompt_document(body: object, gateway: Gateway) -> dict[str, object]:
     """POST /v1/prompt: the envelope of `prompt --json` ({words: [SERVER] NAME [k=v ...], timeout})."""
     fields = Body(body, {"words", "timeout"}, "the prompt")
     server, name, pairs = _prompt_words(gateway, fields.strings("words"))
@@ -144,6 +143,6 @@ def _prompt_words(gateway: Gateway, words: list[str]) -> tuple[str, str, list[st
     return words[0], words[1], words[2:]
 
 
-def error_document(exc: MiroctlError) -> dict[str, Any]:
+def error_document(exc: MiroctlError) -> dict[str, object]:
     """A request the API refused: the reason, the hint and the exit code the CLI would use."""
     return errors.error_document(exc.message, exc.kind, exc.hint, exc.exit_code)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any
 
 from miroctl.base.errors import UsageError
 from miroctl.base.models import ServerSpec
@@ -38,7 +37,7 @@ class CheckRequest:
     surface: bool = False  # also answer each healthy server's tool surface, for the caller's lock file
 
 
-def check_request(data: Any, gateway: Gateway) -> CheckRequest:
+def check_request(data: object, gateway: Gateway) -> CheckRequest:
     """A CheckRequest from {servers, timeout, concurrency, smoke, allow_fail, surface}; UsageError if it is wrong."""
     body = Body({} if data is None else data, CHECK_KEYS, "the check")
     named = [served(name, gateway) for name in body.strings("servers")] or gateway.specs
@@ -101,7 +100,7 @@ async def run_check(request: CheckRequest, gateway: Gateway) -> CheckRun:
     return run
 
 
-async def check_document(body: Any, gateway: Gateway) -> dict[str, Any]:
+async def check_document(body: object, gateway: Gateway) -> dict[str, object]:
     """The document of `check --json` (with allow_fail applied), plus `surface` when asked for; masked."""
     request = check_request(body, gateway)
     run = await run_check(request, gateway)

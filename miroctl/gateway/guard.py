@@ -14,12 +14,17 @@ import hmac
 import ipaddress
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 import anyio
 
 from miroctl.base import escaping
 from miroctl.base.errors import UsageError
+
+if TYPE_CHECKING:  # starlette is loaded by `serve --http` only
+    from starlette.datastructures import Headers
+    from starlette.responses import Response
+    from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 DEFAULT_PORT = 8765
 DEFAULT_MAX_BODY = 4 * 1024 * 1024
@@ -92,11 +97,11 @@ def token_ok(header: str | None, token: str) -> bool:
 class Guard:
     """ASGI middleware: Host, Origin, CORS, token, then the body (time and size), before any route runs."""
 
-    def __init__(self, app: Any, settings: HttpSettings) -> None:
+    def __init__(self, app: ASGIApp, settings: HttpSettings) -> None:
         self.settings = settings
         self.app = app
 
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or (scope["method"] == "GET" and scope["path"] in OPEN_PATHS):
             await self.app(scope, receive, send)  # probes: no token, any Host (they tell only up or ready)
             return
@@ -113,7 +118,7 @@ class Guard:
             receive = _replay(body, receive) if isinstance(body, list) else receive
         await (refusal or self.app)(scope, receive, send)
 
-    def refusal(self, method: str, headers: Any, cors: str | None) -> Any:
+    def refusal(self, method: str, headers: Headers, cors: str | None) -> ASGIApp | None:
         """The answer for a request that goes no further (a refusal, or a CORS preflight), or None."""
         host, origin = headers.get("host", ""), headers.get("origin")
         if self.settings.hosts and not matches(host, self.settings.hosts):
@@ -129,12 +134,12 @@ class Guard:
             )
         return None
 
-    async def body(self, headers: Any, receive: Any) -> Any:
+    async def body(self, headers: Headers, receive: Receive) -> list[Message] | Response:
         """The request's messages up to the end of its body, or the refusal (408, 413) that ends it."""
         limit = self.settings.max_body
         if _declared_size(headers) > limit:
             return self.too_large()
-        messages: list[Any] = []
+        messages: list[Message] = []
         size = 0
         seconds = self.settings.read_timeout * BODY_TIME_FACTOR
         with anyio.move_on_after(seconds):
@@ -150,28 +155,28 @@ class Guard:
                     return messages
         return refuse(408, f"the request body did not arrive within {seconds:g}s", {"Connection": "close"})
 
-    def too_large(self) -> Any:
+    def too_large(self) -> Response:
         return refuse(413, f"the request body is larger than {self.settings.max_body} bytes", {"Connection": "close"})
 
 
-def _declared_size(headers: Any) -> int:
+def _declared_size(headers: Headers) -> int:
     try:
         return int(headers.get("content-length") or 0)
     except ValueError:
         return 0
 
 
-def _replay(messages: list[Any], receive: Any) -> Any:
+def _replay(messages: list[Message], receive: Receive) -> Receive:
     """A receive that gives the messages already read, then whatever comes next (a disconnect)."""
     pending = list(messages)
 
-    async def replayed() -> Any:
+    async def replayed() -> Message:
         return pending.pop(0) if pending else await receive()
 
     return replayed
 
 
-def _with_cors(send: Any, origin: str) -> Any:
+def _with_cors(send: Send, origin: str) -> Send:
     """A send that adds the CORS headers for `origin` to the response."""
     extra = [
         (b"access-control-allow-origin", origin.encode("latin-1")),
@@ -179,7 +184,7 @@ def _with_cors(send: Any, origin: str) -> Any:
         (b"vary", b"Origin"),
     ]
 
-    async def sending(message: Any) -> None:
+    async def sending(message: Message) -> None:
         if message["type"] == "http.response.start":
             message = {**message, "headers": [*message.get("headers", []), *extra]}
         await send(message)
@@ -187,7 +192,7 @@ def _with_cors(send: Any, origin: str) -> Any:
     return sending
 
 
-async def _preflight(scope: Any, receive: Any, send: Any) -> None:
+async def _preflight(scope: Scope, receive: Receive, send: Send) -> None:
     """A CORS preflight of an allowed origin: which methods and headers it may use (no token needed)."""
     from starlette.responses import Response
 
@@ -199,7 +204,7 @@ async def _preflight(scope: Any, receive: Any, send: Any) -> None:
     await Response(status_code=204, headers=headers)(scope, receive, send)
 
 
-def refuse(status: int, message: str, headers: dict[str, str] | None = None) -> Any:
+def refuse(status: int, message: str, headers: dict[str, str] | None = None) -> Response:
     """A refusal as JSON: {"schema": "miroctl.error/1", "is_error": true, "error", "error_kind": "http", "status"}."""
     from starlette.responses import Response
 

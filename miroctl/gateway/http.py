@@ -17,7 +17,7 @@ import math
 import socket
 from collections.abc import Awaitable, Callable
 from contextlib import nullcontext
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
@@ -33,6 +33,17 @@ from miroctl.gateway.sdk_private import open_sessions
 from miroctl.gateway.server import Gateway, build_server
 from miroctl.gateway.uvicorn_private import header_timed_protocol, stop_accepting
 
+if TYPE_CHECKING:  # starlette and the SDK's HTTP parts are loaded by `serve --http` only
+    from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+    from starlette.datastructures import QueryParams
+    from starlette.requests import Request
+    from starlette.responses import Response
+    from starlette.types import ASGIApp, Receive, Scope, Send
+
+    from miroctl.base.models import CallOutcome
+
+Endpoint = Callable[["Request"], Awaitable["Response"]]
+
 DEFAULT_GRACE = 20.0  # seconds the calls in flight get to finish when the gateway is stopped
 FLUSH = 1  # second uvicorn gets, once nothing is in flight, to finish sending and close the connections
 PROBES = ("/livez", "/readyz")
@@ -42,11 +53,12 @@ class Inflight:
     """ASGI middleware: counts the requests being answered (a host's listening GET /mcp stream, the probes
     and a metrics scrape are not calls), and answers 503 to new ones while the gateway drains."""
 
-    def __init__(self, app: Any, gateway: Gateway) -> None:
+    def __init__(self, app: ASGIApp | None, gateway: Gateway) -> None:
         self.app, self.gateway = app, gateway
         self.count = 0
 
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        assert self.app is not None, "build_app sets the app before serving"
         if scope["type"] != "http" or scope["path"] in PROBES or scope["path"] == "/metrics":  # a scrape is no call
             await self.app(scope, receive, send)
             return
@@ -65,7 +77,7 @@ class Inflight:
             await anyio.sleep(0.05)
 
 
-async def _draining(scope: Any, receive: Any, send: Any) -> None:
+async def _draining(scope: Scope, receive: Receive, send: Send) -> None:
     from starlette.responses import Response
 
     body = {"schema": "miroctl.error/1", "error": "the gateway is stopping", "error_kind": "http", "status": 503}
@@ -76,7 +88,7 @@ async def _draining(scope: Any, receive: Any, send: Any) -> None:
 # ---------------------------------------------------------------------------------------------- app
 
 
-def build_app(gateway: Gateway, settings: HttpSettings) -> tuple[Any, Inflight]:
+def build_app(gateway: Gateway, settings: HttpSettings) -> tuple[ASGIApp, Inflight]:
     """The Starlette app: /mcp, /healthz, /livez, /readyz, /metrics, /v1/call, list, batch, check, read and
     prompt, behind the in-flight counter and the guard; and the counter, which a drain waits on."""
     from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
@@ -114,15 +126,15 @@ def build_app(gateway: Gateway, settings: HttpSettings) -> tuple[Any, Inflight]:
     return Guard(inflight, settings), inflight
 
 
-async def _live(request: Any) -> Any:
+async def _live(request: Request) -> Response:
     """/livez: the process answers (nothing about its servers)."""
     return json_response({"status": "alive"})
 
 
-def _ready(gateway: Gateway) -> Callable[[Any], Awaitable[Any]]:
+def _ready(gateway: Gateway) -> Endpoint:
     """/readyz: 200 once every server started and listed its tools; 503 before, when one is down, or draining."""
 
-    async def ready(request: Any) -> Any:
+    async def ready(request: Request) -> Response:
         if gateway.ready:
             return json_response({"status": "ready"})
         listed = sum(1 for entry in gateway.entries if entry.ok)
@@ -132,13 +144,13 @@ def _ready(gateway: Gateway) -> Callable[[Any], Awaitable[Any]]:
     return ready
 
 
-def _metrics(gateway: Gateway, sessions: Any, inflight: Inflight) -> Callable[[Any], Awaitable[Any]]:
+def _metrics(gateway: Gateway, sessions: StreamableHTTPSessionManager, inflight: Inflight) -> Endpoint:
     """/metrics in Prometheus' text format; without prometheus-client, a 501 that says what to install."""
     collected = Metrics(gateway, lambda: open_sessions(sessions), lambda: inflight.count) if available() else None
     if collected is not None:
         gateway.observers.append(collected.observe)
 
-    async def metrics(request: Any) -> Any:
+    async def metrics(request: Request) -> Response:
         from starlette.responses import Response
 
         if collected is None:
@@ -155,24 +167,24 @@ def _metrics(gateway: Gateway, sessions: Any, inflight: Inflight) -> Callable[[A
     return metrics
 
 
-def json_response(document: Any, status: int = 200) -> Any:
+def json_response(document: object, status: int = 200) -> Response:
     """A JSON answer in strict JSON (a NaN from a server becomes "NaN", never an HTTP 500)."""
     from starlette.responses import Response
 
     return Response(escaping.dumps(document), status_code=status, media_type="application/json")
 
 
-def _health(gateway: Gateway) -> Callable[[Any], Awaitable[Any]]:
-    async def health(request: Any) -> Any:
+def _health(gateway: Gateway) -> Endpoint:
+    async def health(request: Request) -> Response:
         return json_response(gateway.health())
 
     return health
 
 
-def _api(gateway: Gateway, answer: Callable[[Any, Gateway], Awaitable[dict[str, Any]]]) -> Callable[[Any], Any]:
+def _api(gateway: Gateway, answer: Callable[[object, Gateway], Awaitable[dict[str, object]]]) -> Endpoint:
     """A JSON endpoint; the work is cancelled if the client goes away (so is the upstream call)."""
 
-    async def endpoint(request: Any) -> Any:
+    async def endpoint(request: Request) -> Response:
         try:
             body = await _json_body(request)
             document = await _until_disconnect(request, answer(body, gateway))
@@ -183,7 +195,7 @@ def _api(gateway: Gateway, answer: Callable[[Any, Gateway], Awaitable[dict[str, 
     return endpoint
 
 
-async def _json_body(request: Any) -> Any:
+async def _json_body(request: Request) -> object:
     raw = await request.body()
     if not raw.strip():
         return None
@@ -193,9 +205,9 @@ async def _json_body(request: Any) -> Any:
         raise UsageError(f"the request body is not JSON: {exc}") from None
 
 
-async def _until_disconnect(request: Any, work: Awaitable[dict[str, Any]]) -> dict[str, Any]:
+async def _until_disconnect(request: Request, work: Awaitable[dict[str, object]]) -> dict[str, object]:
     """`work`'s document, unless the client goes away first (then the work is cancelled)."""
-    documents: list[dict[str, Any]] = []
+    documents: list[dict[str, object]] = []
     errors: list[MiroctlError] = []
     async with anyio.create_task_group() as tg:
 
@@ -217,19 +229,19 @@ async def _until_disconnect(request: Any, work: Awaitable[dict[str, Any]]) -> di
     return documents[0]
 
 
-def _batch(gateway: Gateway) -> Callable[[Any], Any]:
+def _batch(gateway: Gateway) -> Endpoint:
     """POST /v1/batch: JSON lines in, one envelope per line out (JSON lines, in input order)."""
 
-    async def endpoint(request: Any) -> Any:
+    async def endpoint(request: Request) -> Response:
         from starlette.responses import Response
 
         lines = batch.parse_lines((await request.body()).decode("utf-8", errors="replace"))
         chunks: list[str] = []
 
-        def emit(outcome: Any) -> None:
+        def emit(outcome: CallOutcome) -> None:
             chunks.append(escaping.dumps(gateway.masker.data(outcome.to_dict())) + "\n")
 
-        async def work() -> dict[str, Any]:
+        async def work() -> dict[str, object]:
             jobs, timeout, autocorrect = _batch_options(request.query_params)
             await batch.run(batch.with_defaults(lines, timeout, autocorrect), gateway.call, emit, jobs)
             return {}
@@ -243,7 +255,7 @@ def _batch(gateway: Gateway) -> Callable[[Any], Any]:
     return endpoint
 
 
-def _batch_options(query: Any) -> tuple[int, float | None, bool]:
+def _batch_options(query: QueryParams) -> tuple[int, float | None, bool]:
     """jobs, timeout and autocorrect from /v1/batch's query string (as --jobs, --timeout, --no-autocorrect)."""
     try:
         jobs = max(1, int(query.get("jobs", batch.DEFAULT_JOBS)))
@@ -288,7 +300,8 @@ async def serve_http(
     import uvicorn
 
     class QuietServer(uvicorn.Server):
-        def capture_signals(self) -> Any:  # miroctl's own boundary turns signals into a cancellation
+        # miroctl's own boundary turns signals into a cancellation (Any: uvicorn types its own as a generator's)
+        def capture_signals(self) -> Any:
             return nullcontext()
 
     app, inflight = build_app(gateway, settings)

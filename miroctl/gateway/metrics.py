@@ -8,12 +8,14 @@ header is ever a label, so nothing secret can reach a scrape. Each gateway has a
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from miroctl.base.errors import ErrorKind
 from miroctl.base.models import CallOutcome
 
 if TYPE_CHECKING:
+    from prometheus_client.metrics_core import Metric
+
     from miroctl.gateway.server import Gateway
 
 INSTALL_HINT = "pip install 'miroctl[metrics]'"
@@ -82,7 +84,7 @@ class _StateCollector:
     def __init__(self, gateway: Gateway, sessions: Callable[[], int], inflight: Callable[[], int]) -> None:
         self.gateway, self.sessions, self.inflight = gateway, sessions, inflight
 
-    def collect(self) -> Iterator[Any]:
+    def collect(self) -> Iterator[Metric]:
         from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily  # noqa: PLC0415
 
         up = GaugeMetricFamily(

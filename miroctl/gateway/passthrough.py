@@ -16,7 +16,7 @@ import re
 import warnings
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from contextlib import suppress
-from typing import Any
+from typing import TYPE_CHECKING, TypeVar
 from urllib.parse import quote, unquote
 
 from miroctl.base.fetched import Fetched
@@ -27,6 +27,14 @@ from miroctl.core.manager import Manager
 from miroctl.gateway import subscriptions as subscribing
 from miroctl.gateway import toolmap
 from miroctl.sessions.pool import Unavailable
+
+if TYPE_CHECKING:
+    from mcp import Client
+    from mcp_types import CompleteResult, EmptyResult, LoggingLevel
+
+    from miroctl.gateway.sdk_private import Host
+
+T = TypeVar("T")
 
 SCHEME = "miroctl://"
 RESOURCE_NOT_FOUND, INVALID_PARAMS, INTERNAL_ERROR, REQUEST_TIMEOUT = -32002, -32602, -32603, -32001
@@ -93,13 +101,13 @@ class Catalog:
 
     # ------------------------------------------------------------------------------------------ resources
 
-    async def resources(self) -> list[dict[str, Any]]:
+    async def resources(self) -> list[dict[str, object]]:
         return self.masker.data(self._listed(await self.entries(), "resources", "uri"))
 
-    async def templates(self) -> list[dict[str, Any]]:
+    async def templates(self) -> list[dict[str, object]]:
         return self.masker.data(self._listed(await self.entries(), "resource_templates", "uriTemplate"))
 
-    def _listed(self, entries: Iterable[ServerTools], kind: str, key: str) -> list[dict[str, Any]]:
+    def _listed(self, entries: Iterable[ServerTools], kind: str, key: str) -> list[dict[str, object]]:
         """The allowed resources (or templates) of every server, each under the URI hosts see."""
         pairs = [
             (spec, item)
@@ -161,7 +169,7 @@ class Catalog:
             server = self.specs[0].name
         return (self.prefix[server], uri) if server is not None else None
 
-    async def read(self, uri: str, timeout: float | None = None) -> dict[str, Any]:
+    async def read(self, uri: str, timeout: float | None = None) -> dict[str, object]:
         """A resources/read result for a gateway URI: the upstream's contents, their URIs the gateway's."""
         spec, upstream = await self.route(uri)
         fetched = await catalog.read_resource(self.manager, spec.name, upstream, timeout)
@@ -173,7 +181,7 @@ class Catalog:
         ]
         return self.masker.data({"contents": contents})
 
-    async def subscribe(self, uri: str, host: Any, subscriptions: subscribing.Subscriptions) -> None:
+    async def subscribe(self, uri: str, host: Host, subscriptions: subscribing.Subscriptions) -> None:
         """resources/subscribe: the host hears when the resource changes; its server is subscribed for the first
         host (resources/subscribe before 2026-07-28, a subscriptions/listen stream on it)."""
         spec, upstream = await self.route(uri)
@@ -193,7 +201,7 @@ class Catalog:
             subscriptions.remove(spec.name, upstream, host)
             raise
 
-    async def unsubscribe(self, uri: str, host: Any, subscriptions: subscribing.Subscriptions) -> None:
+    async def unsubscribe(self, uri: str, host: Host, subscriptions: subscribing.Subscriptions) -> None:
         """resources/unsubscribe: the server is unsubscribed when no host is left subscribed."""
         spec, upstream = await self.route(uri)
         if not subscriptions.remove(spec.name, upstream, host):
@@ -206,18 +214,22 @@ class Catalog:
 
     # ------------------------------------------------------------------------------------------ prompts
 
-    async def prompt_list(self) -> list[dict[str, Any]]:
-        listed: list[tuple[str, dict[str, Any]]] = []
+    async def prompt_list(self) -> list[dict[str, object]]:
+        listed: list[tuple[str, dict[str, object]]] = []
         for entry, spec in self._with_specs(await self.entries()):
             listed += [(spec.name, p) for p in entry.prompts or () if self.allowed(spec, str(p.get("name", "")))]
         self.prompts = toolmap.name_items(
             [(server, str(p["name"])) for server, p in listed], self.separator, self.prefix, self.plain
         )
         exposed = {key: name for name, key in self.prompts.items.items()}
-        found = [{**p, "name": exposed[(server, p["name"])]} for server, p in listed if (server, p["name"]) in exposed]
+        found = [
+            {**p, "name": exposed[(server, str(p["name"]))]}
+            for server, p in listed
+            if (server, str(p["name"])) in exposed
+        ]
         return self.masker.data(found)
 
-    async def prompt(self, name: str, arguments: Mapping[str, str], timeout: float | None = None) -> dict[str, Any]:
+    async def prompt(self, name: str, arguments: Mapping[str, str], timeout: float | None = None) -> dict[str, object]:
         """A prompts/get result for an exposed prompt name."""
         if name not in self.prompts.items:
             await self.prompt_list()
@@ -226,14 +238,14 @@ class Catalog:
         server, upstream = self.prompts.items[name]
         fetched = await catalog.get_prompt(self.manager, server, upstream, arguments, timeout)
         answer(fetched)
-        body: dict[str, Any] = {"messages": fetched.content}
+        body: dict[str, object] = {"messages": fetched.content}
         if fetched.description is not None:
             body["description"] = fetched.description
         return self.masker.data(body)
 
-    async def complete(self, params: Mapping[str, Any]) -> dict[str, Any]:
+    async def complete(self, params: Mapping[str, object]) -> dict[str, object]:
         """A completion/complete result's `completion`, from the server behind the prompt or template."""
-        ref, argument = dict(params["ref"]), dict(params["argument"])
+        ref, argument = _object(params["ref"]), _texts(params["argument"])
         if ref.get("type") == "ref/prompt":
             if ref.get("name") not in self.prompts.items:
                 await self.prompt_list()
@@ -244,7 +256,8 @@ class Catalog:
         else:
             spec, upstream = await self.route(str(ref.get("uri", "")))
             server, ref["uri"] = spec.name, upstream
-        context = (params.get("context") or {}).get("arguments")
+        given = _object(params.get("context")).get("arguments")
+        context = _texts(given) if isinstance(given, Mapping) else None
         if not _offers(self.manager, server, "completions"):
             return {"values": [], "hasMore": False}
         result = await _on_server(
@@ -252,7 +265,7 @@ class Catalog:
         )
         return self.masker.data(result.completion.model_dump(mode="json", by_alias=True, exclude_none=True))
 
-    async def set_level(self, level: str) -> None:
+    async def set_level(self, level: LoggingLevel) -> None:
         """Pass logging/setLevel on to every served server that is running and declares logging."""
         for spec in self.specs:
             if _offers(self.manager, spec.name, "logging"):
@@ -260,7 +273,7 @@ class Catalog:
                     await _on_server(self.manager, spec.name, "logging/setLevel", lambda c: _set_level(c, level))
 
 
-async def _on_server(manager: Manager, server: str, phase: str, send: Callable[[Any], Awaitable[Any]]) -> Any:
+async def _on_server(manager: Manager, server: str, phase: str, send: Callable[[Client], Awaitable[T]]) -> T:
     """`send(client)` on a served server's session; a server that is down or fails is an ItemError."""
     spec = manager.config.get(server)
     if spec is None:
@@ -294,7 +307,7 @@ def expands(template: str, uri: str) -> bool:
     return True
 
 
-async def _subscribable(manager: Manager, server: str) -> Any:
+async def _subscribable(manager: Manager, server: str) -> Client:
     """The session's client of a server that offers resource subscriptions; ItemError when it offers none."""
     spec = manager.config.get(server)
     if spec is None:
@@ -309,7 +322,7 @@ async def _subscribable(manager: Manager, server: str) -> Any:
     return client
 
 
-def _modern(client: Any) -> bool:
+def _modern(client: Client) -> bool:
     """Whether a session is on protocol 2026-07-28 or later (no resources/subscribe: subscriptions/listen)."""
     from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
@@ -330,14 +343,26 @@ def answer(fetched: Fetched) -> None:
     raise ItemError(code, f"{fetched.error}{hint}")
 
 
-async def _complete(client: Any, ref: dict[str, Any], argument: dict[str, str], context: dict[str, str] | None) -> Any:
+async def _complete(
+    client: Client, ref: dict[str, object], argument: dict[str, str], context: dict[str, str] | None
+) -> CompleteResult:
     import mcp_types as types
 
     model = types.PromptReference if ref.get("type") == "ref/prompt" else types.ResourceTemplateReference
     return await client.complete(model.model_validate(ref), argument, context)
 
 
-async def _set_level(client: Any, level: str) -> Any:
+def _object(value: object) -> dict[str, object]:
+    """A JSON object of a host's request (the SDK validated its shape), as a dict; anything else as {}."""
+    return {str(key): item for key, item in value.items()} if isinstance(value, Mapping) else {}
+
+
+def _texts(value: object) -> dict[str, str]:
+    """A JSON object of strings (a completion's argument or context), as the SDK validated it."""
+    return {key: str(item) for key, item in _object(value).items()}
+
+
+async def _set_level(client: Client, level: LoggingLevel) -> EmptyResult:
     with warnings.catch_warnings():  # logging is deprecated as of 2026-07-28; older servers still take it
         warnings.simplefilter("ignore")
         return await client.set_logging_level(level)

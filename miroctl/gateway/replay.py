@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
@@ -26,6 +26,9 @@ from miroctl.base.masking import MASK
 from miroctl.gateway.guard import Guard, HttpSettings
 from miroctl.gateway.stdio import StdoutWriter, claimed_stdout, stdin_lines
 from miroctl.gateway.uvicorn_private import header_timed_protocol
+
+if TYPE_CHECKING:
+    from starlette.types import ASGIApp
 
 NOT_RECORDED = -32004  # in JSON-RPC's range for implementation-defined server errors
 HANDSHAKES = ("initialize", "server/discover")
@@ -37,8 +40,8 @@ class Recorded:
     """One request as recorded, and the answer it got."""
 
     method: str
-    params: Any
-    answer: Mapping[str, Any]  # {"result": ...} or {"error": ...}
+    params: object
+    answer: Mapping[str, object]  # {"result": ...} or {"error": ...}
 
     @property
     def key(self) -> str:
@@ -53,7 +56,7 @@ class Replay:
     exchanges: list[Recorded]
     _served: dict[str, int] = field(default_factory=lambda: defaultdict(int))
 
-    def answer(self, message: Mapping[str, Any]) -> dict[str, Any] | None:
+    def answer(self, message: Mapping[str, object]) -> dict[str, object] | None:
         """The JSON-RPC answer to one incoming message (None for a notification or an answer)."""
         method, ident = message.get("method"), message.get("id")
         if not isinstance(method, str) or ident is None:
@@ -66,7 +69,7 @@ class Replay:
             return {"jsonrpc": "2.0", "id": ident, "result": {}}
         return {"jsonrpc": "2.0", "id": ident, "error": self._missing(method, params)}
 
-    def _matching(self, method: str, params: Any) -> Recorded | None:
+    def _matching(self, method: str, params: object) -> Recorded | None:
         wanted = strip_meta(params)
         same = [r for r in self.exchanges if r.method == method and matches(strip_meta(r.params), wanted)]
         if not same and method in HANDSHAKES:
@@ -78,7 +81,7 @@ class Replay:
         self._served[key] = index + 1
         return same[min(index, len(same) - 1)]
 
-    def _missing(self, method: str, params: Any) -> dict[str, Any]:
+    def _missing(self, method: str, params: object) -> dict[str, object]:
         key = f"{method} {canonical(params)}"
         closest = closest_to(key, [r.key for r in self.exchanges])
         message = f"not in the recording of {self.server}: {_short(key)}"
@@ -96,18 +99,18 @@ def closest_to(key: str, keys: list[str]) -> str | None:
     return max(pool, key=lambda k: difflib.SequenceMatcher(None, key, k, autojunk=False).ratio())
 
 
-def canonical(params: Any) -> str:
+def canonical(params: object) -> str:
     """Params as one string: keys sorted, `_meta` left out (it holds per-request ids and client details)."""
     return json.dumps(strip_meta(params), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
-def strip_meta(params: Any) -> Any:
+def strip_meta(params: object) -> object:
     if isinstance(params, Mapping):
         return {k: v for k, v in params.items() if k != "_meta"}
     return {} if params is None else params
 
 
-def matches(recorded: Any, given: Any) -> bool:
+def matches(recorded: object, given: object) -> bool:
     """Equal, where a masked recorded string (`****`) stands for any string."""
     if recorded == MASK:
         return isinstance(given, str)
@@ -121,7 +124,7 @@ def matches(recorded: Any, given: Any) -> bool:
 def load(path: str, server: str | None = None) -> Replay:
     """The exchanges of one server of a recording; UsageError (exit 2) for a file that is not one."""
     lines = _lines(path)
-    servers = list(dict.fromkeys(e["server"] for e in lines if isinstance(e.get("server"), str)))
+    servers = list(dict.fromkeys(name for e in lines if isinstance(name := e.get("server"), str)))
     if not servers:
         raise UsageError(
             f"{path}: no recorded messages", hint="record with --record FILE on list, call, check or serve"
@@ -136,7 +139,7 @@ def load(path: str, server: str | None = None) -> Replay:
     return Replay(chosen, _exchanges([e for e in lines if e.get("server") == chosen]))
 
 
-def _lines(path: str) -> list[dict[str, Any]]:
+def _lines(path: str) -> list[dict[str, object]]:
     file = Path(path).expanduser()
     try:
         if file.stat().st_size > MAX_RECORDING_BYTES:
@@ -158,18 +161,19 @@ def _lines(path: str) -> list[dict[str, Any]]:
     return entries
 
 
-def _exchanges(entries: list[dict[str, Any]]) -> list[Recorded]:
+def _exchanges(entries: list[dict[str, object]]) -> list[Recorded]:
     """Requests paired with their answers (by session and id), in the order they were sent."""
-    pending: dict[tuple[Any, str], tuple[str, Any]] = {}
-    order: list[tuple[Any, str]] = []
-    answers: dict[tuple[Any, str], Mapping[str, Any]] = {}
+    pending: dict[tuple[object, str], tuple[str, object]] = {}
+    order: list[tuple[object, str]] = []
+    answers: dict[tuple[object, str], Mapping[str, object]] = {}
     for entry in entries:
         message = entry.get("message")
         if not isinstance(message, Mapping) or "id" not in message:
             continue
         key = (entry.get("session"), json.dumps(message["id"]))
-        if entry.get("direction") == "to_server" and isinstance(message.get("method"), str):
-            pending[key] = (message["method"], message.get("params"))
+        method = message.get("method")
+        if entry.get("direction") == "to_server" and isinstance(method, str):
+            pending[key] = (method, message.get("params"))
             order.append(key)
         elif entry.get("direction") == "from_server" and ("result" in message or "error" in message):
             answers[key] = {k: message[k] for k in ("result", "error") if k in message}
@@ -205,7 +209,7 @@ async def serve_stdio(replay: Replay) -> None:
                 await writer.write(answer + "\n")
 
 
-def build_app(replay: Replay, settings: HttpSettings) -> Any:
+def build_app(replay: Replay, settings: HttpSettings) -> ASGIApp:
     """/mcp as streamable HTTP with JSON answers (no SSE streams, no sessions), behind the gateway's guard."""
     from starlette.applications import Starlette
     from starlette.requests import Request
@@ -228,7 +232,8 @@ async def serve_http(replay: Replay, settings: HttpSettings, sock: socket.socket
     import uvicorn
 
     class QuietServer(uvicorn.Server):
-        def capture_signals(self) -> Any:  # miroctl's own boundary turns signals into a cancellation
+        # miroctl's own boundary turns signals into a cancellation (Any: uvicorn types its own as a generator's)
+        def capture_signals(self) -> Any:
             return nullcontext()
 
     config = uvicorn.Config(

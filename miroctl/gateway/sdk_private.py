@@ -12,15 +12,28 @@ simply not told meanwhile.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from mcp.server.session import ServerSession
+    from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
 
-def request_connection(session: Any) -> Any:
+class Host(Protocol):
+    """Where the gateway tells a host of changes outside a request: the connection behind a request's session,
+    or the session itself."""
+
+    async def send_tool_list_changed(self) -> None: ...
+
+    async def send_resource_updated(self, uri: str) -> None: ...
+
+
+def request_connection(session: ServerSession) -> Host | None:
     """The long-lived connection behind a request's session, or None when the SDK does not expose it."""
     return getattr(session, "_connection", None)
 
 
-def open_sessions(manager: Any) -> int:
+def open_sessions(manager: StreamableHTTPSessionManager) -> int:
     """How many MCP sessions a StreamableHTTPSessionManager holds open (0 when the SDK does not expose it)."""
     instances = getattr(manager, "_server_instances", None)
     return len(instances) if isinstance(instances, dict) else 0

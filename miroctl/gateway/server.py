@@ -14,7 +14,7 @@ import warnings
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager, suppress
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import anyio
 
@@ -32,11 +32,15 @@ from miroctl.sessions.processes import sub_run_id
 
 if TYPE_CHECKING:  # the SDK costs ~1 s to import: `serve` loads it when it starts
     from mcp.server.context import ServerRequestContext
+    from mcp.server.lowlevel import Server
+    from mcp.server.models import InitializationOptions
+    from mcp.server.subscriptions import InMemorySubscriptionBus
     from mcp_types import (
         CallToolRequestParams,
         CallToolResult,
         CompleteRequestParams,
         CompleteResult,
+        EmptyResult,
         GetPromptRequestParams,
         GetPromptResult,
         ListPromptsResult,
@@ -51,7 +55,31 @@ if TYPE_CHECKING:  # the SDK costs ~1 s to import: `serve` loads it when it star
         UnsubscribeRequestParams,
     )
 
+    from miroctl.gateway.sdk_private import Host
+
 META_KEY = "miroctl/outcome"  # where each result's envelope metadata rides in `_meta`
+
+
+class ServerHealth(TypedDict):
+    """One upstream in the health document (schemas/health.json)."""
+
+    name: str
+    state: str
+    tool_count: int
+    starts: int
+    crashes: int
+    failure: dict[str, object] | None
+
+
+class Health(TypedDict):
+    """The document of /healthz (`miroctl.health/1`), which `serve` also reports from."""
+
+    schema: str
+    status: str
+    lazy: bool
+    tool_count: int
+    servers: list[ServerHealth]
+    collisions: list[dict[str, object]]
 
 
 class Gateway:
@@ -76,9 +104,11 @@ class Gateway:
         self.catalog = Catalog(manager, self.specs, self.masker, separator, plain)
         self.entries: list[ServerTools] = []
         self.map = toolmap.ToolMap()
-        self.bus: Any = None  # the SDK's subscription bus, once a server is built: hosts listen to it for changes
+        self.bus: InMemorySubscriptionBus | None = (
+            None  # the SDK's subscription bus, once a server is built: hosts listen to it for changes
+        )
         self._surface: str | None = None
-        self._listers: weakref.WeakSet[Any] = weakref.WeakSet()  # connections of older-protocol hosts that listed
+        self._listers: weakref.WeakSet[Host] = weakref.WeakSet()  # connections of older-protocol hosts that listed
         self.observers: list[Callable[[CallOutcome], None]] = []  # hear every call's outcome (metrics)
         self.draining = False  # stopping: not ready, finishing the calls in flight
         self.relays = Relays()
@@ -91,7 +121,7 @@ class Gateway:
         await self._announce_changes()
         return self.map
 
-    def exposed(self) -> list[dict[str, Any]]:
+    def exposed(self) -> list[dict[str, object]]:
         """The tools as hosts see them: the two meta-tools with --lazy, else every mapped upstream tool."""
         if self.lazy:
             return meta_tools(self.specs)
@@ -180,17 +210,18 @@ class Gateway:
         listed = {entry.server for entry in self.entries if entry.ok}
         return not self.draining and all(spec.name in listed for spec in self.specs)
 
-    def input_schema(self, name: str) -> Mapping[str, Any] | None:
+    def input_schema(self, name: str) -> Mapping[str, object] | None:
         """The listed input schema of an exposed tool (the SDK checks Mcp-Param headers with it)."""
         if self.lazy:
-            return next((t["inputSchema"] for t in meta_tools(self.specs) if t["name"] == name), None)
+            schema = next((t["inputSchema"] for t in meta_tools(self.specs) if t["name"] == name), None)
+            return schema if isinstance(schema, Mapping) else None
         info = self.map.get(name)
         return info.input_schema if info is not None else None
 
     # ------------------------------------------------------------------------------------------ MCP
 
     async def on_list_tools(
-        self, ctx: ServerRequestContext[Any, Any], params: PaginatedRequestParams | None
+        self, ctx: ServerRequestContext[dict[str, object]], params: PaginatedRequestParams | None
     ) -> ListToolsResult:
         import mcp_types as types
         from mcp_types.version import MODERN_PROTOCOL_VERSIONS
@@ -205,7 +236,9 @@ class Gateway:
             await self.refresh()
         return types.ListToolsResult.model_validate({"tools": self.exposed()})
 
-    async def on_call_tool(self, ctx: ServerRequestContext[Any, Any], params: CallToolRequestParams) -> CallToolResult:
+    async def on_call_tool(
+        self, ctx: ServerRequestContext[dict[str, object]], params: CallToolRequestParams
+    ) -> CallToolResult:
         arguments = dict(params.arguments or {})
         relay = ctx.session.report_progress
         if self.lazy:
@@ -236,27 +269,29 @@ class Gateway:
     # ------------------------------------------------------------------------------------------ resources, prompts
 
     async def on_list_resources(
-        self, ctx: ServerRequestContext[Any, Any], params: PaginatedRequestParams | None
+        self, ctx: ServerRequestContext[dict[str, object]], params: PaginatedRequestParams | None
     ) -> ListResourcesResult:
         import mcp_types as types
 
         return types.ListResourcesResult.model_validate({"resources": await self.catalog.resources()})
 
     async def on_list_resource_templates(
-        self, ctx: ServerRequestContext[Any, Any], params: PaginatedRequestParams | None
+        self, ctx: ServerRequestContext[dict[str, object]], params: PaginatedRequestParams | None
     ) -> ListResourceTemplatesResult:
         import mcp_types as types
 
         return types.ListResourceTemplatesResult.model_validate({"resourceTemplates": await self.catalog.templates()})
 
     async def on_read_resource(
-        self, ctx: ServerRequestContext[Any, Any], params: ReadResourceRequestParams
+        self, ctx: ServerRequestContext[dict[str, object]], params: ReadResourceRequestParams
     ) -> ReadResourceResult:
         import mcp_types as types
 
         return types.ReadResourceResult.model_validate(await self._item(self.catalog.read(params.uri)))
 
-    async def on_subscribe_resource(self, ctx: ServerRequestContext[Any, Any], params: SubscribeRequestParams) -> Any:
+    async def on_subscribe_resource(
+        self, ctx: ServerRequestContext[dict[str, object]], params: SubscribeRequestParams
+    ) -> EmptyResult:
         """resources/subscribe: passed on to the resource's server; its updates come back to this host."""
         import mcp_types as types
 
@@ -265,8 +300,8 @@ class Gateway:
         return types.EmptyResult()
 
     async def on_unsubscribe_resource(
-        self, ctx: ServerRequestContext[Any, Any], params: UnsubscribeRequestParams
-    ) -> Any:
+        self, ctx: ServerRequestContext[dict[str, object]], params: UnsubscribeRequestParams
+    ) -> EmptyResult:
         import mcp_types as types
 
         host = request_connection(ctx.session) or ctx.session
@@ -274,40 +309,44 @@ class Gateway:
         return types.EmptyResult()
 
     @staticmethod
-    async def _done(work: Awaitable[None]) -> dict[str, Any]:
+    async def _done(work: Awaitable[None]) -> dict[str, object]:
         await work
         return {}
 
     async def on_list_prompts(
-        self, ctx: ServerRequestContext[Any, Any], params: PaginatedRequestParams | None
+        self, ctx: ServerRequestContext[dict[str, object]], params: PaginatedRequestParams | None
     ) -> ListPromptsResult:
         import mcp_types as types
 
         return types.ListPromptsResult.model_validate({"prompts": await self.catalog.prompt_list()})
 
     async def on_get_prompt(
-        self, ctx: ServerRequestContext[Any, Any], params: GetPromptRequestParams
+        self, ctx: ServerRequestContext[dict[str, object]], params: GetPromptRequestParams
     ) -> GetPromptResult:
         import mcp_types as types
 
         document = await self._item(self.catalog.prompt(params.name, dict(params.arguments or {})))
         return types.GetPromptResult.model_validate(document)
 
-    async def on_completion(self, ctx: ServerRequestContext[Any, Any], params: CompleteRequestParams) -> CompleteResult:
+    async def on_completion(
+        self, ctx: ServerRequestContext[dict[str, object]], params: CompleteRequestParams
+    ) -> CompleteResult:
         """completion/complete for a prompt's or a resource template's argument, asked of its server."""
         import mcp_types as types
 
         completion = await self._item(self.catalog.complete(params.model_dump(mode="json", by_alias=True)))
         return types.CompleteResult.model_validate({"completion": completion})
 
-    async def on_set_logging_level(self, ctx: ServerRequestContext[Any, Any], params: SetLevelRequestParams) -> Any:
+    async def on_set_logging_level(
+        self, ctx: ServerRequestContext[dict[str, object]], params: SetLevelRequestParams
+    ) -> EmptyResult:
         """logging/setLevel, passed on to every served server that logs (their sessions are shared)."""
         import mcp_types as types
 
         await self.catalog.set_level(params.level)
         return types.EmptyResult()
 
-    async def _item(self, work: Awaitable[dict[str, Any]]) -> dict[str, Any]:
+    async def _item(self, work: Awaitable[dict[str, object]]) -> dict[str, object]:
         """A resource's or prompt's document; a failure as the JSON-RPC error a host expects, masked."""
         from mcp.shared.exceptions import MCPError
 
@@ -318,7 +357,7 @@ class Gateway:
 
     # ------------------------------------------------------------------------------------------ lazy
 
-    async def meta_call(self, name: str, arguments: Mapping[str, Any], relay: ProgressFn | None) -> CallOutcome:
+    async def meta_call(self, name: str, arguments: Mapping[str, object], relay: ProgressFn | None) -> CallOutcome:
         """The two meta-tools of --lazy: list_tools([server]) and call_tool(server, tool, arguments)."""
         if name == "list_tools":
             return await self._meta_list(arguments.get("server"))
@@ -361,11 +400,11 @@ class Gateway:
 
     # ------------------------------------------------------------------------------------------ health
 
-    def health(self) -> dict[str, Any]:
+    def health(self) -> Health:
         """Each upstream's state, for /healthz and the start-up report."""
         listed = {entry.server: entry for entry in self.entries}
         servers = [self._server_health(spec, listed.get(spec.name)) for spec in self.specs]
-        document = {
+        document: Health = {
             "schema": "miroctl.health/1",
             "status": "ok" if all(s["state"] == "connected" for s in servers) else "degraded",
             "lazy": self.lazy,
@@ -375,10 +414,10 @@ class Gateway:
         }
         return self.masker.data(document)
 
-    def ready_document(self, transport: str, url: str | None) -> dict[str, Any]:
+    def ready_document(self, transport: str, url: str | None) -> dict[str, object]:
         """What `serve --json` prints once it serves: where, the exposed tool names, each server's state."""
         health = self.health()
-        document = {
+        document: dict[str, object] = {
             "schema": "miroctl.serve/1",
             "transport": transport,
             "url": url,
@@ -390,7 +429,7 @@ class Gateway:
         }
         return self.masker.data(document)
 
-    def _server_health(self, spec: ServerSpec, entry: ServerTools | None) -> dict[str, Any]:
+    def _server_health(self, spec: ServerSpec, entry: ServerTools | None) -> ServerHealth:
         handle = self.manager.handle(spec)
         failure = handle.failure or (entry.failure if entry else None) or handle.last_failure
         return {
@@ -406,11 +445,11 @@ class Gateway:
 # ---------------------------------------------------------------------------------------------- shapes
 
 
-def mcp_tool(name: str, info: ToolInfo, may_rewrite: bool = False) -> dict[str, Any]:
+def mcp_tool(name: str, info: ToolInfo, may_rewrite: bool = False) -> dict[str, object]:
     """An upstream tool as the gateway lists it: every field the server listed (`_meta`, `icons`, `execution`,
     annotations, schemas...) passed through unchanged under the exposed name, but no outputSchema where miroctl
     may rewrite the result (a standard client would reject the result)."""
-    tool: dict[str, Any] = dict(info.raw) if info.raw else _fields(info)
+    tool: dict[str, object] = dict(info.raw) if info.raw else _fields(info)
     tool["name"] = name
     if not tool.get("inputSchema"):
         tool["inputSchema"] = {"type": "object"}
@@ -419,9 +458,13 @@ def mcp_tool(name: str, info: ToolInfo, may_rewrite: bool = False) -> dict[str, 
     return tool
 
 
-def _fields(info: ToolInfo) -> dict[str, Any]:
+def _fields(info: ToolInfo) -> dict[str, object]:
     """A tool known without its listing (no raw item): the fields miroctl keeps."""
-    tool: dict[str, Any] = {"name": info.name, "description": info.description, "inputSchema": dict(info.input_schema)}
+    tool: dict[str, object] = {
+        "name": info.name,
+        "description": info.description,
+        "inputSchema": dict(info.input_schema),
+    }
     if info.title:
         tool["title"] = info.title
     if info.output_schema is not None:
@@ -431,7 +474,7 @@ def _fields(info: ToolInfo) -> dict[str, Any]:
     return tool
 
 
-def result_body(outcome: CallOutcome) -> dict[str, Any]:
+def result_body(outcome: CallOutcome) -> dict[str, object]:
     """The CallToolResult fields for an envelope: the tool's own answer, or miroctl's reason."""
     if outcome.ok or outcome.error_kind == "tool_error":
         # The model must see it was answered by another server: the note first, as in the result's text.
@@ -441,34 +484,33 @@ def result_body(outcome: CallOutcome) -> dict[str, Any]:
             content = [{"type": "text", "text": outcome.result}]
         elif not content:
             content = note
-        body: dict[str, Any] = {"content": content, "isError": outcome.is_error}
+        body: dict[str, object] = {"content": content, "isError": outcome.is_error}
         if outcome.structured_content is not None:
             body["structuredContent"] = outcome.structured_content
     else:
         text = f"{outcome.error_kind}: {outcome.error}" + (f"\nhint: {outcome.hint}" if outcome.hint else "")
         body = {"content": [{"type": "text", "text": text}], "isError": True}
-    body["_meta"] = {
-        META_KEY: {
-            "server_name": outcome.server_name,
-            "tool_name": outcome.tool_name,
-            "error_kind": outcome.error_kind,
-            "exit_code": int(outcome.exit_code),
-            "corrected_from": outcome.corrected_from,
-        }
+    meta: dict[str, object] = {
+        "server_name": outcome.server_name,
+        "tool_name": outcome.tool_name,
+        "error_kind": outcome.error_kind,
+        "exit_code": int(outcome.exit_code),
+        "corrected_from": outcome.corrected_from,
     }
     if outcome.notes:  # what miroctl changed or could not check on the way (an argument read as its type)
-        body["_meta"][META_KEY]["notes"] = list(outcome.notes)
+        meta["notes"] = list(outcome.notes)
+    body["_meta"] = {META_KEY: meta}
     return body
 
 
-def summary(entry: ServerTools) -> dict[str, Any]:
+def summary(entry: ServerTools) -> dict[str, object]:
     """A server in `list_tools()` of --lazy: tool names and one-line summaries, or why it is down."""
     if not entry.ok:
         return {"name": entry.server, "ok": False, "error": entry.failure.message}  # type: ignore[union-attr]
     return {"name": entry.server, "ok": True, "tools": [{"name": t.name, "summary": t.summary} for t in entry.tools]}
 
 
-def detail(entry: ServerTools) -> dict[str, Any]:
+def detail(entry: ServerTools) -> dict[str, object]:
     """A server in `list_tools(server)` of --lazy: every tool with its description and input schema."""
     if not entry.ok:
         return summary(entry)
@@ -476,7 +518,7 @@ def detail(entry: ServerTools) -> dict[str, Any]:
     return {"name": entry.server, "ok": True, "tools": tools}
 
 
-def meta_tools(specs: Sequence[ServerSpec]) -> list[dict[str, Any]]:
+def meta_tools(specs: Sequence[ServerSpec]) -> list[dict[str, object]]:
     """The two tools of --lazy, naming the servers so a model knows what it can ask for."""
     names = ", ".join(spec.name for spec in specs) or "(none)"
     server = {"type": "string", "description": f"One of: {names}."}
@@ -509,7 +551,7 @@ def meta_tools(specs: Sequence[ServerSpec]) -> list[dict[str, Any]]:
 # ---------------------------------------------------------------------------------------------- serving
 
 
-def build_server(gateway: Gateway) -> Any:
+def build_server(gateway: Gateway) -> Server[dict[str, object]]:
     """The low-level MCP server whose handlers are the gateway's."""
     from mcp.server.lowlevel import NotificationOptions, Server
     from mcp.server.subscriptions import InMemorySubscriptionBus
@@ -524,24 +566,31 @@ def build_server(gateway: Gateway) -> Any:
         def instructions(self, value: str | None) -> None:
             """The SDK's constructor sets it; the gateway's own are made from its servers instead."""
 
-        def create_initialization_options(self, notification_options: Any = None, *args: Any, **kwargs: Any) -> Any:
+        def create_initialization_options(
+            self,
+            notification_options: NotificationOptions | None = None,
+            experimental_capabilities: dict[str, dict[str, Any]] | None = None,  # the SDK's own signature
+            extensions: dict[str, dict[str, Any]] | None = None,
+        ) -> InitializationOptions:
             """Hosts on older protocols are told that the tool list changes (2026-07-28 derives it itself)."""
             options = notification_options or NotificationOptions(tools_changed=True)
-            return super().create_initialization_options(options, *args, **kwargs)
+            return super().create_initialization_options(options, experimental_capabilities, extensions)
 
-    gateway.bus = gateway.bus or InMemorySubscriptionBus()
+    bus = gateway.bus = gateway.bus or InMemorySubscriptionBus()
     with warnings.catch_warnings():  # logging is deprecated as of 2026-07-28; hosts before it still set levels
         warnings.simplefilter("ignore")
-        server = _server_with(GatewayServer, gateway)
+        server = _server_with(GatewayServer, gateway, bus)
     server.middleware = []  # the default OpenTelemetry middleware costs every relayed call ~0.1 ms, for no exporter
     return server
 
 
-def _server_with(kind: Any, gateway: Gateway) -> Any:
+def _server_with(
+    kind: type[Server[dict[str, object]]], gateway: Gateway, bus: InMemorySubscriptionBus
+) -> Server[dict[str, object]]:
     from mcp.server.subscriptions import ListenHandler
 
     @asynccontextmanager
-    async def serving(_server: Any) -> AsyncIterator[dict[str, Any]]:
+    async def serving(_server: Server[dict[str, object]]) -> AsyncIterator[dict[str, object]]:
         """While the gateway serves: the task group where resources of 2026-07-28 servers are followed."""
         async with anyio.create_task_group() as group:
             gateway.relays.subscriptions.group = group
@@ -567,7 +616,7 @@ def _server_with(kind: Any, gateway: Gateway) -> Any:
         on_completion=gateway.on_completion,
         on_set_logging_level=gateway.on_set_logging_level,
         get_tool_input_schema=gateway.input_schema,
-        on_subscriptions_listen=ListenHandler(gateway.bus),
+        on_subscriptions_listen=ListenHandler(bus),
     )
 
 

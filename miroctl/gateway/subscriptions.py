@@ -12,9 +12,16 @@ from __future__ import annotations
 import warnings
 import weakref
 from contextlib import suppress
-from typing import Any
+from typing import TYPE_CHECKING
 
 import anyio
+
+if TYPE_CHECKING:
+    from anyio.abc import TaskGroup
+    from mcp import Client
+    from mcp_types import EmptyResult
+
+    from miroctl.gateway.sdk_private import Host
 
 METHOD_NOT_FOUND = -32601
 LISTEN_TIMEOUT = 30.0  # seconds a server gets to acknowledge a subscriptions/listen stream
@@ -28,11 +35,11 @@ class Subscriptions:
     """(server, upstream URI) -> the hosts subscribed to it, each with the URI it subscribed by."""
 
     def __init__(self) -> None:
-        self.hosts: dict[tuple[str, str], weakref.WeakKeyDictionary[Any, str]] = {}
+        self.hosts: dict[tuple[str, str], weakref.WeakKeyDictionary[Host, str]] = {}
         self.streams: dict[tuple[str, str], anyio.CancelScope] = {}  # resources followed on a listen stream
-        self.group: Any = None  # the task group the listen streams run in, while the gateway serves
+        self.group: TaskGroup | None = None  # the task group the listen streams run in, while the gateway serves
 
-    async def follow(self, server: str, upstream: str, client: Any) -> None:
+    async def follow(self, server: str, upstream: str, client: Client) -> None:
         """Follow a resource of a 2026-07-28 server on a listen stream of its own; NotFollowed when it cannot be."""
         if (server, upstream) in self.streams:  # still followed: its hosts went away without unsubscribing
             return
@@ -52,7 +59,9 @@ class Subscriptions:
         if scope is not None:
             scope.cancel()
 
-    async def _listen(self, server: str, upstream: str, client: Any, ready: anyio.Event, failures: list[str]) -> None:
+    async def _listen(
+        self, server: str, upstream: str, client: Client, ready: anyio.Event, failures: list[str]
+    ) -> None:
         key = (server, upstream)
         with anyio.CancelScope() as scope:
             self.streams[key] = scope
@@ -72,14 +81,14 @@ class Subscriptions:
                 if self.streams.get(key) is scope:
                     del self.streams[key]
 
-    def add(self, server: str, upstream: str, host: Any, uri: str) -> bool:
+    def add(self, server: str, upstream: str, host: Host, uri: str) -> bool:
         """Remember a host's subscription; True when it is the resource's first (subscribe upstream then)."""
         subscribed = self.hosts.setdefault((server, upstream), weakref.WeakKeyDictionary())
         first = not subscribed
         subscribed[host] = uri
         return first
 
-    def remove(self, server: str, upstream: str, host: Any) -> bool:
+    def remove(self, server: str, upstream: str, host: Host) -> bool:
         """Forget a host's subscription; True when no host is left (unsubscribe upstream then)."""
         subscribed = self.hosts.get((server, upstream))
         if subscribed is None or host not in subscribed:
@@ -102,14 +111,14 @@ class Subscriptions:
                 await host.send_resource_updated(uri)
 
 
-async def subscribe(client: Any, uri: str) -> Any:
+async def subscribe(client: Client, uri: str) -> EmptyResult:
     """resources/subscribe on an upstream session (deprecated as of 2026-07-28: older servers still take it)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return await client.subscribe_resource(uri)
 
 
-async def unsubscribe(client: Any, uri: str) -> Any:
+async def unsubscribe(client: Client, uri: str) -> EmptyResult:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return await client.unsubscribe_resource(uri)

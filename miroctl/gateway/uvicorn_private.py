@@ -11,9 +11,12 @@ connection if its headers are not complete within the read timeout. It reads the
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import TYPE_CHECKING
 
 import h11
+
+if TYPE_CHECKING:
+    import uvicorn
 
 
 def header_timed_protocol(seconds: float) -> type[asyncio.Protocol]:
@@ -23,7 +26,7 @@ def header_timed_protocol(seconds: float) -> type[asyncio.Protocol]:
     class HeaderTimedProtocol(H11Protocol):
         _header_timer: asyncio.TimerHandle | None = None
 
-        def connection_made(self, transport: Any) -> None:
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]  # uvicorn narrows asyncio's BaseTransport
             super().connection_made(transport)
             self._arm()  # a connection that never sends a byte is just as stuck
 
@@ -59,7 +62,7 @@ def header_timed_protocol(seconds: float) -> type[asyncio.Protocol]:
     return HeaderTimedProtocol
 
 
-def stop_accepting(server: Any) -> None:
+def stop_accepting(server: uvicorn.Server) -> None:
     """Close a running uvicorn server's listening sockets (its `servers`): new connections are refused while
     the open ones finish. uvicorn's own shutdown closes them again, which is harmless."""
     for listener in getattr(server, "servers", None) or ():
