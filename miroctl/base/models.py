@@ -61,7 +61,7 @@ class ServerSpec:
     session: str = "kept"
     enabled: bool = True
     tools: Mapping[str, Mapping[str, object]] = field(default_factory=dict)
-    smoke: Mapping[str, object] | None = None
+    smoke: object = None  # the file's `smoke:` as written (a mapping or a list of them): check validates it
     source: str | None = None
     error: str | None = None
     secrets: frozenset[str] = frozenset()

@@ -14,7 +14,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from difflib import get_close_matches
 from pathlib import Path
-from typing import Any
 
 from miroctl.base.errors import ConfigError
 from miroctl.base.text import suggest
@@ -57,19 +56,19 @@ class AgentPick:
     agents: tuple[str, ...]  # every agent of the file, main first
 
 
-def is_agent_file(data: Mapping[str, Any]) -> bool:
+def is_agent_file(data: Mapping[str, object]) -> bool:
     """Whether a yaml mapping is a Hydra agent file rather than a miroctl profile."""
     return any(key in data for key in (*AGENT_KEYS, "defaults"))
 
 
-def compose(path: Path, depth: int = 0) -> dict[str, Any]:
+def compose(path: Path, depth: int = 0) -> dict[str, object]:
     """The file merged over the same group's files its `defaults:` names, unresolved (as plain data)."""
     from omegaconf import OmegaConf
 
     if depth > MAX_DEPTH:
         raise ConfigError(f"{path}: defaults nest more than {MAX_DEPTH} files deep (a cycle?)")
     own = _load(path)
-    layers: list[Any] = []
+    layers: list[dict[str, object]] = []
     defaults = own.pop("defaults", None) or []
     if not isinstance(defaults, list):
         raise ConfigError(f"{path}: defaults must be a list")
@@ -86,7 +85,7 @@ def compose(path: Path, depth: int = 0) -> dict[str, Any]:
     return {str(key): value for key, value in merged.items()}
 
 
-def _load(path: Path) -> dict[str, Any]:
+def _load(path: Path) -> dict[str, object]:
     from omegaconf import OmegaConf
     from omegaconf.errors import OmegaConfBaseException
     from yaml import YAMLError
@@ -112,7 +111,7 @@ def _sibling(path: Path, entry: str) -> Path:
     return found
 
 
-def pick(data: Mapping[str, Any], agent: str | None, where: str) -> AgentPick:
+def pick(data: Mapping[str, object], agent: str | None, where: str) -> AgentPick:
     """The servers and blacklist of the agent named (None: the main agent), validated."""
     for key in MISREAD_AT_TOP & set(data):
         raise ConfigError(
@@ -140,7 +139,7 @@ def pick(data: Mapping[str, Any], agent: str | None, where: str) -> AgentPick:
     )
 
 
-def _agents(data: Mapping[str, Any], where: str) -> dict[str, Mapping[str, Any]]:
+def _agents(data: Mapping[str, object], where: str) -> dict[str, Mapping[str, object]]:
     main = data.get(MAIN)
     if not isinstance(main, Mapping):
         raise ConfigError(f"{where}: an agent file needs a {MAIN} mapping")
@@ -150,7 +149,7 @@ def _agents(data: Mapping[str, Any], where: str) -> dict[str, Mapping[str, Any]]
     return {MAIN: main, **{str(k): v for k, v in subs.items()}}
 
 
-def _agent_name(agent: str | None, agents: Mapping[str, Any], where: str) -> str:
+def _agent_name(agent: str | None, agents: Mapping[str, object], where: str) -> str:
     if agent in (None, "", "main", MAIN):
         return MAIN
     for candidate in (agent, f"agent-{agent}"):
@@ -161,7 +160,7 @@ def _agent_name(agent: str | None, agents: Mapping[str, Any], where: str) -> str
     raise ConfigError(f"{where}: no agent named {agent!r} (its agents: {known})", hint=hint)
 
 
-def _names(value: Any, where: str) -> tuple[str, ...]:
+def _names(value: object, where: str) -> tuple[str, ...]:
     if value is None:
         return ()
     if not (isinstance(value, list) and all(isinstance(n, str) and n for n in value)):
@@ -169,7 +168,7 @@ def _names(value: Any, where: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(value))
 
 
-def _blacklist(value: Any, where: str) -> tuple[tuple[str, str], ...]:
+def _blacklist(value: object, where: str) -> tuple[tuple[str, str], ...]:
     if not isinstance(value, (list, type(None))):
         raise ConfigError(f"{where}: must be a list of [server, tool] pairs")
     pairs = []
@@ -180,7 +179,7 @@ def _blacklist(value: Any, where: str) -> tuple[tuple[str, str], ...]:
     return tuple(pairs)
 
 
-def tool_dir(path: Path, given: Any) -> Path:
+def tool_dir(path: Path, given: object) -> Path:
     """Where an agent's server files are: `tool_dir:` if set; MiroFlow's tool/ beside the agent file; else the
     tool group beside a Hydra agent group (conf/agent/X.yaml -> conf/tool/)."""
     if given:

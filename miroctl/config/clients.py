@@ -12,7 +12,6 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from miroctl.base.errors import ConfigError
 from miroctl.base.models import ServerSpec
@@ -42,7 +41,7 @@ class Source:
     def specs(self) -> list[ServerSpec]:
         return [t.spec() for t in self.templates]
 
-    def to_dict(self, home: Path, project: Path | None = None) -> dict[str, Any]:
+    def to_dict(self, home: Path, project: Path | None = None) -> dict[str, object]:
         specs = self.specs()
         problems = (
             [self.problem] if self.problem else [f"{s.name}: {_short(s.error, s.source)}" for s in specs if s.error]
@@ -113,10 +112,10 @@ def read(location: Location, context: Context) -> Source | None:
     source = Source(location)
     try:
         if location.format == "codex-toml":
-            data: Any = codex.read_toml(location.path)
-            if "mcp_servers" not in data:
+            toml = codex.read_toml(location.path)
+            if "mcp_servers" not in toml:
                 return None
-            source.templates = codex.templates(data, location.path)
+            source.templates = codex.templates(toml, location.path)
             return source
         data = ecosystem.read_json(location.path)
         servers = _dig(data, location.key) if location.key else data
@@ -144,7 +143,7 @@ def read_file(path: Path, home: Path | None = None, project: Path | None = None)
     return source
 
 
-def _dig(data: Any, keys: tuple[str, ...]) -> Any:
+def _dig(data: object, keys: tuple[str, ...]) -> object:
     for key in keys:
         if not isinstance(data, Mapping):
             return None

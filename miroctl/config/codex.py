@@ -10,14 +10,13 @@ from __future__ import annotations
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from miroctl.base.errors import ConfigError
 from miroctl.config import ecosystem
 from miroctl.config.ecosystem import Template, env_ref, escape, too_large
 
 
-def read_toml(path: Path) -> dict[str, Any]:
+def read_toml(path: Path) -> dict[str, object]:
     """A TOML file's data; ConfigError (one line) when it is unreadable, too big or not TOML."""
     try:
         with open(path, "rb") as handle:
@@ -34,7 +33,7 @@ def read_toml(path: Path) -> dict[str, Any]:
         raise ConfigError(f"bad TOML in {path}: {str(exc).splitlines()[0]}") from None
 
 
-def templates(data: Mapping[str, Any], path: Path) -> list[Template]:
+def templates(data: Mapping[str, object], path: Path) -> list[Template]:
     """Every `[mcp_servers.NAME]` table as a template; a bad table is its own error."""
     tables = data.get("mcp_servers", {})
     if not isinstance(tables, Mapping):
@@ -42,7 +41,7 @@ def templates(data: Mapping[str, Any], path: Path) -> list[Template]:
     return [_template(str(name), table, f"{path}#{name}") for name, table in tables.items()]
 
 
-def _template(name: str, table: Any, where: str) -> Template:
+def _template(name: str, table: object, where: str) -> Template:
     template = Template(name=name, settings={}, where=where)
     try:
         if not isinstance(table, Mapping):
@@ -53,8 +52,8 @@ def _template(name: str, table: Any, where: str) -> Template:
     return template
 
 
-def _settings(table: Mapping[str, Any], where: str) -> dict[str, Any]:
-    settings: dict[str, Any] = {}
+def _settings(table: Mapping[str, object], where: str) -> dict[str, object]:
+    settings: dict[str, object] = {}
     for key in ("command", "url", "cwd"):
         if key in table:
             settings[key] = escape(_string(table[key], key, where))
@@ -69,8 +68,8 @@ def _settings(table: Mapping[str, Any], where: str) -> dict[str, Any]:
     headers = {
         k: escape(_string(v, f"http_headers.{k}", where)) for k, v in _table(table, "http_headers", where).items()
     }
-    for header, variable in _table(table, "env_http_headers", where).items():
-        headers[header] = env_ref(_string(variable, f"env_http_headers.{header}", where))
+    for header, name in _table(table, "env_http_headers", where).items():
+        headers[header] = env_ref(_string(name, f"env_http_headers.{header}", where))
     if table.get("bearer_token_env_var"):
         headers["Authorization"] = "Bearer " + env_ref(
             _string(table["bearer_token_env_var"], "bearer_token_env_var", where)
@@ -79,25 +78,26 @@ def _settings(table: Mapping[str, Any], where: str) -> dict[str, Any]:
     if table.get("enabled") is False:
         settings["enabled"] = False
     for source, target in (("startup_timeout_sec", "startup_timeout"), ("tool_timeout_sec", "timeout")):
-        if isinstance(table.get(source), (int, float)) and table[source] > 0:
-            settings[target] = table[source]
+        seconds = table.get(source)
+        if isinstance(seconds, (int, float)) and seconds > 0:
+            settings[target] = seconds
     return settings
 
 
-def _string(value: Any, key: str, where: str) -> str:
+def _string(value: object, key: str, where: str) -> str:
     if not isinstance(value, (str, int, float)) or isinstance(value, bool):
         raise ConfigError(f"{where}: {key} must be a string, got {type(value).__name__}")
     return str(value)
 
 
-def _table(table: Mapping[str, Any], key: str, where: str) -> Mapping[str, Any]:
+def _table(table: Mapping[str, object], key: str, where: str) -> Mapping[str, object]:
     value = table.get(key, {})
     if not isinstance(value, Mapping):
         raise ConfigError(f"{where}: {key} must be a table")
     return value
 
 
-def _names(value: Any, key: str, where: str) -> list[str]:
+def _names(value: object, key: str, where: str) -> list[str]:
     if value is None:
         return []
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):

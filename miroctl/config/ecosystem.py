@@ -13,7 +13,6 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from miroctl.base.errors import ConfigError
 from miroctl.base.models import ServerSpec
@@ -33,7 +32,7 @@ class Context:
 
     home: Path
     project: Path
-    inputs: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # VS Code's `inputs` by id
+    inputs: Mapping[str, Mapping[str, object]] = field(default_factory=dict)  # VS Code's `inputs` by id
 
 
 @dataclass
@@ -41,7 +40,7 @@ class Template:
     """One server translated into miroctl's settings, with what its client would have asked for."""
 
     name: str
-    settings: dict[str, Any]
+    settings: dict[str, object]
     where: str
     inputs: dict[str, str] = field(default_factory=dict)  # variable -> VS Code input id
     error: str | None = None
@@ -73,7 +72,7 @@ DIALECTS = {
 }
 
 
-def read_json(path: Path) -> Any:
+def read_json(path: Path) -> object:
     """A JSON file's data; ConfigError (one line) when it is unreadable, too big or not JSON."""
     try:
         with open(path, "rb") as handle:
@@ -124,14 +123,14 @@ def read_json_servers(path: Path, context: Context | None = None) -> list[Server
     return servers_from(data, path, context=context)
 
 
-def servers_from(data: Mapping[str, Any], path: Path, *, context: Context | None = None) -> list[ServerSpec]:
+def servers_from(data: Mapping[str, object], path: Path, *, context: Context | None = None) -> list[ServerSpec]:
     """The specs of an `mcpServers` (or VS Code `servers`) object; a bad entry is its own error."""
     context = context or Context(home=Path.home(), project=Path.cwd())
     return [t.spec() for t in templates(data, path, guess_dialect(path), context)]
 
 
 def templates(
-    data: Mapping[str, Any], path: Path, dialect: str, context: Context, key: str | None = None
+    data: Mapping[str, object], path: Path, dialect: str, context: Context, key: str | None = None
 ) -> list[Template]:
     """Every server of a client's object (`mcpServers`, or VS Code's `servers`) as a template."""
     key = key or ("servers" if "servers" in data and "mcpServers" not in data else "mcpServers")
@@ -145,7 +144,7 @@ def templates(
     ]
 
 
-def _inputs(value: Any, path: Path) -> dict[str, Mapping[str, Any]]:
+def _inputs(value: object, path: Path) -> dict[str, Mapping[str, object]]:
     if value is None:
         return {}
     if not isinstance(value, list):
@@ -153,7 +152,7 @@ def _inputs(value: Any, path: Path) -> dict[str, Mapping[str, Any]]:
     return {str(item["id"]): item for item in value if isinstance(item, Mapping) and "id" in item}
 
 
-def translate(name: str, entry: Any, dialect: Dialect, context: Context, where: str) -> Template:
+def translate(name: str, entry: object, dialect: Dialect, context: Context, where: str) -> Template:
     """One client entry as miroctl settings with `${oc.env:...}` references; a bad entry is the template's error."""
     template = Template(name=name, settings={}, where=where)
     try:
@@ -169,8 +168,8 @@ def translate(name: str, entry: Any, dialect: Dialect, context: Context, where: 
     return template
 
 
-def _settings(entry: Mapping[str, Any], dialect: Dialect, where: str) -> dict[str, Any]:
-    settings: dict[str, Any] = {k: entry[k] for k in ("command", "args", "env", "cwd", "headers") if k in entry}
+def _settings(entry: Mapping[str, object], dialect: Dialect, where: str) -> dict[str, object]:
+    settings: dict[str, object] = {k: entry[k] for k in ("command", "args", "env", "cwd", "headers") if k in entry}
     for key in dialect.url_keys:
         if entry.get(key):
             settings["url"] = entry[key]
@@ -182,8 +181,9 @@ def _settings(entry: Mapping[str, Any], dialect: Dialect, where: str) -> dict[st
         settings["transport"] = kind
     if entry.get("disabled") is True or entry.get("enabled") is False:
         settings["enabled"] = False
-    if dialect.name == "gemini" and isinstance(entry.get("timeout"), (int, float)) and entry["timeout"] > 0:
-        settings["timeout"] = entry["timeout"] / 1000  # Gemini CLI counts milliseconds
+    timeout = entry.get("timeout")
+    if dialect.name == "gemini" and isinstance(timeout, (int, float)) and timeout > 0:
+        settings["timeout"] = timeout / 1000  # Gemini CLI counts milliseconds
     for key in ("args",):
         if key in settings and not isinstance(settings[key], list):
             raise ConfigError(f"{where}: {key} must be a list, got {type(settings[key]).__name__}")
@@ -205,12 +205,13 @@ def _env_file(template: Template, path_text: str, context: Context, where: str) 
     path = path if path.is_absolute() else context.project / path
     if not path.is_file():
         raise ConfigError(f"{where}: envFile {path} does not exist")
-    env = template.settings.setdefault("env", {})
+    given = template.settings.get("env")
+    env = template.settings["env"] = dict(given) if isinstance(given, Mapping) else {}
     for key, value in dotenv_values(path).items():
         env.setdefault(key, escape(value or ""))
 
 
-def _walk(value: Any, expand: Callable[[str], str]) -> Any:
+def _walk(value: object, expand: Callable[[str], str]) -> object:
     if isinstance(value, str):
         return expand(value)
     if isinstance(value, Mapping):

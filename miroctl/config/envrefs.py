@@ -9,12 +9,11 @@ when VAR is unset; other resolvers (`${oc.decode:${oc.env:T}}`) are looked into 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import Any
 
 ENV = "oc.env:"
 
 
-def missing(value: Any, environ: Mapping[str, str]) -> set[str]:
+def missing(value: object, environ: Mapping[str, str]) -> set[str]:
     """The unset variables that the interpolations anywhere in a yaml value need."""
     if isinstance(value, str):
         return _missing_in(value, environ)

@@ -14,7 +14,6 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from miroctl.base.errors import ConfigError, UsageError
 from miroctl.base.masking import argument_secrets, credentials
@@ -96,20 +95,22 @@ def _file_name(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", name).strip(".-") or "server"
 
 
-def _dump(document: Mapping[str, Any]) -> str:
+def _dump(document: Mapping[str, object]) -> str:
     import yaml
 
     return yaml.safe_dump(dict(document), sort_keys=False, allow_unicode=True, default_flow_style=False)
 
 
-def _literal_secrets(settings: Mapping[str, Any]) -> list[str]:
+def _literal_secrets(settings: Mapping[str, object]) -> list[str]:
     """Where a credential stands literally (not from the environment): `env.API_KEY`, `headers.Authorization`."""
     found = []
     for section in ("env", "headers"):
-        for key, value in (settings.get(section) or {}).items():
+        values = settings.get(section)
+        for key, value in values.items() if isinstance(values, Mapping) else ():
             if isinstance(value, str) and "${oc.env:" not in value and credentials(value, str(key)):
                 found.append(f"{section}.{key}")
-    args = [str(a) for a in settings.get("args") or []]
+    given = settings.get("args")
+    args = [str(a) for a in given] if isinstance(given, list) else []
     if argument_secrets([a for a in args if "${oc.env:" not in a]):
         found.append("args")
     url = settings.get("url")

@@ -11,7 +11,6 @@ import os
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from miroctl.base.errors import ConfigError
 
@@ -20,7 +19,7 @@ VENV_ENV = "VIRTUAL_ENV"
 PYTHON_COMMANDS = ("python", "python3")
 
 
-def interpreter(value: Any, origin: str, base: Path | None = None) -> str:
+def interpreter(value: object, origin: str, base: Path | None = None) -> str:
     """`value` as an interpreter to run: `~` expanded, a relative path taken from `base` (the directory of the
     file that names it; else the working directory). Not resolved further: a virtualenv's python is a link
     to its base interpreter, and only through the link does it run in the virtualenv."""

@@ -14,7 +14,6 @@ import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
 from miroctl.base.errors import ConfigError, NotFound
 from miroctl.base.models import DEFAULT_CALL_TIMEOUT, DEFAULT_STARTUP_TIMEOUT, ServerSpec
@@ -206,6 +205,8 @@ def _load_file(path: Path, agent: str | None = None) -> Config:
     if agents.is_agent_file(raw):
         return _load_agent(path, agent)
     data = _read_yaml(path)
+    if not isinstance(data, Mapping):  # resolved, the mapping read above stays one
+        raise ConfigError(f"{path}: expected a mapping at the top level")
     if "mcpServers" in data or "servers" in data:
         return _servers_only(ecosystem.servers_from(data, path), path)
     if "tool_command" in data or "command" in data or "url" in data:
@@ -221,7 +222,7 @@ def _servers_only(specs: Sequence[ServerSpec], path: Path) -> Config:
 # ---------------------------------------------------------------------------------------------- yaml
 
 
-def _read_yaml(path: Path, *, resolve: bool = True) -> Any:
+def _read_yaml(path: Path, *, resolve: bool = True) -> object:
     """Read a yaml file through OmegaConf; yaml errors become a one-line ConfigError with the line."""
     from omegaconf import OmegaConf
     from omegaconf.errors import OmegaConfBaseException
@@ -260,7 +261,7 @@ def _first_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
-def _require_env(raw: Any, path: Path) -> None:
+def _require_env(raw: object, path: Path) -> None:
     """Name every unset variable a ${oc.env:VAR} needs, nested defaults included (by name, never a value)."""
     missing = sorted(envrefs.missing(raw, os.environ))
     if missing:
@@ -288,7 +289,7 @@ def _load_agent(path: Path, agent: str | None) -> Config:
     return replace(config, agent=chosen.agent)
 
 
-def _resolved(data: Mapping[str, Any], path: Path) -> dict[str, Any]:
+def _resolved(data: Mapping[str, object], path: Path) -> dict[str, object]:
     from omegaconf import OmegaConf
     from omegaconf.errors import OmegaConfBaseException
 
@@ -302,7 +303,10 @@ def _resolved(data: Mapping[str, Any], path: Path) -> dict[str, Any]:
 
 
 def _load_profile(
-    data: Mapping[str, Any], path: Path, tool_dir: Path | None = None, why_missing: Callable[[str], str] | None = None
+    data: Mapping[str, object],
+    path: Path,
+    tool_dir: Path | None = None,
+    why_missing: Callable[[str], str] | None = None,
 ) -> Config:
     reject_unknown(data, PROFILE_KEYS, f"{path}")
     profile = _profile_from(data, path)
@@ -334,12 +338,15 @@ def _lookup(specs: Mapping[str, ServerSpec], name: str) -> ServerSpec | None:
     )
 
 
-def _profile_from(data: Mapping[str, Any], path: Path) -> Profile:
+def _profile_from(data: Mapping[str, object], path: Path) -> Profile:
     names = data.get("tool_config")
     if names is not None and not (isinstance(names, list) and all(isinstance(n, str) for n in names)):
         raise ConfigError(f"{path}: tool_config must be a list of server names")
     blacklist = set()
-    for pair in data.get("tool_blacklist") or []:
+    pairs = data.get("tool_blacklist") or []
+    if not isinstance(pairs, list):
+        raise ConfigError(f"{path}: tool_blacklist entries must be [server, tool] pairs, got {pairs!r}")
+    for pair in pairs:
         if not (isinstance(pair, list) and len(pair) == 2 and all(isinstance(p, str) for p in pair)):
             raise ConfigError(f"{path}: tool_blacklist entries must be [server, tool] pairs, got {pair!r}")
         blacklist.add((pair[0], pair[1]))
@@ -354,7 +361,7 @@ def _profile_from(data: Mapping[str, Any], path: Path) -> Profile:
     )
 
 
-def _profile_python(value: Any, path: Path) -> str | None:
+def _profile_python(value: object, path: Path) -> str | None:
     if value is None or not str(value).strip():
         return None
     return interpreters.interpreter(value, f"{path}: python", path.parent)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Any
 
 from miroctl.base.errors import ConfigError
 from miroctl.base.masking import could_be_secret, credentials
@@ -18,7 +17,7 @@ from miroctl.config.servers import server_from_mapping
 
 
 def spec_from_template(
-    template: Mapping[str, Any], *, name: str, where: str, inputs: Mapping[str, str] | None = None
+    template: Mapping[str, object], *, name: str, where: str, inputs: Mapping[str, str] | None = None
 ) -> ServerSpec:
     """Resolve a template into a spec; any problem becomes the spec's `error`. `inputs` maps the variables
     standing for VS Code's `${input:ID}` prompts to their ids, so a missing one reads as "needs input ID"."""
@@ -30,7 +29,7 @@ def spec_from_template(
         return ServerSpec(name=name, error=exc.message, source=where)
 
 
-def resolve(template: Mapping[str, Any], where: str, inputs: Mapping[str, str]) -> dict[str, Any]:
+def resolve(template: Mapping[str, object], where: str, inputs: Mapping[str, str]) -> dict[str, object]:
     """The template's values with every `${oc.env:...}` read from the environment (ConfigError naming what
     is missing, by name only). A template with no `${` at all is taken as it is: OmegaConf (~0.1 s to
     import) is not loaded for a plain mcpServers file."""
@@ -56,7 +55,7 @@ def resolve(template: Mapping[str, Any], where: str, inputs: Mapping[str, str]) 
     return {str(k): v for k, v in resolved.items()}
 
 
-def _interpolates(value: Any) -> bool:
+def _interpolates(value: object) -> bool:
     if isinstance(value, str):
         return "${" in value
     if isinstance(value, Mapping):
@@ -66,7 +65,7 @@ def _interpolates(value: Any) -> bool:
     return False
 
 
-def _plain(value: Any) -> Any:
+def _plain(value: object) -> object:
     """A copy of a template value as OmegaConf.to_container gives it back (plain dicts and lists)."""
     if isinstance(value, Mapping):
         return {str(k): _plain(v) for k, v in value.items()}
@@ -75,7 +74,7 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def interpolated_values(raw: Any, resolved: Any, key: str | None = None) -> set[str]:
+def interpolated_values(raw: object, resolved: object, key: str | None = None) -> set[str]:
     """Credentials among the values that came from the environment (by their key's name, or their shape).
     A value made only of the file's own defaults (`${oc.env:URL,'https://...'}` with URL unset) is not one."""
     found: set[str] = set()
@@ -86,7 +85,7 @@ def interpolated_values(raw: Any, resolved: Any, key: str | None = None) -> set[
         for name, item in raw.items():
             found |= interpolated_values(item, resolved.get(name), str(name))
     elif isinstance(raw, list) and isinstance(resolved, list):
-        previous: Any = None  # in args, `--token ${oc.env:T}`: the flag names the value
+        previous: object = None  # in args, `--token ${oc.env:T}`: the flag names the value
         for item, res in zip(raw, resolved):
             flag = previous.lstrip("-") if isinstance(previous, str) and previous.startswith("-") else key
             found |= interpolated_values(item, res, flag)

@@ -11,7 +11,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
 
 from miroctl.base.errors import ConfigError
 from miroctl.base.text import suggest
@@ -68,7 +67,7 @@ class Sections:
     max_result_chars: int | None = None
 
     @classmethod
-    def parse(cls, data: Mapping[str, Any], path: Path | None = None) -> Sections:
+    def parse(cls, data: Mapping[str, object], path: Path | None = None) -> Sections:
         """The sections of a profile's data (other keys ignored), validated; paths relative to its file."""
         where = str(path) if path is not None else "profile"
         base = path.parent if path is not None else Path.cwd()
@@ -86,7 +85,7 @@ class Sections:
         )
 
 
-def _policy(value: Any, where: str) -> PolicySection:
+def _policy(value: object, where: str) -> PolicySection:
     value = _mapping(value, where, POLICY_KEYS)
     mode = value.get("mode", "normal")
     if mode not in MODES:
@@ -99,7 +98,7 @@ def _policy(value: Any, where: str) -> PolicySection:
     )
 
 
-def _fallbacks(value: Any, where: str) -> MarkItDownSection:
+def _fallbacks(value: object, where: str) -> MarkItDownSection:
     value = _mapping(value, where, {"markitdown"})
     markitdown = value.get("markitdown", True)
     if isinstance(markitdown, bool):
@@ -115,12 +114,12 @@ def _fallbacks(value: Any, where: str) -> MarkItDownSection:
     )
 
 
-def _url_rules(value: Any, where: str) -> tuple[str, ...] | None:
+def _url_rules(value: object, where: str) -> tuple[str, ...] | None:
     value = _mapping(value, where, {"block"})
     return _patterns(value["block"], f"{where}.block") if "block" in value else None
 
 
-def _log(value: Any, where: str, base: Path) -> str | None:
+def _log(value: object, where: str, base: Path) -> str | None:
     if isinstance(value, Mapping):
         value = _mapping(value, where, {"path"}).get("path")
     if value in (None, ""):
@@ -131,7 +130,7 @@ def _log(value: Any, where: str, base: Path) -> str | None:
     return str(path if path.is_absolute() else base / path)
 
 
-def _limit(value: Any, where: str) -> int | None:
+def _limit(value: object, where: str) -> int | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
@@ -139,7 +138,7 @@ def _limit(value: Any, where: str) -> int | None:
     return value
 
 
-def tool_meta(value: Any, where: str, server_limit: Any = None) -> dict[str, dict[str, Any]]:
+def tool_meta(value: object, where: str, server_limit: object = None) -> dict[str, dict[str, object]]:
     """A server's `tools:` mapping (tool name or glob -> metadata), validated; `*` holds server-wide values."""
     if value is None:
         value = {}
@@ -151,9 +150,9 @@ def tool_meta(value: Any, where: str, server_limit: Any = None) -> dict[str, dic
     return tools
 
 
-def _one_tool(settings: Mapping[str, Any], where: str) -> dict[str, Any]:
+def _one_tool(settings: Mapping[str, object], where: str) -> dict[str, object]:
     settings = _mapping(settings, where, TOOL_KEYS)
-    result: dict[str, Any] = {}
+    result: dict[str, object] = {}
     for key, item in settings.items():
         if key in TOOL_BOOLS:
             result[key] = _bool(item, f"{where}.{key}")
@@ -166,7 +165,7 @@ def _one_tool(settings: Mapping[str, Any], where: str) -> dict[str, Any]:
     return result
 
 
-def _mapping(value: Any, where: str, known: set[str]) -> dict[str, Any]:
+def _mapping(value: object, where: str, known: set[str]) -> dict[str, object]:
     if value is None:
         return {}
     if not isinstance(value, Mapping):
@@ -177,7 +176,7 @@ def _mapping(value: Any, where: str, known: set[str]) -> dict[str, Any]:
     return dict(value)
 
 
-def _patterns(value: Any, where: str) -> tuple[str, ...]:
+def _patterns(value: object, where: str) -> tuple[str, ...]:
     if value is None:
         return ()
     if isinstance(value, str):
@@ -187,18 +186,18 @@ def _patterns(value: Any, where: str) -> tuple[str, ...]:
     return tuple(v.strip() for v in value)
 
 
-def _bool(value: Any, where: str) -> bool:
+def _bool(value: object, where: str) -> bool:
     if not isinstance(value, bool):
         raise ConfigError(f"{where}: expected true or false, got {value!r}")
     return value
 
 
-def _optional_number(settings: Mapping[str, Any], key: str, where: str) -> float | None:
+def _optional_number(settings: Mapping[str, object], key: str, where: str) -> float | None:
     value = settings.get(key)
     return None if value is None else _positive_number(value, f"{where}.{key}")
 
 
-def _positive_number(value: Any, where: str) -> float:
+def _positive_number(value: object, where: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
         raise ConfigError(f"{where}: expected a positive number, got {value!r}")
     return float(value)

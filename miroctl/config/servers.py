@@ -9,7 +9,6 @@ import shlex
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
 from urllib.parse import urlsplit
 
 from miroctl.base.errors import ConfigError
@@ -55,8 +54,10 @@ _TRANSPORT_ALIASES = {
 }
 
 
-def positive(value: Any, key: str, where: Any) -> float:
+def positive(value: object, key: str, where: object) -> float:
     try:
+        if not isinstance(value, (int, float, str)):
+            raise TypeError(value)
         number = float(value)
     except (TypeError, ValueError):
         raise ConfigError(f"{where}: {key} must be a number of seconds, got {value!r}") from None
@@ -65,14 +66,14 @@ def positive(value: Any, key: str, where: Any) -> float:
     return number
 
 
-def reject_unknown(data: Mapping[str, Any], known: set[str], where: str) -> None:
+def reject_unknown(data: Mapping[str, object], known: set[str], where: str) -> None:
     for key in data:
         if key not in known:
             raise ConfigError(f"{where}: unknown key {key!r}", hint=suggest(str(key), known))
 
 
 def server_from_mapping(
-    data: Mapping[str, Any],
+    data: Mapping[str, object],
     *,
     where: str,
     name: str | None = None,
@@ -129,7 +130,7 @@ def server_from_mapping(
     )
 
 
-def _protocol(value: Any, where: str) -> ProtocolChoice:
+def _protocol(value: object, where: str) -> ProtocolChoice:
     """`protocol: auto` (the default) or `legacy` (the initialize handshake, 2025-11-25 and before)."""
     if value is None:
         return "auto"
@@ -139,11 +140,11 @@ def _protocol(value: Any, where: str) -> ProtocolChoice:
     raise ConfigError(f"{where}: protocol must be auto or legacy, got {value!r}")
 
 
-def _oauth(value: Any, transport: str, where: str) -> OAuthSettings | None:
+def _oauth(value: object, transport: str, where: str) -> OAuthSettings | None:
     """`auth: oauth`, or `auth: {type: oauth, scopes: [...], client_id: ..., ...}`; None for no auth."""
     if value is None or value == "none":
         return None
-    data: Mapping[str, Any] = {"type": value} if isinstance(value, str) else value
+    data = {"type": value} if isinstance(value, str) else value
     if not isinstance(data, Mapping):
         raise ConfigError(f"{where}: auth must be 'oauth' or a mapping with type: oauth")
     reject_unknown(data, OAUTH_KEYS, f"{where}: auth")
@@ -153,9 +154,10 @@ def _oauth(value: Any, transport: str, where: str) -> OAuthSettings | None:
         raise ConfigError(f"{where}: auth: oauth needs a url (stdio servers take credentials from env)")
     raw_scopes = data.get("scopes")
     scopes = raw_scopes.split() if isinstance(raw_scopes, str) else _list(raw_scopes, "auth.scopes", where)
-    port = data.get("callback_port")
-    if port is not None and (not str(port).isdigit() or not 0 < int(port) < 65536):
-        raise ConfigError(f"{where}: auth.callback_port must be a port number, got {port!r}")
+    given = data.get("callback_port")
+    port = int(str(given)) if given is not None and str(given).isdigit() else None
+    if given is not None and (port is None or not 0 < port < 65536):
+        raise ConfigError(f"{where}: auth.callback_port must be a port number, got {given!r}")
     metadata_url = data.get("client_metadata_url")
     if metadata_url and not str(metadata_url).startswith("https://"):
         raise ConfigError(f"{where}: auth.client_metadata_url must be an https URL")
@@ -164,11 +166,11 @@ def _oauth(value: Any, transport: str, where: str) -> OAuthSettings | None:
         client_id=str(data["client_id"]) if data.get("client_id") else None,
         client_secret=str(data["client_secret"]) if data.get("client_secret") else None,
         client_metadata_url=str(metadata_url) if metadata_url else None,
-        callback_port=int(port) if port is not None else None,
+        callback_port=port,
     )
 
 
-def _required_env(value: Any, where: str) -> tuple[tuple[str, ...], ...]:
+def _required_env(value: object, where: str) -> tuple[tuple[str, ...], ...]:
     """`requires_env`: each entry a variable, or a list of variables one of which must be set (non-empty), so that
     a server that cannot work without a key is a config failure naming what to set, before it is started."""
     required = []
@@ -180,7 +182,7 @@ def _required_env(value: Any, where: str) -> tuple[tuple[str, ...], ...]:
     return tuple(required)
 
 
-def _session(value: Any, where: str) -> str:
+def _session(value: object, where: str) -> str:
     """`session: kept` (the default: one session for every call) or `per_call` (a fresh process per call)."""
     if value is None:
         return "kept"
@@ -189,7 +191,7 @@ def _session(value: Any, where: str) -> str:
     return str(value)
 
 
-def _command(command: Any, where: str, python: Any, default: Callable[[], str] | None) -> str:
+def _command(command: object, where: str, python: object, default: Callable[[], str] | None) -> str:
     """The program to run; `python` (or `python3`) is the file's `python:` interpreter when it names one (a
     server whose dependencies live in another environment), else `default()` (None: the PATH's `python`)."""
     text = str(command)
@@ -201,7 +203,7 @@ def _command(command: Any, where: str, python: Any, default: Callable[[], str] |
     return default() if default is not None else text
 
 
-def _transport(value: Any, url: Any, where: str) -> Transport:
+def _transport(value: object, url: object, where: str) -> Transport:
     if not url:
         if value not in (None, "stdio"):
             raise ConfigError(f"{where}: transport {value!r} needs a url")
@@ -216,7 +218,7 @@ def _transport(value: Any, url: Any, where: str) -> Transport:
     raise ConfigError(f"{where}: unknown transport {name!r} (use sse or streamable_http)")
 
 
-def _string_map(value: Any, key: str, where: str) -> dict[str, str]:
+def _string_map(value: object, key: str, where: str) -> dict[str, str]:
     if value is None:
         return {}
     if not isinstance(value, Mapping):
@@ -224,7 +226,7 @@ def _string_map(value: Any, key: str, where: str) -> dict[str, str]:
     return {str(k): "" if v is None else str(v) for k, v in value.items()}
 
 
-def _list(value: Any, key: str, where: str) -> list[Any]:
+def _list(value: object, key: str, where: str) -> Sequence[object]:
     if value is None:
         return []
     if isinstance(value, str):
@@ -234,7 +236,7 @@ def _list(value: Any, key: str, where: str) -> list[Any]:
     return value
 
 
-def _cwd(value: Any, where: str) -> str | None:
+def _cwd(value: object, where: str) -> str | None:
     if not value:
         return None
     path = Path(str(value)).expanduser()
