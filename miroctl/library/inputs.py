@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any
 
 from miroctl.base.errors import ConfigError
 from miroctl.base.models import ServerSpec
@@ -22,7 +21,7 @@ PYTHON_ENV = interpreters.PYTHON_ENV  # the interpreter that replaces the agent'
 SOURCE = "(ToolManager server_configs)"
 
 
-def config_from_seeds(server_configs: Iterable[Mapping[str, Any]], blacklist: Iterable[tuple[str, str]]) -> Config:
+def config_from_seeds(server_configs: Iterable[Mapping[str, object]], blacklist: Iterable[tuple[str, str]]) -> Config:
     """The seeds' server configs and blacklist as a Config: every server in the default set, in order; a
     config that cannot be used becomes that server's error (it lists as `{"error": ...}`)."""
     specs = [_seed_spec(index, entry) for index, entry in enumerate(server_configs)]
@@ -65,7 +64,7 @@ def _each(config: Config, indices: set[int], change: Callable[[ServerSpec], Serv
     return replace(config, servers=servers)
 
 
-def _seed_spec(index: int, entry: Mapping[str, Any]) -> ServerSpec:
+def _seed_spec(index: int, entry: Mapping[str, object]) -> ServerSpec:
     name = str(entry.get("name") or f"server-{index + 1}") if isinstance(entry, Mapping) else f"server-{index + 1}"
     where = f"server {name!r}"
     try:
@@ -76,7 +75,7 @@ def _seed_spec(index: int, entry: Mapping[str, Any]) -> ServerSpec:
         return ServerSpec(name=name, error=exc.message, source=where)
 
 
-def _settings(params: Any, where: str) -> dict[str, Any]:
+def _settings(params: object, where: str) -> dict[str, object]:
     """A server file's mapping for one seed `params`: a URL, or a StdioServerParameters-like object."""
     if isinstance(params, str):
         if not params.startswith(("http://", "https://")):
@@ -94,9 +93,9 @@ def _settings(params: Any, where: str) -> dict[str, Any]:
     }
 
 
-def _sequence(value: Any) -> Sequence[Any]:
+def _sequence(value: object) -> Sequence[object]:
     if value is None:
         return ()
-    if isinstance(value, str):
+    if isinstance(value, str) or not isinstance(value, Iterable):
         return (value,)
     return list(value)

@@ -18,13 +18,13 @@ from miroctl.config.loader import Config
 PARSE_FAILURE = "Failed to parse arguments"  # what MiroFlow's parser puts in `arguments` for broken JSON
 
 
-def definitions(entries: list[ServerTools]) -> list[dict[str, Any]]:
+def definitions(entries: list[ServerTools]) -> list[dict[str, object]]:
     """`[{"name": server, "tools": [{"name", "description", "schema"}, ...]}, ...]`; a server that could not
     start or list has one entry `{"error": reason}` in place of its tools."""
-    listed: list[dict[str, Any]] = []
+    listed: list[dict[str, object]] = []
     for entry in entries:
         if entry.failure is not None:
-            tools: list[dict[str, Any]] = [{"error": entry.failure.message}]
+            tools: list[dict[str, object]] = [{"error": entry.failure.message}]
         else:
             tools = [
                 {"name": tool.name, "description": tool.description, "schema": plain(tool.input_schema)}
@@ -34,13 +34,13 @@ def definitions(entries: list[ServerTools]) -> list[dict[str, Any]]:
     return listed
 
 
-def plain(value: Any) -> Any:
+def plain(value: object) -> Any:
     """A JSON value made of plain dicts and lists (a schema as printed in a prompt, mutable by its reader)."""
-    result: Any = json.loads(json.dumps(value, default=_mapping))
+    result: object = json.loads(json.dumps(value, default=_mapping))
     return result
 
 
-def _mapping(value: Any) -> Any:
+def _mapping(value: object) -> Any:
     if isinstance(value, Mapping):
         return dict(value)
     if isinstance(value, tuple):
@@ -48,7 +48,7 @@ def _mapping(value: Any) -> Any:
     raise TypeError(f"not JSON: {type(value).__name__}")
 
 
-def bad_arguments(arguments: Any) -> str | None:
+def bad_arguments(arguments: object) -> str | None:
     """Why `arguments` cannot be sent: the model's JSON did not parse, or they are not a mapping."""
     if isinstance(arguments, Mapping):
         if set(arguments) == {"error", "raw"} and arguments.get("error") == PARSE_FAILURE:
@@ -61,15 +61,15 @@ def bad_arguments(arguments: Any) -> str | None:
     return f"the tool's arguments must be a JSON object, got {type(arguments).__name__}; nothing was sent"
 
 
-def failed(server: str, tool: str, error: str) -> dict[str, Any]:
+def failed(server: str, tool: str, error: str) -> dict[str, object]:
     return {"server_name": server, "tool_name": tool, "error": error}
 
 
-def result_of(outcome: CallOutcome, asked_server: str, config: Config) -> dict[str, Any]:
+def result_of(outcome: CallOutcome, asked_server: str, config: Config) -> dict[str, object]:
     """`{"server_name", "tool_name", "result"}` or `{..., "error"}`, with the seeds' `[Auto-corrected: ...]`
     note first when the call went to another server than the one named."""
     server = outcome.server_name or asked_server
-    body: dict[str, Any] = {"server_name": server, "tool_name": outcome.tool_name}
+    body: dict[str, object] = {"server_name": server, "tool_name": outcome.tool_name}
     corrected = outcome.corrected_from is not None and server != asked_server
     if outcome.error is None:
         note = outcome.correction or ""  # the envelope's result starts with it already

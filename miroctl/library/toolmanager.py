@@ -43,7 +43,7 @@ class ToolManager:
 
     def __init__(
         self,
-        server_configs: Iterable[Mapping[str, Any]] | Config,
+        server_configs: Iterable[Mapping[str, object]] | Config,
         tool_blacklist: Iterable[tuple[str, str]] | None = None,
         *,
         server_python: str | os.PathLike[str] | None = None,
@@ -84,7 +84,7 @@ class ToolManager:
 
     # ------------------------------------------------------------------------------------------ the seeds
 
-    async def get_all_tool_definitions(self) -> list[dict[str, Any]]:
+    async def get_all_tool_definitions(self) -> list[dict[str, object]]:
         """Every server's tools as the seeds give them to a prompt; a server that fails has `{"error": ...}`."""
         return seeds.definitions(await self.list_tools())
 
@@ -92,10 +92,10 @@ class ToolManager:
         self,
         server_name: str,
         tool_name: str,
-        arguments: Mapping[str, Any] | None = None,
+        arguments: Mapping[str, object] | None = None,
         *,
         task_id: str | None = None,
-    ) -> dict[str, Any]:
+    ) -> dict[str, object]:
         """One call: `{"server_name", "tool_name", "result"}` or `{"server_name", "tool_name", "error"}`."""
         problem = seeds.bad_arguments(arguments)
         if problem is not None:
@@ -118,7 +118,7 @@ class ToolManager:
         self,
         server: str | None,
         tool: str,
-        arguments: Mapping[str, Any] | None = None,
+        arguments: Mapping[str, object] | None = None,
         *,
         timeout: float | None = None,
         task_id: str | None = None,

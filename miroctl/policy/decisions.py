@@ -20,7 +20,6 @@ import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from fnmatch import fnmatchcase
-from typing import Any
 
 from miroctl.base.models import ServerSpec, ToolInfo
 from miroctl.config.loader import Profile
@@ -59,7 +58,7 @@ class Decision:
     def state(self) -> str:
         return "allow" if self.allowed else "ask" if self.needs_confirmation else "deny"
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         body = {"allowed": self.allowed, "state": self.state, "reason": self.reason, "message": self.message}
         if self.confirmed_by:
             body["confirmed_by"] = self.confirmed_by
@@ -92,32 +91,40 @@ class ToolMeta:
         """Whether repeating a call that may have reached the server can do no harm."""
         return self.read_only or self.idempotent
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return dict(self.__dict__)
 
 
-def merge_meta(config: Mapping[str, Any], annotations: Mapping[str, Any] | None) -> ToolMeta:
+def merge_meta(config: Mapping[str, object], annotations: Mapping[str, object] | None) -> ToolMeta:
     """The tool's metadata: each config value, lowered by a less trusting annotation; else the hint."""
-    annotations = annotations or {}
-    values: dict[str, Any] = {}
-    for key, hint_key in ANNOTATION_OF.items():
-        values[key] = _less_trusted(key, config.get(key), annotations.get(hint_key))
-    if values["read_only"] is None:
-        values["read_only"] = False
-    if values["destructive"] is None:  # MCP: destructiveHint defaults to true, meaningful if not read-only
-        values["destructive"] = not values["read_only"]
-    values["destructive"] = values["destructive"] and not values["read_only"]
-    values["idempotent"] = bool(values["idempotent"])
-    values["open_world"] = True if values["open_world"] is None else values["open_world"]
+    hints = annotations or {}
+
+    def believed(key: str) -> bool | None:
+        configured = config.get(key)  # a bool, as the config checked it
+        return _less_trusted(key, configured if isinstance(configured, bool) else None, hints.get(ANNOTATION_OF[key]))
+
+    read_only = bool(believed("read_only"))
+    destructive = believed("destructive")
+    if destructive is None:  # MCP: destructiveHint defaults to true, meaningful if not read-only
+        destructive = not read_only
+    open_world = believed("open_world")
     return ToolMeta(
-        **values,
+        read_only=read_only,
+        destructive=destructive and not read_only,
+        idempotent=bool(believed("idempotent")),
+        open_world=True if open_world is None else open_world,
         risk=str(config.get("risk", "normal")),
-        max_result_chars=config.get("max_result_chars"),
+        max_result_chars=_whole(config.get("max_result_chars")),
         concurrency_safe=bool(config.get("concurrency_safe", True)),
     )
 
 
-def _less_trusted(key: str, configured: bool | None, hinted: Any) -> bool | None:
+def _whole(value: object) -> int | None:
+    """A count the config checked (max_result_chars), or None."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _less_trusted(key: str, configured: bool | None, hinted: object) -> bool | None:
     if not isinstance(hinted, bool):
         return configured
     if configured is None:
@@ -126,9 +133,9 @@ def _less_trusted(key: str, configured: bool | None, hinted: Any) -> bool | None
     return trusted if configured == trusted and hinted == trusted else not trusted
 
 
-def tool_settings(spec: ServerSpec, tool: str) -> dict[str, Any]:
+def tool_settings(spec: ServerSpec, tool: str) -> dict[str, object]:
     """The server yaml's settings for one tool: glob entries (least specific first), then its own."""
-    settings: dict[str, Any] = {}
+    settings: dict[str, object] = {}
     patterns = sorted((p for p in spec.tools if p != tool and _is_glob(p) and fnmatchcase(tool, p)), key=len)
     for pattern in patterns:
         settings.update(spec.tools[pattern])
@@ -195,7 +202,7 @@ class Policy:
 
     def result_limit(self, spec: ServerSpec, tool: str) -> int | None:
         """max_result_chars for the tool: its own, else its server's (`*`), else the profile's."""
-        limit = tool_settings(spec, tool).get("max_result_chars")
+        limit = _whole(tool_settings(spec, tool).get("max_result_chars"))
         if limit is None:
             limit = self.max_result_chars
         if limit is None and self.demo_mode and self.is_scrape(tool):
@@ -216,7 +223,7 @@ class Policy:
         return self.decide(spec, tool.name, tool).state != "deny"
 
     def decide(
-        self, spec: ServerSpec, tool: str, info: ToolInfo | None = None, arguments: Mapping[str, Any] | None = None
+        self, spec: ServerSpec, tool: str, info: ToolInfo | None = None, arguments: Mapping[str, object] | None = None
     ) -> Decision:
         """Whether a call of `tool` on `spec` may go ahead (info and arguments when known)."""
         where = f"{spec.name}.{tool}"
@@ -231,7 +238,7 @@ class Policy:
                 return blocked
         return self._by_mode(where, meta, spec, tool)
 
-    def check_urls(self, arguments: Any) -> Decision | None:
+    def check_urls(self, arguments: object) -> Decision | None:
         """A url_blocked decision when any argument holds a blocked URL."""
         found = self.url_rules.first_blocked(arguments)
         if found is None:

@@ -47,7 +47,7 @@ class UrlRules:
         except TooMany as exc:
             return f"<{exc}>"
 
-    def first_blocked(self, arguments: Any) -> tuple[str, str] | None:
+    def first_blocked(self, arguments: object) -> tuple[str, str] | None:
         """(url, pattern) for the first blocked URL anywhere in a call's arguments (names too), or None; when
         there is more to read than a check reads, ("", "<why>"): refused unchecked."""
         scan = Scan()
@@ -61,7 +61,7 @@ class UrlRules:
             return "", f"<{exc}>"
         return None
 
-    def drop_blocked(self, items: Iterable[Any], key: str = "link") -> list[Any]:
+    def drop_blocked(self, items: Iterable[Any], key: str = "link") -> list[object]:
         """Search results without the blocked ones: items are URLs or mappings holding one under `key`."""
         kept = []
         for item in items:
@@ -86,7 +86,7 @@ def to_env(rules: UrlRules) -> str:
     return "\n".join(rules.block)
 
 
-def urls_in(value: Any) -> Iterator[str]:
+def urls_in(value: object) -> Iterator[str]:
     """Every URL written in an argument value: values of url-like keys, and the URLs in any string."""
     scan = Scan()
     try:
@@ -100,7 +100,7 @@ def is_url_key(name: str) -> bool:
     return _URL_KEY.search(name.lower()) is not None
 
 
-def _strings(value: Any, key: str | None = None) -> Iterator[tuple[str, bool]]:
+def _strings(value: object, key: str | None = None) -> Iterator[tuple[str, bool]]:
     """(string, whether it is meant as one URL) for every string in a value, mapping keys included."""
     if isinstance(value, str):
         yield value, key is not None and is_url_key(key)

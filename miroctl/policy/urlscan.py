@@ -12,7 +12,6 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Iterator
-from typing import Any
 from urllib.parse import unquote, urlsplit
 
 LIMIT = 2_000  # URLs read in one check: far more than an honest call holds, few enough to stay quick
@@ -145,7 +144,7 @@ def _whatwg(url: str) -> str | None:
     import ada_url  # ~30 ms, paid only by a check that meets a URL
 
     try:
-        parsed: Any = ada_url.parse_url(url, attributes=("href",))
+        parsed = ada_url.parse_url(url, attributes=("href",))
     except ValueError:
         return None
     return str(parsed["href"])
