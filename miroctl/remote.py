@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Mapping
-from typing import Any, TypeVar
+from typing import TypeVar
 from urllib.parse import urlencode, urlsplit
 
 from miroctl.base.errors import ErrorKind, ExitCode, MiroctlError, ServerUnavailable, TimedOut
@@ -44,7 +44,7 @@ MARGIN = 1.5  # beyond the request's own timeout: the gateway's routing and the 
 class RemoteError(MiroctlError):
     """The gateway refused the request for a reason the direct command would have given too."""
 
-    def __init__(self, document: Mapping[str, Any]) -> None:
+    def __init__(self, document: Mapping[str, object]) -> None:
         hint = document.get("hint")
         super().__init__(
             str(document.get("error") or "the gateway refused the request"),
@@ -91,24 +91,24 @@ class GatewayClient:
         self.timeout, self.margin = timeout or DEFAULT_WAIT, _margin()
         self.wait = self.timeout + self.margin
 
-    def call(self, body: Mapping[str, Any]) -> dict[str, Any]:
+    def call(self, body: Mapping[str, object]) -> dict[str, object]:
         return self._answer(self._post("/v1/call", json.dumps(body).encode()))
 
-    def list_tools(self, servers: list[str]) -> dict[str, Any]:
+    def list_tools(self, servers: list[str]) -> dict[str, object]:
         return self._answer(self._post("/v1/list", json.dumps({"servers": servers}).encode()))
 
-    def read(self, body: Mapping[str, Any]) -> dict[str, Any]:
+    def read(self, body: Mapping[str, object]) -> dict[str, object]:
         return self._answer(self._post("/v1/read", json.dumps(body).encode()))
 
-    def prompt(self, body: Mapping[str, Any]) -> dict[str, Any]:
+    def prompt(self, body: Mapping[str, object]) -> dict[str, object]:
         return self._answer(self._post("/v1/prompt", json.dumps(body).encode()))
 
-    def check(self, body: Mapping[str, Any]) -> dict[str, Any]:
+    def check(self, body: Mapping[str, object]) -> dict[str, object]:
         return self._answer(self._post("/v1/check", json.dumps(body).encode()))
 
     def batch(
         self, text: str, jobs: int, timeout: float | None = None, no_autocorrect: bool = False
-    ) -> list[dict[str, Any]]:
+    ) -> list[dict[str, object]]:
         query = urlencode(
             {
                 k: v
@@ -153,7 +153,7 @@ class GatewayClient:
             raise self._refused(status, data)
         return data
 
-    def _answer(self, data: bytes) -> dict[str, Any]:
+    def _answer(self, data: bytes) -> dict[str, object]:
         """A document of the gateway's, or ServerUnavailable when the answer is not a JSON object."""
         try:
             document = json.loads(data)
@@ -176,7 +176,7 @@ class GatewayClient:
         return ServerUnavailable(f"the gateway at {self.url} answered HTTP {status}: {reason}", hint=hint)
 
 
-def _document(data: bytes) -> dict[str, Any]:
+def _document(data: bytes) -> dict[str, object]:
     try:
         document = json.loads(data)
     except (ValueError, RecursionError):
@@ -203,42 +203,49 @@ def readable(url: str, read: Callable[[], T]) -> T:
         ) from None
 
 
-def _text(data: Mapping[str, Any], key: str, default: str | None = None) -> str | None:
+def _text(data: Mapping[str, object], key: str, default: str | None = None) -> str | None:
     value = data.get(key, default)
     if value is None or isinstance(value, str):
         return value
     raise ShapeError(f"{key} is {type(value).__name__}, not text")
 
 
-def _number(data: Mapping[str, Any], key: str) -> float:
+def _number(data: Mapping[str, object], key: str) -> float:
     value = data.get(key) or 0.0
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return float(value)
     raise ShapeError(f"{key} is {type(value).__name__}, not a number")
 
 
-def _mapping(data: Mapping[str, Any], key: str) -> dict[str, Any] | None:
+def _mapping(data: Mapping[str, object], key: str) -> dict[str, object] | None:
     value = data.get(key)
     if value is None or isinstance(value, dict):
         return value
     raise ShapeError(f"{key} is {type(value).__name__}, not an object")
 
 
-def _list(data: Mapping[str, Any], key: str, kind: type = dict) -> list[Any]:
+def _list(data: Mapping[str, object], key: str) -> list[dict[str, object]]:
     value = data.get(key) or []
-    if isinstance(value, list) and all(isinstance(item, kind) for item in value):
+    if isinstance(value, list) and all(isinstance(item, dict) for item in value):
         return value
-    raise ShapeError(f"{key} is not a list of {'objects' if kind is dict else kind.__name__}")
+    raise ShapeError(f"{key} is not a list of objects")
 
 
-def _kind(data: Mapping[str, Any], key: str) -> str | None:
+def _texts(data: Mapping[str, object], key: str) -> list[str]:
+    value = data.get(key) or []
+    if isinstance(value, list) and all(isinstance(item, str) for item in value):
+        return value
+    raise ShapeError(f"{key} is not a list of str")
+
+
+def _kind(data: Mapping[str, object], key: str) -> str | None:
     value = _text(data, key)
     if value is not None and value not in ErrorKind.__members__.values():
         raise ShapeError(f"{key} {value!r} is not an error kind")
     return value
 
 
-def outcome_from_dict(data: Mapping[str, Any]) -> CallOutcome:
+def outcome_from_dict(data: Mapping[str, object]) -> CallOutcome:
     """A call envelope (`call --json`) back as a CallOutcome, for human rendering and exit codes."""
     failure = _mapping(data, "failure")
     return CallOutcome(
@@ -256,14 +263,14 @@ def outcome_from_dict(data: Mapping[str, Any]) -> CallOutcome:
         duration_ms=_number(data, "duration_ms"),
         hint=_text(data, "hint"),
         failure=failure_from_dict(failure) if failure else None,
-        candidates=_list(data, "candidates", str),
+        candidates=_texts(data, "candidates"),
         decision=DecisionRecord.from_json(data.get("decision")),
-        notes=_list(data, "notes", str),
+        notes=_texts(data, "notes"),
         correction=_correction(data),
     )
 
 
-def _correction(data: Mapping[str, Any]) -> str | None:
+def _correction(data: Mapping[str, object]) -> str | None:
     """The auto-correction note the envelope's result starts with, if it has one."""
     given, result = _text(data, "corrected_from"), _text(data, "result") or ""
     used, tool = _text(data, "server_name") or "", _text(data, "tool_name") or ""
@@ -276,7 +283,7 @@ def _correction(data: Mapping[str, Any]) -> str | None:
     return None
 
 
-def fetched_from_dict(data: Mapping[str, Any]) -> Fetched:
+def fetched_from_dict(data: Mapping[str, object]) -> Fetched:
     """A `read --json` or `prompt --json` envelope back as a Fetched, for human rendering and exit codes."""
     schema = _text(data, "schema") or ""
     what = "prompt" if schema == "miroctl.prompt/1" else "resource" if schema == "miroctl.resource/1" else None
@@ -305,22 +312,22 @@ def _transport(transport: str | None) -> ListedTransport:
     return next((known for known in LISTED_TRANSPORTS if known == transport), "unknown")
 
 
-def failure_from_dict(data: Mapping[str, Any]) -> Failure:
+def failure_from_dict(data: Mapping[str, object]) -> Failure:
     return Failure(
         _failure_kind(_text(data, "kind")),
         _text(data, "message") or "",
         hint=_text(data, "hint"),
         phase=_text(data, "phase"),
-        stderr_tail=tuple(_list(data, "stderr_tail", str)),
+        stderr_tail=tuple(_texts(data, "stderr_tail")),
     )
 
 
-def list_from_dict(document: Mapping[str, Any]) -> list[ServerTools]:
+def list_from_dict(document: Mapping[str, object]) -> list[ServerTools]:
     """The servers of a `list --json` document, for the human tables."""
     return [server_tools_from_dict(entry) for entry in _list(document, "servers")]
 
 
-def server_tools_from_dict(data: Mapping[str, Any]) -> ServerTools:
+def server_tools_from_dict(data: Mapping[str, object]) -> ServerTools:
     """One server of a `list --json` document back as ServerTools, for the human tables."""
     name = _text(data, "name")
     if not name:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from miroctl.base.errors import UsageError
 from miroctl.base.models import ToolInfo
@@ -45,7 +44,7 @@ class Finding:
         """What identifies the finding across runs (the lock file's baseline records these)."""
         return f"{self.tool} {self.path} {self.rule}"
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {
             "tool": self.tool,
             "path": self.path,
@@ -56,13 +55,13 @@ class Finding:
         }
 
     @classmethod
-    def from_dict(cls, server: str, data: Mapping[str, Any]) -> Finding:
+    def from_dict(cls, server: str, data: Mapping[str, object]) -> Finding:
         return cls(
             server,
             str(data.get("tool") or ""),
             str(data.get("path") or ""),
             str(data.get("rule") or ""),
-            tuple(str(p) for p in data.get("providers") or ()),
+            tuple(str(p) for p in providers) if isinstance(providers := data.get("providers"), list) else (),
             str(data.get("problem") or ""),
             str(data.get("fix") or ""),
         )

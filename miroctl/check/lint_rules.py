@@ -19,7 +19,6 @@ import json
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 PROVIDERS = ("openai", "anthropic", "gemini")
 EVERY = frozenset(PROVIDERS)
@@ -105,7 +104,7 @@ def description_problems(description: str) -> Iterator[Problem]:
         )
 
 
-def root_problems(schema: Any) -> Iterator[Problem]:
+def root_problems(schema: object) -> Iterator[Problem]:
     """The top of the input schema: one object, no reference or composition."""
     path = "input_schema"
     if not isinstance(schema, Mapping):
@@ -132,7 +131,7 @@ def root_problems(schema: Any) -> Iterator[Problem]:
         )
 
 
-def schema_problems(schema: Any, providers: frozenset[str]) -> Iterator[Problem]:
+def schema_problems(schema: object, providers: frozenset[str]) -> Iterator[Problem]:
     """Every node of the input schema against the chosen providers' subsets."""
     budget = [MAX_NODES]
     if isinstance(schema, Mapping):
@@ -140,7 +139,7 @@ def schema_problems(schema: Any, providers: frozenset[str]) -> Iterator[Problem]
 
 
 def _node(
-    node: Mapping[str, Any], path: str, depth: int, providers: frozenset[str], budget: list[int]
+    node: Mapping[str, object], path: str, depth: int, providers: frozenset[str], budget: list[int]
 ) -> Iterator[Problem]:
     budget[0] -= 1
     if budget[0] < 0 or depth > MAX_DEPTH:
@@ -161,7 +160,7 @@ def _node(
         yield from _node(sub, key, depth + 1, providers, budget)
 
 
-def _children(node: Mapping[str, Any], path: str) -> Iterator[tuple[str, Mapping[str, Any]]]:
+def _children(node: Mapping[str, object], path: str) -> Iterator[tuple[str, Mapping[str, object]]]:
     for key in ("properties", "$defs", "definitions"):
         group = node.get(key)
         if isinstance(group, Mapping):
@@ -180,12 +179,12 @@ def _children(node: Mapping[str, Any], path: str) -> Iterator[tuple[str, Mapping
                     yield f"{child(path, key)}[{index}]", sub
 
 
-def _is_object(node: Mapping[str, Any]) -> bool:
+def _is_object(node: Mapping[str, object]) -> bool:
     kind = node.get("type")
     return kind == "object" or (isinstance(kind, list) and "object" in kind) or "properties" in node
 
 
-def _openai(node: Mapping[str, Any], path: str, depth: int) -> Iterator[Problem]:
+def _openai(node: Mapping[str, object], path: str, depth: int) -> Iterator[Problem]:
     only = frozenset({"openai"})
     if depth == OPENAI_MAX_DEPTH + 1:
         yield Problem(path, "openai-depth", only, f"nested deeper than {OPENAI_MAX_DEPTH} levels", "flatten the schema")
@@ -231,7 +230,7 @@ def _keyword_fix(key: str) -> str:
     return f"drop {key} and state the constraint in the description (miroctl still validates it before a call)"
 
 
-def _gemini(node: Mapping[str, Any], path: str) -> Iterator[Problem]:
+def _gemini(node: Mapping[str, object], path: str) -> Iterator[Problem]:
     only = frozenset({"gemini"})
     for key in sorted(k for k in node if k not in GEMINI_FIELDS):
         fix = "drop it and describe the constraint in the description"

@@ -17,15 +17,32 @@ import tempfile
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, NotRequired, TypedDict, cast
 
 from miroctl.base import escaping
 from miroctl.base.errors import ConfigError
 from miroctl.base.text import counted
 from miroctl.check.lint import Finding
 
+if TYPE_CHECKING:
+    from miroctl.check.report import ProbeReport
+
 SCHEMA = "miroctl.lock/1"
-Surface = dict[str, dict[str, dict[str, Any]]]  # server -> tool -> {description, input_schema}
+Surface = dict[str, dict[str, dict[str, object]]]  # server -> tool -> {description, input_schema}
+
+
+class LockedServer(TypedDict):
+    """A server in a lock file: its tools as written ({description, input_schema}, read where compared)."""
+
+    tools: dict[str, object]
+    lint: NotRequired[object]  # the lint keys of a --strict run
+
+
+class Lock(TypedDict):
+    """A lock file (`miroctl.lock/1`), as `read` checked it."""
+
+    schema: str
+    servers: dict[str, LockedServer]
 
 
 @dataclass(frozen=True)
@@ -38,7 +55,7 @@ class Change:
     severity: str  # breaking | drift
     detail: str
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {
             "server": self.server,
             "tool": self.tool,
@@ -71,7 +88,7 @@ class LockCheck:
     def drift(self) -> list[Change]:
         return [c for c in self.changes if c.severity == "drift"]
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {
             "against": self.against,
             "written": self.written,
@@ -94,32 +111,37 @@ class LockCheck:
 # ---------------------------------------------------------------------------------------------- file
 
 
-def surface(reports: Iterable[Any], mask: Callable[[Any], Any] = lambda value: value) -> Surface:
+Tools = dict[str, dict[str, object]]  # tool -> {description, input_schema}
+
+
+def surface(reports: Iterable[ProbeReport], mask: Callable[[Tools], Tools] | None = None) -> Surface:
     """The tools of every healthy server, as the lock records them (secrets masked by `mask`)."""
     found: Surface = {}
     for report in reports:
         if report.ok:
-            tools = {t.name: {"description": t.description, "input_schema": dict(t.input_schema)} for t in report.tools}
-            found[report.server] = mask(tools)
+            tools: Tools = {
+                t.name: {"description": t.description, "input_schema": dict(t.input_schema)} for t in report.tools
+            }
+            found[report.server] = mask(tools) if mask is not None else tools
     return found
 
 
 def document(
-    servers: Surface, previous: Mapping[str, Any] | None = None, lint: Mapping[str, list[str]] | None = None
-) -> dict[str, Any]:
+    servers: Surface, previous: Lock | None = None, lint: Mapping[str, list[str]] | None = None
+) -> dict[str, object]:
     """A lock document: these servers (with their lint keys, after --strict), plus the previous file's servers
     that this run did not see healthy."""
-    kept = dict((previous or {}).get("servers") or {})
+    kept: dict[str, object] = dict(previous["servers"]) if previous is not None else {}
     for name, tools in servers.items():
         kept[name] = {"tools": tools, **({"lint": lint[name]} if lint is not None and name in lint else {})}
     return {"schema": SCHEMA, "servers": kept}
 
 
-def compare_lint(check: LockCheck, locked: Mapping[str, Any], findings: Mapping[str, list[Finding]]) -> None:
+def compare_lint(check: LockCheck, locked: Lock, findings: Mapping[str, list[Finding]]) -> None:
     """Findings against the lock's baseline (only servers whose lock entry recorded one, i.e. --strict)."""
     for server, found in sorted(findings.items()):
-        entry = (locked.get("servers") or {}).get(server) or {}
-        recorded = entry.get("lint")
+        entry = locked["servers"].get(server)
+        recorded = entry.get("lint") if entry is not None else None
         if not isinstance(recorded, list):
             continue
         baseline = {str(key) for key in recorded}
@@ -129,11 +151,11 @@ def compare_lint(check: LockCheck, locked: Mapping[str, Any], findings: Mapping[
         check.lint_fixed += [(server, key) for key in sorted(baseline - current)]
 
 
-def dumps(lock: Mapping[str, Any]) -> str:
+def dumps(lock: Mapping[str, object]) -> str:
     return escaping.dumps(lock, indent=2, sort_keys=True) + "\n"
 
 
-def write(path: str | Path, lock: Mapping[str, Any]) -> None:
+def write(path: str | Path, lock: Mapping[str, object]) -> None:
     """Write atomically, so an interrupted run never leaves half a lock file."""
     target = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent or ".")
@@ -146,7 +168,7 @@ def write(path: str | Path, lock: Mapping[str, Any]) -> None:
         raise
 
 
-def read(path: str | Path) -> dict[str, Any]:
+def read(path: str | Path) -> Lock:
     """A lock file, or ConfigError (exit 2) saying in one line why it cannot be used."""
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
@@ -161,16 +183,16 @@ def read(path: str | Path) -> dict[str, Any]:
     for name, entry in data["servers"].items():
         if not isinstance(entry, dict) or not isinstance(entry.get("tools"), dict):
             raise ConfigError(f"{path}: server {name!r} has no tools mapping")
-    return data
+    return cast("Lock", data)  # its schema, servers and their tools mappings are checked above
 
 
 # ---------------------------------------------------------------------------------------------- compare
 
 
-def compare(locked: Mapping[str, Any], current: Surface) -> LockCheck:
+def compare(locked: Lock, current: Surface) -> LockCheck:
     """Differences between a lock document and the current surface of the healthy servers."""
     result = LockCheck()
-    locked_servers = locked.get("servers") or {}
+    locked_servers = locked["servers"]
     for server in sorted(current):
         if server not in locked_servers:
             count = len(current[server])
@@ -183,7 +205,7 @@ def compare(locked: Mapping[str, Any], current: Surface) -> LockCheck:
     return result
 
 
-def compare_tools(server: str, old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Change]:
+def compare_tools(server: str, old: Mapping[str, object], new: Mapping[str, Mapping[str, object]]) -> list[Change]:
     changes = [Change(server, name, "removed", "breaking", "tool removed") for name in sorted(set(old) - set(new))]
     changes += [Change(server, name, "added", "drift", "tool added") for name in sorted(set(new) - set(old))]
     for name in sorted(set(old) & set(new)):
@@ -192,14 +214,20 @@ def compare_tools(server: str, old: Mapping[str, Any], new: Mapping[str, Any]) -
     return changes
 
 
-def tool_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[tuple[str, str]]:
+def tool_changes(locked: object, new: Mapping[str, object]) -> list[tuple[str, str]]:
+    old = _mapping(locked)
     found = []
     if (old.get("description") or "") != (new.get("description") or ""):
         found.append(("drift", "description changed: " + _before_after(old.get("description"), new.get("description"))))
-    return found + schema_changes(old.get("input_schema") or {}, new.get("input_schema") or {})
+    return found + schema_changes(_mapping(old.get("input_schema")), _mapping(new.get("input_schema")))
 
 
-def schema_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[tuple[str, str]]:
+def _mapping(value: object) -> Mapping[str, object]:
+    """A part of a tool as recorded; anything but an object (a hand-edited file) as an empty one."""
+    return value if isinstance(value, Mapping) else {}
+
+
+def schema_changes(old: Mapping[str, object], new: Mapping[str, object]) -> list[tuple[str, str]]:
     """Parameter-level differences of two input schemas, each with its severity."""
     old_props, new_props = _properties(old), _properties(new)
     old_req, new_req = _required(old), _required(new)
@@ -215,7 +243,9 @@ def schema_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[tuple
     return found
 
 
-def _parameter_changes(name: str, old: Any, new: Any, was_required: bool, required: bool) -> list[tuple[str, str]]:
+def _parameter_changes(
+    name: str, old: object, new: object, was_required: bool, required: bool
+) -> list[tuple[str, str]]:
     found = []
     if required and not was_required:
         found.append(("breaking", f"parameter {name!r} is now required"))
@@ -232,21 +262,21 @@ def _parameter_changes(name: str, old: Any, new: Any, was_required: bool, requir
     return found
 
 
-def _properties(schema: Mapping[str, Any]) -> dict[str, Any]:
+def _properties(schema: Mapping[str, object]) -> dict[str, object]:
     props = schema.get("properties")
     return dict(props) if isinstance(props, Mapping) else {}
 
 
-def _required(schema: Mapping[str, Any]) -> set[str]:
+def _required(schema: Mapping[str, object]) -> set[str]:
     required = schema.get("required")
     return {r for r in required if isinstance(r, str)} if isinstance(required, list) else set()
 
 
-def _rest(schema: Mapping[str, Any]) -> dict[str, Any]:
+def _rest(schema: Mapping[str, object]) -> dict[str, object]:
     return {k: v for k, v in schema.items() if k not in ("properties", "required")}
 
 
-def _type(prop: Any) -> str:
+def _type(prop: object) -> str:
     if not isinstance(prop, Mapping):
         return "any"
     if "type" in prop:
@@ -258,7 +288,7 @@ def _type(prop: Any) -> str:
     return "any"
 
 
-def _before_after(old: Any, new: Any, width: int = 60) -> str:
+def _before_after(old: object, new: object, width: int = 60) -> str:
     """Old and new text side by side, each cut to `width` around the first place they differ (a change
     past the first 60 characters is shown, not two identical beginnings)."""
     before, after = (" ".join(str(text or "").split()) for text in (old, new))

@@ -12,7 +12,6 @@ import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 import anyio
 
@@ -107,7 +106,7 @@ class Prober:
 
     # ------------------------------------------------------------------------------------- start
 
-    async def _start(self, handle: ServerHandle, report: ProbeReport, budget: Budget) -> Any:
+    async def _start(self, handle: ServerHandle, report: ProbeReport, budget: Budget) -> Connection | None:
         handle.startup_timeout = budget.seconds  # the first step: the budget is still whole
         began = time.perf_counter()
         try:
@@ -268,7 +267,7 @@ def smoke_failure(call: SmokeCall, outcome: CallOutcome, budget: Budget) -> Fail
     return Failure("smoke", f"smoke call {call.tool} {reason}: {outcome.error}", hint=outcome.hint, phase="smoke")
 
 
-def smoke_calls(value: Any, where: str) -> list[SmokeCall]:
+def smoke_calls(value: object, where: str) -> list[SmokeCall]:
     """The `smoke:` key of a server file: one {tool, arguments} mapping or a list of them."""
     if value is None:
         return []
@@ -300,7 +299,7 @@ def warm_up(specs: Sequence[ServerSpec]) -> None:
 
 
 async def probe_all(
-    manager: Any,
+    manager: Manager,
     specs: Sequence[ServerSpec],
     *,
     timeout: float | None = None,

@@ -267,9 +267,10 @@ class CheckRun:
         return document
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any], surface: Mapping[str, Any] | None = None) -> CheckRun:
-        """A run back from a `check --json` document (its lock left out); `surface` as lockfile.surface gives it."""
-        surface = surface or {}
+    def from_dict(cls, data: Mapping[str, Any], given: object = None) -> CheckRun:
+        """A run back from a `check --json` document (its lock left out); `given` the surface that
+        lockfile.surface gives (a gateway's answer, checked where each server's part is read)."""
+        surface = given if isinstance(given, Mapping) else {}
         reports = [ProbeReport.from_dict(server, surface.get(server["name"])) for server in data.get("servers") or ()]
         return cls(
             reports,

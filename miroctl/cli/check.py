@@ -209,7 +209,7 @@ def check(
 def _finish(
     out: Output,
     result: CheckRun,
-    locked: dict[str, Any] | None,
+    locked: lockfile.Lock | None,
     json_mode: bool,
     junit: str | None,
     lock: str | None,
@@ -263,7 +263,7 @@ def _local_only(options: dict[str, Any]) -> None:
 
 def _check_inputs(
     loaded: Config, specs: list[ServerSpec], allow_fail: list[str], against: str | None, outputs: tuple[str | None, ...]
-) -> tuple[list[str], dict[str, Any] | None]:
+) -> tuple[list[str], lockfile.Lock | None]:
     """Everything about a check's command line that can be wrong, found before any server starts."""
     if not specs:
         raise UsageError(f"no servers to check in {loaded.source}", hint="name some, or add server files")
@@ -309,7 +309,7 @@ def _writable(path: str | None) -> None:
 
 
 def _lock(
-    out: Output, result: CheckRun, locked: dict[str, Any] | None, lock: str | None, against: str | None
+    out: Output, result: CheckRun, locked: lockfile.Lock | None, lock: str | None, against: str | None
 ) -> lockfile.LockCheck:
     current = lockfile.surface(result.reports, mask=out.masker.data)
     check = lockfile.compare(locked, current) if locked is not None else lockfile.LockCheck()
@@ -328,7 +328,7 @@ def _lock(
     return check
 
 
-def _previous_lock(path: str) -> dict[str, Any] | None:
+def _previous_lock(path: str) -> lockfile.Lock | None:
     """The lock file being replaced, if it is one: servers this run did not see healthy stay in it."""
     if not Path(path).is_file():
         return None
