@@ -144,7 +144,7 @@ def in_words(params: list[click.Parameter]) -> None:
     for param in params:
         if getattr(param, "_worded", False):
             continue
-        param._worded = True  # type: ignore[attr-defined]
+        param._worded = True  # type: ignore[attr-defined]  # a mark of this module's own on click's Parameter
         if param.metavar is None:
             param.metavar = _word(param)
         if isinstance(param, (TyperOption, TyperArgument)) and param.help:

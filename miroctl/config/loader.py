@@ -325,7 +325,12 @@ def _load_profile(
             specs[name] = ServerSpec(name=name, error=error, source=str(path))
     # Named in tool_config: used, even when its file says `enabled: false` (that only keeps a file out of the
     # default set when the profile names none, as naming a server on the command line does).
-    selected = [_lookup(specs, n).name for n in names] if names is not None else [n for n in specs if specs[n].enabled]  # type: ignore[union-attr]
+    # every name of tool_config has its spec by now (a broken one was added above)
+    selected = (
+        [s.name for n in names if (s := _lookup(specs, n))]
+        if names is not None
+        else [n for n in specs if specs[n].enabled]
+    )
     default = tuple(dict.fromkeys(selected))
     return Config(servers=tuple(specs.values()), profile=profile, source=str(path), default_names=default)
 

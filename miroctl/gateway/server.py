@@ -385,13 +385,14 @@ class Gateway:
         )
 
     async def _meta_list(self, server: object) -> CallOutcome:
+        spec = self.spec(server) if isinstance(server, str) else None
         if server is None:
             await self.refresh()
             document = {"servers": [summary(entry) for entry in self.entries]}
-        elif not isinstance(server, str) or self.spec(server) is None:
+        elif spec is None:
             return self._no_server(str(server), "list_tools")
         else:
-            entries = await self.manager.list_tools([self.spec(server)])  # type: ignore[list-item]
+            entries = await self.manager.list_tools([spec])
             document = {"servers": [detail(entry) for entry in entries]}
         text = json.dumps(document, ensure_ascii=False)
         return CallOutcome(
@@ -505,8 +506,8 @@ def result_body(outcome: CallOutcome) -> dict[str, object]:
 
 def summary(entry: ServerTools) -> dict[str, object]:
     """A server in `list_tools()` of --lazy: tool names and one-line summaries, or why it is down."""
-    if not entry.ok:
-        return {"name": entry.server, "ok": False, "error": entry.failure.message}  # type: ignore[union-attr]
+    if entry.failure is not None:
+        return {"name": entry.server, "ok": False, "error": entry.failure.message}
     return {"name": entry.server, "ok": True, "tools": [{"name": t.name, "summary": t.summary} for t in entry.tools]}
 
 
@@ -626,6 +627,7 @@ async def serve_stdio(gateway: Gateway) -> None:
 
     server = build_server(gateway)
     with claimed_stdout() as fd:
-        wire = stdio_server(stdin=stdin_lines(), stdout=StdoutWriter(fd))  # type: ignore[arg-type]
+        stdin, stdout = stdin_lines(), StdoutWriter(fd)
+        wire = stdio_server(stdin=stdin, stdout=stdout)  # type: ignore[arg-type]  # AsyncFile in its types: lines in, text out
         async with wire as (read_stream, write_stream):
             await server.run(read_stream, write_stream, server.create_initialization_options())
