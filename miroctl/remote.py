@@ -29,6 +29,7 @@ from miroctl.base.models import (
     ServerTools,
     ToolInfo,
     Truncated,
+    phase_named,
 )
 from miroctl.base.text import correction_note
 
@@ -317,7 +318,7 @@ def failure_from_dict(data: Mapping[str, object]) -> Failure:
         _failure_kind(_text(data, "kind")),
         _text(data, "message") or "",
         hint=_text(data, "hint"),
-        phase=_text(data, "phase"),
+        phase=phase_named(_text(data, "phase")),
         stderr_tail=tuple(_texts(data, "stderr_tail")),
     )
 

@@ -105,7 +105,9 @@ def test_a_ping_that_is_never_answered_times_out_naming_the_phase():
 
 def test_a_tools_list_that_is_never_answered_costs_the_servers_own_timeout():
     [report] = probe(legacy_spec("mute", "--hang-on", "tools/list"), timeout=SHORT)
-    assert report.failure.kind == "timeout" and report.failure.phase == "tools/list"
+    assert report.failure.kind == "timeout" and report.failure.phase == "tools"
+    assert report.failure.during == "tools/list"
+    assert report.failure.message == f"no answer to tools/list within the {SHORT:g}s timeout"
     assert SHORT * 1000 <= report.duration_ms < (SHORT + 1.5) * 1000
 
 

@@ -13,6 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from miroctl import schemas
+from miroctl.base.models import PHASES, phase_named
 from miroctl.cli.app import app
 from miroctl.launch import entry
 from tests.conftest import ROOT, fixture_yaml, free_port, run_miroctl
@@ -208,3 +209,18 @@ def test_every_document_the_docs_show_validates_against_its_schema():
             validate(document)
         except AssertionError as exc:
             raise AssertionError(f"{page} shows a {document['schema']} document its schema rejects:\n{exc}") from None
+
+
+def test_the_schema_of_a_failure_names_exactly_the_phases_miroctl_reports():
+    phase = schemas.load("common")["$defs"]["failure"]["properties"]["phase"]
+    assert phase["enum"] == [*PHASES, None]
+
+
+def test_a_failure_read_back_keeps_its_phase_and_takes_a_request_name_as_its_phase():
+    assert [phase_named(text) for text in ("tools", "tools/list", "resources/read", None, "lunch")] == [
+        "tools",
+        "tools",
+        "resources",
+        None,
+        None,
+    ]

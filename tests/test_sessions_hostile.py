@@ -8,7 +8,7 @@ import sys
 
 import anyio
 
-from miroctl.base.models import ServerSpec
+from miroctl.base.models import ServerSpec, Step
 from miroctl.sessions import lean
 from miroctl.sessions.failures import died_during
 from miroctl.sessions.transports import Wire
@@ -55,4 +55,6 @@ def test_a_server_that_never_reads_its_answers_ends_its_session_at_the_bound_ins
     anyio.run(_pings, client, 50)
     assert client.closed and wire.flooded
     assert outbox.queued <= 200
-    assert died_during(wire, "a call").message.startswith("server sent requests without reading the answers")
+    assert died_during(wire, Step("call", "a call")).message.startswith(
+        "server sent requests without reading the answers"
+    )

@@ -18,6 +18,40 @@ FailureKind = Literal[
     "config", "not_found", "exited", "timeout", "protocol", "http", "auth", "crashed", "unavailable", "smoke"
 ]
 FAILURE_KINDS: tuple[FailureKind, ...] = get_args(FailureKind)
+# Where a server failed: its configuration, starting it (spawn for stdio, connect for HTTP), the handshake, a
+# request of a phase of its own (tools/list, ping, resources and prompts, completion, logging), a tool call, a
+# smoke call of `check`, or its stdout (non-JSON lines, found after everything else worked)
+Phase = Literal[
+    "config",
+    "spawn",
+    "connect",
+    "initialize",
+    "tools",
+    "ping",
+    "call",
+    "smoke",
+    "resources",
+    "prompts",
+    "completion",
+    "logging",
+    "stdout",
+]
+PHASES: tuple[Phase, ...] = get_args(Phase)
+REQUEST_PHASES: Mapping[str, Phase] = {
+    "initialize": "initialize",
+    "tools/list": "tools",
+    "ping": "ping",
+    "tools/call": "call",
+    "resources/list": "resources",
+    "resources/templates/list": "resources",
+    "resources/read": "resources",
+    "resources/subscribe": "resources",
+    "resources/unsubscribe": "resources",
+    "prompts/list": "prompts",
+    "prompts/get": "prompts",
+    "completion/complete": "completion",
+    "logging/setLevel": "logging",
+}
 LISTED_TRANSPORTS: tuple[ListedTransport, ...] = get_args(ListedTransport)
 
 DEFAULT_CALL_TIMEOUT = 900.0
@@ -97,6 +131,27 @@ class ServerSpec:
         return " ".join([self.command or "", *self.args]).strip()
 
 
+def phase_named(text: str | None) -> Phase | None:
+    """The phase a document names (or the request it names, as a gateway of an earlier build wrote it), or None."""
+    return next((phase for phase in PHASES if phase == text), None) or REQUEST_PHASES.get(text or "")
+
+
+@dataclass(frozen=True)
+class Step:
+    """What was under way when a server failed: its phase, and how a message names it (the request, the call)."""
+
+    phase: Phase
+    what: str | None = None  # "tools/list", "the call to search"; None: the phase's name says it
+
+    def __str__(self) -> str:
+        return self.what or self.phase
+
+    @classmethod
+    def request(cls, method: str) -> Step:
+        """The step of a request miroctl sends (tools/list, resources/read...)."""
+        return cls(REQUEST_PHASES[method], method)
+
+
 @dataclass(frozen=True)
 class Failure:
     """Why a server could not be used: a class of failure, a one-line reason, a hint."""
@@ -104,8 +159,9 @@ class Failure:
     kind: FailureKind
     message: str
     hint: str | None = None
-    phase: str | None = None  # config | spawn | connect | initialize | tools | ping | call | smoke, or the request
+    phase: Phase | None = None
     stderr_tail: tuple[str, ...] = ()
+    during: str | None = None  # the request or call under way, as the message names it (not in the JSON)
 
     @property
     def exit_code(self) -> ExitCode:

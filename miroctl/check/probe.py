@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 import anyio
 
 from miroctl.base.errors import ConfigError
-from miroctl.base.models import CallOutcome, CallRequest, Failure, ServerSpec
+from miroctl.base.models import CallOutcome, CallRequest, Failure, ServerSpec, Step
 from miroctl.base.text import counted
 from miroctl.check.report import DEFAULT_CONCURRENCY, ProbeReport, SmokeCall
 from miroctl.core.manager import Manager
@@ -50,13 +50,14 @@ def _ms(since: float, until: float | None = None) -> float:
     return ((until if until is not None else time.perf_counter()) - since) * 1000
 
 
-def _timeout(phase: str, budget: Budget, tail: tuple[str, ...] = (), what: str | None = None) -> Failure:
+def _timeout(step: Step, budget: Budget, tail: tuple[str, ...] = ()) -> Failure:
     return Failure(
         "timeout",
-        f"no answer to {what or phase} within the {budget.seconds:g}s timeout",
+        f"no answer to {step} within the {budget.seconds:g}s timeout",
         hint=TIMEOUT_HINT,
-        phase=phase,
+        phase=step.phase,
         stderr_tail=tail,
+        during=step.what,
     )
 
 
@@ -100,7 +101,7 @@ class Prober:
             return
         if not self.smoke:
             report.skipped("smoke", "not asked for (--smoke)")
-        noise = stdout_noise(connection.wire, "stdout")
+        noise = stdout_noise(connection.wire, Step("stdout"))
         if noise is not None:
             report.failure = noise
 
@@ -161,7 +162,8 @@ class Prober:
             connection.wire, budget.remaining(), lambda: list_tools(handle.spec.name, connection.session)
         )
         if not isinstance(answer, Listing):
-            report.fail("tools", await self._failure(handle, connection, answer, budget, "tools/list"), _ms(began))
+            failure = await self._failure(handle, connection, answer, budget, Step.request("tools/list"))
+            report.fail("tools", failure, _ms(began))
             return False
         visible = [tool for tool in answer.tools if self.manager.policy.visible(handle.spec, tool)]
         report.tools = tuple(visible)
@@ -173,12 +175,12 @@ class Prober:
         return True
 
     async def _failure(
-        self, handle: ServerHandle, connection: Connection, answer: BaseException | TimedOut, budget: Budget, phase: str
+        self, handle: ServerHandle, connection: Connection, answer: BaseException | TimedOut, budget: Budget, step: Step
     ) -> Failure:
         """Why a request of the probe's failed: no answer within the budget, or the failure of its class."""
         if isinstance(answer, TimedOut):
-            return _timeout(phase, budget, connection.wire.stderr_tail())
-        return await handle.failure_of(answer, phase)
+            return _timeout(step, budget, connection.wire.stderr_tail())
+        return await handle.failure_of(answer, step)
 
     # ------------------------------------------------------------------------------------- ping
 
@@ -193,7 +195,9 @@ class Prober:
         began = time.perf_counter()
         answer = await within(connection.wire, budget.remaining(), connection.client.session.send_ping)
         if isinstance(answer, (BaseException, TimedOut)):
-            report.fail("ping", await self._failure(handle, connection, answer, budget, "ping"), _ms(began))
+            report.fail(
+                "ping", await self._failure(handle, connection, answer, budget, Step.request("ping")), _ms(began)
+            )
             return False
         report.passed("ping", _ms(began))
         return True
@@ -229,7 +233,7 @@ class Prober:
         with anyio.move_on_after(remaining):  # the hard bound: routing and the call together
             outcome = await self.manager.call(request)
         if outcome is None:
-            return _timeout("smoke", budget, what=f"the smoke call to {call.tool}")
+            return _timeout(Step("smoke", f"the smoke call to {call.tool}"), budget)
         call.ok, call.duration_ms = outcome.ok, outcome.duration_ms
         call.result = (outcome.result or "")[:RESULT_CHARS] if outcome.ok else None
         call.error = None if outcome.ok else (outcome.error or "")[:RESULT_CHARS]
@@ -254,7 +258,7 @@ def smoke_failure(call: SmokeCall, outcome: CallOutcome, budget: Budget) -> Fail
     if outcome.failure is not None:
         return replace(outcome.failure, phase="smoke")
     if outcome.error_kind == "timeout":
-        return _timeout("smoke", budget, what=f"the smoke call to {call.tool}")
+        return _timeout(Step("smoke", f"the smoke call to {call.tool}"), budget)
     if outcome.error_kind in ("arguments", "usage"):
         return Failure(
             "config",

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from miroctl.base.errors import ExitCode
-from miroctl.base.models import Failure, ServerSpec, ToolInfo
+from miroctl.base.models import Failure, ServerSpec, ToolInfo, phase_named
 from miroctl.check.lint import Finding, lint_pool
 
 DEFAULT_CONCURRENCY = 8  # probes mostly wait on servers, so more than the 2 cores of a small CI runner
@@ -181,7 +181,7 @@ def _failure(data: Mapping[str, Any]) -> Failure:
         data.get("kind") or "unavailable",
         data.get("message") or "",
         hint=data.get("hint"),
-        phase=data.get("phase"),
+        phase=phase_named(data.get("phase")),
         stderr_tail=tuple(data.get("stderr_tail") or ()),
     )
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 __all__ = ["Fetched", "Sessions", "get_prompt", "offered", "offered_by", "plain", "read_resource"]
 
 from miroctl.base.fetched import Fetched
-from miroctl.base.models import Failure, ServerSpec
+from miroctl.base.models import Failure, Phase, ServerSpec, Step
 from miroctl.base.text import counted, suggest
 from miroctl.config.loader import Config
 from miroctl.sessions.exchange import PagingError, TimedOut, every_page, within
@@ -229,7 +229,8 @@ async def _asked_on_session(
 async def _request_failed(handle: ServerHandle, asked: Fetched, exc: BaseException) -> Fetched:
     if closed(exc):
         wire = await handle.lost()
-        failure = died_during(wire, f"the {asked.what} request") if wire else None
+        phase: Phase = "prompts" if asked.what == "prompt" else "resources"
+        failure = died_during(wire, Step(phase, f"the {asked.what} request")) if wire else None
         outcome = _failed(asked, "unavailable", failure.message if failure else "the session closed")
         outcome.failure = failure
         return outcome

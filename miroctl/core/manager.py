@@ -20,7 +20,7 @@ from anyio.abc import TaskGroup
 
 from miroctl.base.errors import MiroctlError, NotFound
 from miroctl.base.masking import Masker
-from miroctl.base.models import CallOutcome, CallRequest, Failure, Fallback, ServerSpec, ServerTools, ToolInfo
+from miroctl.base.models import CallOutcome, CallRequest, Failure, Fallback, ServerSpec, ServerTools, Step, ToolInfo
 from miroctl.config.loader import Config
 from miroctl.core import arguments as arguments_
 from miroctl.core import catalog, envelopes, truncation
@@ -447,8 +447,8 @@ class Manager:
             return envelopes.timed_out(route, timeout)
         if closed(exc):
             wire = await handle.lost()
-            phase = f"the call to {route.tool.name}"
-            failure = died_during(wire, phase) if wire else Failure("crashed", f"the session closed during {phase}")
+            step = Step("call", f"the call to {route.tool.name}")
+            failure = died_during(wire, step) if wire else Failure("crashed", f"the session closed during {step}")
             outcome = envelopes.unavailable(route.spec.name, route.tool.name, Unavailable(failure))
         else:
             outcome = CallOutcome(route.spec.name, route.tool.name, error_kind="failed", error=_refused(route, exc))

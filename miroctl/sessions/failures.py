@@ -5,7 +5,7 @@ from __future__ import annotations
 import signal
 
 from miroctl.base.errors import AuthRequired
-from miroctl.base.models import Failure, ServerSpec
+from miroctl.base.models import Failure, ServerSpec, Step
 from miroctl.base.text import counted
 from miroctl.sessions.frames import unparsable
 from miroctl.sessions.oauth import auth_hint, oauth_challenge, send_token
@@ -15,6 +15,7 @@ from miroctl.sessions.session import leaf as leaf  # re-exported: its home befor
 from miroctl.sessions.transports import MAX_MESSAGE_BYTES, OUTBOX_BYTES, Wire
 
 UNSUPPORTED_VERSION = "Unsupported protocol version"  # the SDK's RuntimeError after initialize
+INITIALIZE = Step("initialize")
 
 
 def exit_description(returncode: int | None) -> str:
@@ -28,11 +29,11 @@ def exit_description(returncode: int | None) -> str:
     return f"exited with code {returncode}"
 
 
-def startup_failure(exc: BaseException, wire: Wire, phase: str = "initialize") -> Failure:
+def startup_failure(exc: BaseException, wire: Wire, step: Step = INITIALIZE) -> Failure:
     """Why a server could not be started, connected or initialized."""
     exc = leaf(exc)
     tail = wire.stderr_tail()
-    auth = auth_failure(exc, wire, "connect")
+    auth = auth_failure(exc, wire, Step("connect"))
     if auth is not None:
         return auth
     if isinstance(exc, SpawnError):
@@ -42,80 +43,92 @@ def startup_failure(exc: BaseException, wire: Wire, phase: str = "initialize") -
             "protocol",
             _noise_reason(wire),
             hint="a stdio server must write only JSON-RPC to stdout; logs belong on stderr",
-            phase=phase,
+            phase=step.phase,
+            during=step.what,
             stderr_tail=tail,
         )
-    http = _http_failure(exc, wire, phase, tail)
+    http = _http_failure(exc, wire, step, tail)
     if http is not None:
         return http
     code = exc.code if isinstance(exc, RpcError) else None
     if wire.exited_on_its_own or (code == CONNECTION_CLOSED and _exited_unsignalled(wire)):
         return Failure(
             "exited",
-            f"server {exit_description(wire.returncode)} before {phase} finished",
+            f"server {exit_description(wire.returncode)} before {step} finished",
             hint=_stderr_hint(tail),
-            phase=phase,
+            phase=step.phase,
+            during=step.what,
             stderr_tail=tail,
         )
     if code == CONNECTION_CLOSED:
         return Failure(
             "exited",
-            f"server closed the connection during {phase}",
+            f"server closed the connection during {step}",
             hint=_stderr_hint(tail),
-            phase=phase,
+            phase=step.phase,
+            during=step.what,
             stderr_tail=tail,
         )
     if isinstance(exc, RpcError):
-        return _error_answer(exc, phase, tail)
+        return _error_answer(exc, step, tail)
     if UNSUPPORTED_VERSION in str(exc):
-        return unsupported_version(exc, phase, tail)
-    return Failure("crashed", f"{phase} failed: {type(exc).__name__}: {_one_line(exc)}", phase=phase, stderr_tail=tail)
+        return unsupported_version(exc, step, tail)
+    return Failure(
+        "crashed",
+        f"{step} failed: {type(exc).__name__}: {_one_line(exc)}",
+        phase=step.phase,
+        during=step.what,
+        stderr_tail=tail,
+    )
 
 
-def startup_timeout(wire: Wire, seconds: float, phase: str = "initialize") -> Failure:
+def startup_timeout(wire: Wire, seconds: float, step: Step = INITIALIZE) -> Failure:
     tail = wire.stderr_tail()
     if wire.noise_lines:
         return Failure(
             "protocol",
-            _noise_reason(wire) + f", and no answer to {phase} within {seconds:g}s",
+            _noise_reason(wire) + f", and no answer to {step} within {seconds:g}s",
             hint="a stdio server must write only JSON-RPC to stdout",
-            phase=phase,
+            phase=step.phase,
+            during=step.what,
             stderr_tail=tail,
         )
     return Failure(
         "timeout",
-        f"no answer to {phase} within {seconds:g}s",
-        phase=phase,
+        f"no answer to {step} within {seconds:g}s",
+        phase=step.phase,
+        during=step.what,
         hint="raise startup_timeout if the server is just slow to start",
         stderr_tail=tail,
     )
 
 
-def died_during(wire: Wire, phase: str) -> Failure:
+def died_during(wire: Wire, step: Step) -> Failure:
     """The server went away while a request was in flight."""
     tail = wire.stderr_tail()
     if wire.oversize or wire.flooded:
-        return Failure("protocol", _noise_reason(wire), phase=phase, stderr_tail=tail)
+        return Failure("protocol", _noise_reason(wire), phase=step.phase, during=step.what, stderr_tail=tail)
     if wire.returncode is not None:
-        reason = f"server {exit_description(wire.returncode)} during {phase}"
+        reason = f"server {exit_description(wire.returncode)} during {step}"
     else:
-        reason = f"server closed the connection during {phase}"
-    return Failure("crashed", reason, hint=_stderr_hint(tail), phase=phase, stderr_tail=tail)
+        reason = f"server closed the connection during {step}"
+    return Failure("crashed", reason, hint=_stderr_hint(tail), phase=step.phase, during=step.what, stderr_tail=tail)
 
 
-def _http_failure(exc: BaseException, wire: Wire, phase: str, tail: tuple[str, ...]) -> Failure | None:
+def _http_failure(exc: BaseException, wire: Wire, step: Step, tail: tuple[str, ...]) -> Failure | None:
     status = wire.http_status
     if status == 401 and _oauth_challenge(wire):
         return Failure(
             "auth",
             f"auth required: {auth_hint(wire.spec)}",
             hint=f"the server asks for an OAuth login (HTTP 401 from {wire.spec.url})",
-            phase=phase,
+            phase=step.phase,
+            during=step.what,
         )
     if status in (401, 403):
-        return Failure("auth", _refused(status, wire), hint=_token_hint(wire.spec), phase=phase)
+        return Failure("auth", _refused(status, wire), hint=_token_hint(wire.spec), phase=step.phase, during=step.what)
     if status is not None:
-        return Failure("http", f"HTTP {status} from {wire.spec.url}", phase=phase)
+        return Failure("http", f"HTTP {status} from {wire.spec.url}", phase=step.phase, during=step.what)
     name = type(exc).__name__
     if name in ("ConnectError", "ConnectTimeout"):
         return Failure(
@@ -125,16 +138,18 @@ def _http_failure(exc: BaseException, wire: Wire, phase: str, tail: tuple[str, .
             phase="connect",
         )
     if "Timeout" in name:
-        return Failure("timeout", f"HTTP timeout talking to {wire.spec.url}", phase=phase)
+        return Failure("timeout", f"HTTP timeout talking to {wire.spec.url}", phase=step.phase, during=step.what)
     if name in ("RemoteProtocolError", "ReadError", "WriteError", "NetworkError"):
-        return Failure("http", f"HTTP connection to {wire.spec.url} failed: {_one_line(exc)}", phase=phase)
+        return Failure(
+            "http", f"HTTP connection to {wire.spec.url} failed: {_one_line(exc)}", phase=step.phase, during=step.what
+        )
     return None
 
 
-def auth_failure(exc: BaseException, wire: Wire, phase: str) -> Failure | None:
+def auth_failure(exc: BaseException, wire: Wire, step: Step) -> Failure | None:
     """A login is needed: no usable token, or the SDK's OAuth flow failed (discovery, registration, token)."""
     if isinstance(exc, AuthRequired):
-        return Failure("auth", exc.message, hint=exc.hint, phase=phase)
+        return Failure("auth", exc.message, hint=exc.hint, phase=step.phase, during=step.what)
     if any(cls.__name__ == "OAuthFlowError" for cls in type(exc).__mro__):  # the SDK's, not imported here
         if wire.http_status == 401 and not _oauth_challenge(wire, own_header=False):
             # The stored tokens were refused by a server that asks for no OAuth login (a login would fail the
@@ -144,10 +159,15 @@ def auth_failure(exc: BaseException, wire: Wire, phase: str) -> Failure | None:
                 _refused(401, wire),
                 hint="the server refused the stored OAuth tokens (from miroctl auth) and asks for no OAuth login: "
                 + send_token(wire.spec, "the token it expects"),
-                phase=phase,
+                phase=step.phase,
+                during=step.what,
             )
         return Failure(
-            "auth", f"auth required: {auth_hint(wire.spec)}", hint=f"OAuth failed: {_one_line(exc)[:200]}", phase=phase
+            "auth",
+            f"auth required: {auth_hint(wire.spec)}",
+            hint=f"OAuth failed: {_one_line(exc)[:200]}",
+            phase=step.phase,
+            during=step.what,
         )
     return None
 
@@ -209,14 +229,15 @@ def _one_line(exc: object) -> str:
     return text.splitlines()[0] if text else ""
 
 
-def unsupported_version(exc: BaseException, phase: str, tail: tuple[str, ...] = ()) -> Failure:
+def unsupported_version(exc: BaseException, step: Step, tail: tuple[str, ...] = ()) -> Failure:
     """The server answered the handshake with a protocol version this client does not speak."""
     version = _one_line(exc).rpartition(":")[2].strip() or "?"
     return Failure(
         "protocol",
-        f"server answered {phase} with unsupported protocol version {version}",
+        f"server answered {step} with unsupported protocol version {version}",
         hint="the server or miroctl's mcp SDK needs updating",
-        phase=phase,
+        phase=step.phase,
+        during=step.what,
         stderr_tail=tail,
     )
 
@@ -231,70 +252,93 @@ def config_failure(message: str) -> Failure:
     return Failure("config", message, hint=hint, phase="config")
 
 
-def after_initialize(exc: BaseException, wire: Wire, phase: str) -> Failure:
+def after_initialize(exc: BaseException, wire: Wire, step: Step) -> Failure:
     """A request failed once the session was up; `wire` is read after the session was closed."""
     exc = leaf(exc)
     tail = wire.stderr_tail()
     code = exc.code if isinstance(exc, RpcError) else None
-    auth = auth_failure(exc, wire, phase)
+    auth = auth_failure(exc, wire, step)
     if auth is not None:
         return auth
     if wire.broke_framing:
         return Failure(
             "protocol",
             _noise_reason(wire),
-            phase=phase,
+            phase=step.phase,
+            during=step.what,
             stderr_tail=tail,
             hint="a stdio server must write only JSON-RPC to stdout; logs belong on stderr",
         )
     if wire.returncode is not None and (wire.exited_on_its_own or code == CONNECTION_CLOSED):
         return Failure(
             "exited",
-            f"server {exit_description(wire.returncode)} after initialize, during {phase}",
+            f"server {exit_description(wire.returncode)} after initialize, during {step}",
             hint=_stderr_hint(tail),
-            phase=phase,
+            phase=step.phase,
+            during=step.what,
             stderr_tail=tail,
         )
-    http = _http_failure(exc, wire, phase, tail)
+    http = _http_failure(exc, wire, step, tail)
     if http is not None:
         return http
     if isinstance(exc, InvalidResult):
         return Failure(
             "protocol",
-            f"the answer to {phase} does not fit the protocol: {_one_line(exc)}",
-            phase=phase,
+            f"the answer to {step} does not fit the protocol: {_one_line(exc)}",
+            phase=step.phase,
+            during=step.what,
             stderr_tail=tail,
         )
     if code == CONNECTION_CLOSED or isinstance(exc, (ConnectionError, EOFError)):
         return Failure(
             "crashed",
-            f"server closed the connection during {phase}",
+            f"server closed the connection during {step}",
             hint=_stderr_hint(tail),
-            phase=phase,
+            phase=step.phase,
+            during=step.what,
             stderr_tail=tail,
         )
     if isinstance(exc, RpcError):
-        return _error_answer(exc, phase, tail)
-    return Failure("crashed", f"{phase} failed: {type(exc).__name__}: {_one_line(exc)}", phase=phase, stderr_tail=tail)
+        return _error_answer(exc, step, tail)
+    return Failure(
+        "crashed",
+        f"{step} failed: {type(exc).__name__}: {_one_line(exc)}",
+        phase=step.phase,
+        during=step.what,
+        stderr_tail=tail,
+    )
 
 
-def _error_answer(exc: RpcError, phase: str, tail: tuple[str, ...]) -> Failure:
+def _error_answer(exc: RpcError, step: Step, tail: tuple[str, ...]) -> Failure:
     """A request answered with a JSON-RPC error (or an answer that could not be parsed)."""
     code, message = exc.code, exc.message
     cause = unparsable(code, message)
     if cause is not None:
-        return Failure("protocol", f"the answer to {phase} could not be parsed: {cause}", phase=phase, stderr_tail=tail)
-    return Failure("protocol", f"{phase} failed: {_one_line(message)} (error {code})", phase=phase, stderr_tail=tail)
+        return Failure(
+            "protocol",
+            f"the answer to {step} could not be parsed: {cause}",
+            phase=step.phase,
+            during=step.what,
+            stderr_tail=tail,
+        )
+    return Failure(
+        "protocol",
+        f"{step} failed: {_one_line(message)} (error {code})",
+        phase=step.phase,
+        during=step.what,
+        stderr_tail=tail,
+    )
 
 
-def stdout_noise(wire: Wire | None, phase: str) -> Failure | None:
+def stdout_noise(wire: Wire | None, step: Step) -> Failure | None:
     """A working server that still wrote non-JSON to stdout: other clients break on that."""
     if wire is None or not wire.broke_framing:
         return None
     return Failure(
         "protocol",
         _noise_reason(wire),
-        phase=phase,
+        phase=step.phase,
+        during=step.what,
         stderr_tail=wire.stderr_tail(),
         hint="a stdio server must write only JSON-RPC to stdout; logs belong on stderr",
     )

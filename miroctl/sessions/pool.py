@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, TypeVar
 import anyio
 from anyio.abc import TaskGroup
 
-from miroctl.base.models import Failure, ProgressFn, RejectedTool, ServerSpec, ToolInfo
+from miroctl.base.models import Failure, ProgressFn, RejectedTool, ServerSpec, Step, ToolInfo
 from miroctl.sessions.backoff import Backoff
 from miroctl.sessions.connectors import SDK, Connector
 from miroctl.sessions.exchange import PagingError, TimedOut, within
@@ -146,7 +146,7 @@ class ServerHandle:
                 self.failure = None
                 self._start_backoff.succeeded()
             if self.connection is None:  # it closed again at once
-                raise Unavailable(died_during(self.wire or Wire(self.spec), "initialize"))
+                raise Unavailable(died_during(self.wire or Wire(self.spec), Step("initialize")))
             return self.connection
 
     @property
@@ -270,31 +270,33 @@ class ServerHandle:
         return self._tools
 
     async def ask(
-        self, connection: Connection, phase: str, timeout: float, send: Callable[[Client], Awaitable[T]]
+        self, connection: Connection, method: str, timeout: float, send: Callable[[Client], Awaitable[T]]
     ) -> T:
         """`send(client)` on the session's SDK client (for what only it offers: resources, prompts, completion,
-        logging levels) under `timeout`; every failure as Unavailable of its class."""
-        return await self.ask_session(connection, phase, timeout, lambda _: send(connection.client))
+        logging levels) under `timeout`; every failure as Unavailable of its class, in the phase of `method`."""
+        return await self.ask_session(connection, method, timeout, lambda _: send(connection.client))
 
     async def ask_session(
-        self, connection: Connection, phase: str, timeout: float, send: Callable[[Session], Awaitable[T]]
+        self, connection: Connection, method: str, timeout: float, send: Callable[[Session], Awaitable[T]]
     ) -> T:
         """`send(session)` on the session under `timeout`; every failure as Unavailable of its class."""
+        step = Step.request(method)
         answer = await within(connection.wire, timeout, lambda: send(connection.session))
         if isinstance(answer, TimedOut):
-            raise Unavailable(startup_timeout(connection.wire, timeout, phase=phase))
+            raise Unavailable(startup_timeout(connection.wire, timeout, step))
         if isinstance(answer, BaseException):
-            raise Unavailable(await self.failure_of(answer, phase))
+            raise Unavailable(await self.failure_of(answer, step))
         return answer
 
-    async def failure_of(self, exc: BaseException, phase: str) -> Failure:
+    async def failure_of(self, exc: BaseException, step: Step) -> Failure:
         """Why a request failed; a broken session is closed first, so the server's exit status is known."""
         if isinstance(exc, PagingError):
-            return Failure("protocol", str(exc), phase=phase, hint="the server's nextCursor never ends")
+            return Failure("protocol", str(exc), "the server's nextCursor never ends", step.phase, during=step.what)
         if isinstance(exc, ListingError):
-            return Failure("protocol", str(exc), phase=phase, stderr_tail=self.wire.stderr_tail() if self.wire else ())
+            tail = self.wire.stderr_tail() if self.wire else ()
+            return Failure("protocol", str(exc), None, step.phase, tail, during=step.what)
         wire = await self.lost() if closed(exc) else self.wire
-        return after_initialize(exc, wire or Wire(self.spec), phase)
+        return after_initialize(exc, wire or Wire(self.spec), step)
 
     async def lost(self) -> Wire | None:
         """The session broke: close what is left of it so that the next call starts afresh."""
@@ -305,7 +307,7 @@ class ServerHandle:
             self._crash_backoff.failed()
         gen.stop.set()
         await gen.done.wait()
-        self.last_failure = died_during(gen.wire, "a call")
+        self.last_failure = died_during(gen.wire, Step("call", "a call"))
         return gen.wire
 
     def _lost_generation(self) -> _Generation | None:
