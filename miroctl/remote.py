@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from typing import TypeVar
 from urllib.parse import urlencode, urlsplit
 
-from miroctl.base.errors import ErrorKind, ExitCode, MiroctlError, ServerUnavailable, TimedOut
+from miroctl.base.errors import ErrorKind, ErrorKindName, ExitCode, MiroctlError, ServerUnavailable, TimedOut, kind_name
 from miroctl.base.fetched import Fetched
 from miroctl.base.models import (
     FAILURE_KINDS,
@@ -239,11 +239,12 @@ def _texts(data: Mapping[str, object], key: str) -> list[str]:
     raise ShapeError(f"{key} is not a list of str")
 
 
-def _kind(data: Mapping[str, object], key: str) -> str | None:
+def _kind(data: Mapping[str, object], key: str) -> ErrorKindName | None:
     value = _text(data, key)
-    if value is not None and value not in ErrorKind.__members__.values():
-        raise ShapeError(f"{key} {value!r} is not an error kind")
-    return value
+    try:
+        return kind_name(value) if value is not None else None
+    except ValueError:
+        raise ShapeError(f"{key} {value!r} is not an error kind") from None
 
 
 def outcome_from_dict(data: Mapping[str, object]) -> CallOutcome:

@@ -13,6 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from miroctl import schemas
+from miroctl.base.errors import ERROR_KIND_NAMES, ErrorKind
 from miroctl.base.models import PHASES, phase_named
 from miroctl.cli.app import app
 from miroctl.launch import entry
@@ -224,3 +225,7 @@ def test_a_failure_read_back_keeps_its_phase_and_takes_a_request_name_as_its_pha
         None,
         None,
     ]
+
+
+def test_every_error_kind_is_a_name_an_envelope_can_carry_and_no_other():
+    assert sorted(ERROR_KIND_NAMES) == sorted(kind.value for kind in ErrorKind)

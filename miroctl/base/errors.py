@@ -22,6 +22,7 @@ from __future__ import annotations
 import signal
 from collections.abc import Sequence
 from enum import IntEnum, StrEnum
+from typing import Literal, get_args
 
 
 class ExitCode(IntEnum):
@@ -53,6 +54,34 @@ class ErrorKind(StrEnum):
     LINT = "lint"
     INTERRUPTED = "interrupted"
     INTERNAL = "internal"
+
+
+# ErrorKind's values, as the type of an envelope's `error_kind` (a string in JSON; tests hold the two equal)
+ErrorKindName = Literal[
+    "tool_error",
+    "failed",
+    "usage",
+    "config",
+    "arguments",
+    "unavailable",
+    "auth",
+    "timeout",
+    "denied",
+    "not_found",
+    "lint",
+    "interrupted",
+    "internal",
+]
+
+ERROR_KIND_NAMES: tuple[ErrorKindName, ...] = get_args(ErrorKindName)
+
+
+def kind_name(kind: str) -> ErrorKindName:
+    """An error kind (an ErrorKind, or the text of one) as the name an envelope carries; ValueError if none."""
+    for name in ERROR_KIND_NAMES:
+        if name == kind:
+            return name
+    raise ValueError(f"not an error kind: {kind!r}")
 
 
 EXIT_CODES: dict[ErrorKind, ExitCode] = {

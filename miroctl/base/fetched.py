@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from miroctl.base.errors import ErrorKindName
 from miroctl.base.models import Envelope, Failure
 
 
@@ -21,7 +22,7 @@ class Fetched(Envelope):
     content: list[dict[str, object]] = field(default_factory=list)  # resource contents, or prompt messages
     description: str | None = None
     error: str | None = None
-    error_kind: str | None = None
+    error_kind: ErrorKindName | None = None
     hint: str | None = None
     failure: Failure | None = None
     duration_ms: float = 0.0

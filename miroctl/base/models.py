@@ -9,7 +9,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, Self, get_args
 
-from miroctl.base.errors import ExitCode, exit_code_for_kind
+from miroctl.base.errors import ErrorKindName, ExitCode, exit_code_for_kind
 
 Transport = Literal["stdio", "streamable_http", "sse", "memory"]
 ProtocolChoice = Literal["auto", "legacy"]
@@ -323,7 +323,7 @@ class Fallback(Record):
     kind: str
     url: str
     original_error: str | None
-    original_error_kind: str | None
+    original_error_kind: ErrorKindName | None
     ok: bool
     error: str | None = None  # why the conversion failed too
 
@@ -402,7 +402,7 @@ class Envelope:
     """What an envelope with `error`, `error_kind` and `failure` says of itself: ok, and its exit code."""
 
     error: str | None
-    error_kind: str | None
+    error_kind: ErrorKindName | None
     failure: Failure | None
 
     @property
@@ -424,7 +424,7 @@ class CallOutcome(Envelope):
     tool_name: str
     result: str | None = None
     error: str | None = None
-    error_kind: str | None = None
+    error_kind: ErrorKindName | None = None
     is_error: bool = False
     content: list[dict[str, object]] = field(default_factory=list)
     structured_content: object = None

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from pathlib import PurePosixPath
 
-from miroctl.base.errors import ErrorKind, UsageError
+from miroctl.base.errors import UsageError
 from miroctl.core import toolcache
 from miroctl.core.arguments import load_base
 from miroctl.remote import URL_ENV, GatewayClient, fetched_from_dict, list_from_dict, outcome_from_dict, readable
@@ -61,7 +61,7 @@ def call(
         out.json(envelope)
     else:
         call_result(out, outcome, blobs.save(outcome.content, outcome.tool_name, save_dir) if outcome.ok else None)
-    if outcome.server_name and (outcome.ok or outcome.error_kind == ErrorKind.TOOL_ERROR):  # the tool exists
+    if outcome.server_name and (outcome.ok or outcome.error_kind == "tool_error"):  # the tool exists
         toolcache.note_gateway_tool(via, outcome.server_name, outcome.tool_name)
     return int(outcome.exit_code)
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream
 
-from miroctl.base.errors import ErrorKind, ExitCode, MiroctlError, NotFound, PolicyDenied, ServerUnavailable
+from miroctl.base.errors import ErrorKind, ExitCode, MiroctlError, NotFound, PolicyDenied, ServerUnavailable, kind_name
 from miroctl.base.models import CallOutcome, CallRequest, ServerSpec, ToolInfo
 from miroctl.base.text import suggest
 from miroctl.core import arguments as arguments_
@@ -252,7 +252,7 @@ def through_gateway(url: str, target: list[str], base: dict[str, object], plan: 
             document = await anyio.to_thread.run_sync(client.call, body, limiter=threads, abandon_on_cancel=True)
             return readable(url, lambda: outcome_from_dict(document))
         except MiroctlError as exc:
-            return CallOutcome(server, tool, error=exc.message, error_kind=exc.kind, hint=exc.hint)
+            return CallOutcome(server, tool, error=exc.message, error_kind=kind_name(exc.kind), hint=exc.hint)
 
     return call
 

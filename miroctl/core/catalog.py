@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 __all__ = ["Fetched", "Sessions", "get_prompt", "offered", "offered_by", "plain", "read_resource"]
 
+from miroctl.base.errors import ErrorKindName
 from miroctl.base.fetched import Fetched
 from miroctl.base.models import Failure, Phase, ServerSpec, Step
 from miroctl.base.text import counted, suggest
@@ -202,7 +203,7 @@ async def _asked_on_session(
     try:
         connection = await handle.connect()
     except Unavailable as exc:
-        kind = "auth" if exc.failure.kind == "auth" else "unavailable"
+        kind: ErrorKindName = "auth" if exc.failure.kind == "auth" else "unavailable"
         outcome = _failed(asked, kind, exc.failure.message, exc.failure.hint)
         outcome.failure = exc.failure
         return outcome
@@ -264,5 +265,5 @@ def _listed(value: object) -> list[object]:
     return value if isinstance(value, list) else []
 
 
-def _failed(asked: Fetched, kind: str, message: str, hint: str | None = None) -> Fetched:
+def _failed(asked: Fetched, kind: ErrorKindName, message: str, hint: str | None = None) -> Fetched:
     return Fetched(asked.server_name, asked.what, asked.name, error=message, error_kind=kind, hint=hint)

@@ -18,7 +18,7 @@ from typing import Self
 import anyio
 from anyio.abc import TaskGroup
 
-from miroctl.base.errors import MiroctlError, NotFound
+from miroctl.base.errors import MiroctlError, NotFound, kind_name
 from miroctl.base.masking import Masker
 from miroctl.base.models import CallOutcome, CallRequest, Failure, Fallback, ServerSpec, ServerTools, Step, ToolInfo
 from miroctl.config.loader import Config
@@ -279,7 +279,7 @@ class Manager:
                 request.server,
                 request.tool,
                 error=exc.message,
-                error_kind=exc.kind,
+                error_kind=kind_name(exc.kind),
                 hint=exc.hint,
                 candidates=list(exc.candidates) if isinstance(exc, NotFound) else [],
             )
