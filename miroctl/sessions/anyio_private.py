@@ -8,17 +8,16 @@ garbage collector it warns ("unclosed transport") in whatever runs next. Closing
 from __future__ import annotations
 
 from contextlib import suppress
-from typing import Any
 
 
-def subprocess_transport(process: Any) -> Any:
+def subprocess_transport(process: object) -> object:
     """The asyncio subprocess transport behind an anyio Process, or None where there is none."""
     return getattr(getattr(process, "_process", None), "_transport", None)
 
 
-def close_transport(process: Any) -> None:
+def close_transport(process: object) -> None:
     """Close the transport of a process that has exited, so no ResourceWarning follows it around."""
-    transport = subprocess_transport(process)
-    if transport is not None:
+    close = getattr(subprocess_transport(process), "close", None)
+    if callable(close):
         with suppress(Exception):
-            transport.close()
+            close()

@@ -24,13 +24,12 @@ from dataclasses import dataclass, field
 from typing import cast
 
 import anyio
-from anyio.abc import ByteSendStream
 
 from miroctl.base.models import ProgressFn, ServerSpec
 from miroctl.base.version import __version__
 from miroctl.sessions.frames import parse_plain
 from miroctl.sessions.prestart import EarlyServers
-from miroctl.sessions.processes import spawn
+from miroctl.sessions.processes import SendPipe, spawn
 from miroctl.sessions.recording import FROM_SERVER, TO_SERVER, TapFn
 from miroctl.sessions.resultcheck import result_problem
 from miroctl.sessions.session import (
@@ -410,7 +409,7 @@ class Outbox:
         self.queued += len(data)
         self._sending.send_nowait(data)
 
-    async def run(self, stdin: ByteSendStream) -> None:
+    async def run(self, stdin: SendPipe) -> None:
         """Write what is queued, in order, until the queue is closed or the pipe breaks (then stop writing)."""
         with suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
             async with self._queue:

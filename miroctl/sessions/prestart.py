@@ -18,7 +18,6 @@ import subprocess
 import tempfile
 from contextlib import suppress
 from dataclasses import dataclass
-from typing import Any
 
 import anyio
 
@@ -168,8 +167,8 @@ class Adopted:
         self._process = process
         self.pid = process.pid
         # The Popen's file objects are left alone: the fds are read and written directly, and closed here.
-        self.stdin: Any = _Writer(os.dup(process.stdin.fileno()))
-        self.stdout: Any = _Reader(os.dup(process.stdout.fileno()))
+        self.stdin = _Writer(os.dup(process.stdin.fileno()))
+        self.stdout = _Reader(os.dup(process.stdout.fileno()))
         process.stdin.close()
         process.stdout.close()
 

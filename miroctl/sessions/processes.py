@@ -12,13 +12,51 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import AsyncIterator, Mapping
 from contextlib import suppress
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Protocol
 
 import anyio
 
 from miroctl.base.models import FailureKind, ServerSpec
+
+if TYPE_CHECKING:
+    import psutil
+
+
+class SendPipe(Protocol):
+    """A pipe to a server's stdin: anyio's byte stream, or the pipe of a server started early."""
+
+    async def send(self, item: bytes, /) -> None: ...
+
+    async def aclose(self) -> None: ...
+
+
+class ReceivePipe(Protocol):
+    """A pipe from a server's stdout, read in chunks of bytes."""
+
+    def __aiter__(self) -> AsyncIterator[bytes]: ...
+
+    async def aclose(self) -> None: ...
+
+
+class ServerProcess(Protocol):
+    """A stdio server's process as its transport drives and stops it: anyio's Process, or one started early
+    while miroctl loaded and adopted by its session (sessions/prestart.py)."""
+
+    @property
+    def pid(self) -> int: ...
+
+    @property
+    def returncode(self) -> int | None: ...
+
+    @property
+    def stdin(self) -> SendPipe | None: ...
+
+    @property
+    def stdout(self) -> ReceivePipe | None: ...
+
 
 RUN_MARKER = "MIROCTL_RUN"
 # A miroctl started by another miroctl (a gateway of gateways) marks its servers as part of the outer run,
@@ -43,7 +81,7 @@ def sub_run_id(label: str) -> str:
     return f"{RUN_ID}/{label}-{uuid.uuid4().hex[:8]}"
 
 
-def run_marker(env: Any) -> str:
+def run_marker(env: Mapping[str, str]) -> str:
     """The marker a child carries: this run's, or a sub-run's of it (never one a config made up)."""
     given = env.get(RUN_MARKER) or ""
     return given if given.startswith(f"{RUN_ID}/") else RUN_ID
@@ -120,7 +158,7 @@ def sweep_orphans(run_id: str = RUN_ID) -> int:
     return len(victims)
 
 
-def _wait_dead(procs: list[Any], timeout: float) -> None:
+def _wait_dead(procs: list[psutil.Process], timeout: float) -> None:
     """Wait until each process is gone or a zombie: a killed orphan is dead once it is a zombie, whenever its
     new parent (init, which may take a second or more) gets round to reaping it. miroctl's own are reaped here."""
     import psutil
@@ -132,7 +170,7 @@ def _wait_dead(procs: list[Any], timeout: float) -> None:
         alive = [proc for proc in alive if not _zombie(proc)]
 
 
-def _zombie(proc: Any) -> bool:
+def _zombie(proc: psutil.Process) -> bool:
     import psutil
 
     try:

@@ -29,7 +29,7 @@ from miroctl.base.version import __version__
 from miroctl.sessions.anyio_private import close_transport
 from miroctl.sessions.frames import parse_line
 from miroctl.sessions.oauth import background_auth
-from miroctl.sessions.processes import signal_group, spawn
+from miroctl.sessions.processes import ServerProcess, signal_group, spawn
 from miroctl.sessions.recording import FROM_SERVER, TO_SERVER, TapFn
 from miroctl.sessions.sdk_session import SdkSession
 from miroctl.sessions.session import METHOD_NOT_FOUND, RpcError, Session
@@ -495,13 +495,14 @@ def count_noise(text: str, wire: Wire) -> None:
         wire.noise_samples.append(Masker(wire.spec.secrets).text(text[:200]))
 
 
-async def stop_process(process: Any, wire: Wire) -> None:
+async def stop_process(process: ServerProcess, wire: Wire) -> None:
     """Close stdin, give the server its stop grace (EOF_GRACE) to exit, then SIGTERM and SIGKILL its whole group."""
     if wire.stdout_eof:  # it closed stdout first: most likely it is exiting, let the exit status arrive
         await _exited(process, min(0.5, wire.stop_grace))
     wire.exited_on_its_own = process.returncode is not None
     with suppress(Exception):
-        await process.stdin.aclose()
+        if process.stdin is not None:
+            await process.stdin.aclose()
     if not await _exited(process, min(0.2, wire.stop_grace) if wire.hurry else wire.stop_grace):
         signal_group(process.pid, signal.SIGTERM)
         if not await _exited(process, min(TERM_GRACE, wire.stop_grace / 2)):
@@ -511,11 +512,12 @@ async def stop_process(process: Any, wire: Wire) -> None:
     signal_group(process.pid, signal.SIGKILL)
     wire.returncode = process.returncode
     with suppress(Exception):
-        await process.stdout.aclose()
+        if process.stdout is not None:
+            await process.stdout.aclose()
     close_transport(process)
 
 
-async def _exited(process: Any, timeout: float) -> bool:
+async def _exited(process: ServerProcess, timeout: float) -> bool:
     deadline = anyio.current_time() + timeout
     while process.returncode is None:
         if anyio.current_time() >= deadline:
