@@ -13,6 +13,8 @@ from miroctl.base.errors import ErrorKindName, ExitCode, exit_code_for_kind
 
 Transport = Literal["stdio", "streamable_http", "sse", "memory"]
 ProtocolChoice = Literal["auto", "legacy"]
+SessionMode = Literal["kept", "per_call"]
+DecisionState = Literal["allow", "ask", "deny"]
 ListedTransport = Literal["stdio", "streamable_http", "sse", "memory", "unknown"]  # unknown: no such server
 FailureKind = Literal[
     "config", "not_found", "exited", "timeout", "protocol", "http", "auth", "crashed", "unavailable", "smoke"
@@ -92,7 +94,7 @@ class ServerSpec:
     persistent: bool = False
     # kept: one session for every call made through a Manager; per_call: a fresh process and session for each
     # call (the seeds' way), for servers that rely on starting clean (read by the library's ToolManager)
-    session: str = "kept"
+    session: SessionMode = "kept"
     enabled: bool = True
     tools: Mapping[str, Mapping[str, object]] = field(default_factory=dict)
     smoke: object = None  # the file's `smoke:` as written (a mapping or a list of them): check validates it
@@ -381,7 +383,7 @@ class DecisionRecord(Record):
     """What the policy decided about a call, and who said yes when it asked."""
 
     allowed: bool
-    state: str
+    state: DecisionState
     reason: str
     message: str
     confirmed_by: str | None = None

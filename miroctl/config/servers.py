@@ -9,11 +9,12 @@ import shlex
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from types import MappingProxyType
+from typing import get_args
 from urllib.parse import urlsplit
 
 from miroctl.base.errors import ConfigError
 from miroctl.base.masking import argument_secrets, header_secrets, secret_values, url_credentials
-from miroctl.base.models import OAuthSettings, ProtocolChoice, ServerSpec, Transport
+from miroctl.base.models import OAuthSettings, ProtocolChoice, ServerSpec, SessionMode, Transport
 from miroctl.base.text import suggest
 from miroctl.config import interpreters
 from miroctl.config import sections as policy_config
@@ -44,7 +45,7 @@ SERVER_KEYS = {
 }
 PYTHONS = interpreters.PYTHON_COMMANDS
 PROTOCOLS: tuple[ProtocolChoice, ...] = ("auto", "legacy")
-SESSIONS = {"kept", "per_call"}
+SESSIONS: tuple[SessionMode, ...] = get_args(SessionMode)
 OAUTH_KEYS = {"type", "scopes", "client_id", "client_secret", "client_metadata_url", "callback_port"}
 URL_TRANSPORTS: tuple[Transport, ...] = ("streamable_http", "sse")
 _TRANSPORT_ALIASES = {
@@ -182,13 +183,14 @@ def _required_env(value: object, where: str) -> tuple[tuple[str, ...], ...]:
     return tuple(required)
 
 
-def _session(value: object, where: str) -> str:
+def _session(value: object, where: str) -> SessionMode:
     """`session: kept` (the default: one session for every call) or `per_call` (a fresh process per call)."""
     if value is None:
         return "kept"
-    if value not in SESSIONS:
-        raise ConfigError(f"{where}: session must be kept or per_call, got {value!r}")
-    return str(value)
+    for known in SESSIONS:
+        if value == known:
+            return known
+    raise ConfigError(f"{where}: session must be kept or per_call, got {value!r}")
 
 
 def _command(command: object, where: str, python: object, default: Callable[[], str] | None) -> str:

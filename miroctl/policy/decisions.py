@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from fnmatch import fnmatchcase
 
-from miroctl.base.models import ServerSpec, ToolInfo
+from miroctl.base.models import DecisionState, ServerSpec, ToolInfo
 from miroctl.config.loader import Profile
 from miroctl.config.sections import Mode
 from miroctl.policy.urls import UrlRules
@@ -55,11 +55,16 @@ class Decision:
     confirmed_by: str | None = None  # "prompt", "--yes" or "profile" once a yes was given
 
     @property
-    def state(self) -> str:
+    def state(self) -> DecisionState:
         return "allow" if self.allowed else "ask" if self.needs_confirmation else "deny"
 
     def to_dict(self) -> dict[str, object]:
-        body = {"allowed": self.allowed, "state": self.state, "reason": self.reason, "message": self.message}
+        body: dict[str, object] = {
+            "allowed": self.allowed,
+            "state": self.state,
+            "reason": self.reason,
+            "message": self.message,
+        }
         if self.confirmed_by:
             body["confirmed_by"] = self.confirmed_by
         return body
