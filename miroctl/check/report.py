@@ -8,11 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from miroctl.base.errors import ExitCode
 from miroctl.base.models import Failure, ServerSpec, ToolInfo, phase_named
 from miroctl.check.lint import Finding, lint_pool
+
+if TYPE_CHECKING:
+    from miroctl.check.lockfile import LockCheck
 
 DEFAULT_CONCURRENCY = 8  # probes mostly wait on servers, so more than the 2 cores of a small CI runner
 
@@ -26,7 +29,7 @@ class Phase:
     ms: float | None = None
     detail: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         ms = round(self.ms, 1) if self.ms is not None else None
         return {"status": self.status, "ms": ms, "detail": self.detail}
 
@@ -40,13 +43,13 @@ class SmokeCall:
     """One smoke call a server file asked for, and its answer."""
 
     tool: str
-    arguments: Mapping[str, Any]
+    arguments: Mapping[str, object]
     ok: bool = False
     duration_ms: float = 0.0
     result: str | None = None
     error: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {
             "tool": self.tool,
             "arguments": dict(self.arguments),
@@ -80,7 +83,7 @@ class ProbeReport:
     protocol_version: str | None = None
     server_name: str | None = None
     server_version: str | None = None
-    capabilities: dict[str, Any] = field(default_factory=dict)
+    capabilities: dict[str, object] = field(default_factory=dict)
     tools: tuple[ToolInfo, ...] = ()
     smoke: list[SmokeCall] = field(default_factory=list)
     failure: Failure | None = None
@@ -117,7 +120,7 @@ class ProbeReport:
         self.phases[name] = Phase(name, "failed", ms, failure.kind)
         self.failure = failure
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         lint = {"lint": [f.to_dict() for f in self.lint]} if self.lint is not None else {}
         python = {"python": self.python} if self.python is not None else {}
         return {
@@ -196,7 +199,7 @@ class CheckRun:
     concurrency: int = DEFAULT_CONCURRENCY
     timeout: float | None = None
     smoke: bool = False
-    lock: Any = None  # lockfile.LockCheck when --lock or --against was given
+    lock: LockCheck | None = None  # when --lock or --against was given
     strict: tuple[str, ...] | None = None  # the providers of check --strict
 
     def lint_tools(self, providers: Sequence[str]) -> None:
@@ -210,9 +213,8 @@ class CheckRun:
     @property
     def findings(self) -> list[Finding]:
         """The lint findings that count: those of healthy servers that the lock file's baseline does not accept."""
-        accepts = getattr(self.lock, "accepts", None)
         every = [f for r in self.reports if r.ok and r.lint for f in r.lint]
-        return [f for f in every if accepts is None or not accepts(f)]
+        return [f for f in every if self.lock is None or not self.lock.accepts(f)]
 
     def allow(self, names: Sequence[str]) -> None:
         for report in self.reports:
@@ -242,7 +244,7 @@ class CheckRun:
             counts["lint_findings"] = len(self.findings)
         return counts
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {
             "schema": "miroctl.check/1",
             "config": self.config,
@@ -258,12 +260,12 @@ class CheckRun:
             **({"strict": list(self.strict)} if self.strict is not None else {}),
         }
 
-    def _server(self, report: ProbeReport) -> dict[str, Any]:
-        """A report's document; with --strict and a lock baseline, each finding says whether it is accepted."""
+    def _server(self, report: ProbeReport) -> dict[str, object]:
+        """A report's document; with --strict, each finding says whether the lock's baseline accepts it."""
         document = report.to_dict()
-        accepts = getattr(self.lock, "accepts", None)
-        for finding, entry in zip(report.lint or (), document.get("lint") or (), strict=True):
-            entry["accepted"] = bool(accepts(finding)) if accepts is not None else False
+        if report.lint is not None:
+            lock = self.lock
+            document["lint"] = [{**f.to_dict(), "accepted": lock is not None and lock.accepts(f)} for f in report.lint]
         return document
 
     @classmethod
