@@ -14,11 +14,11 @@ import json
 import re
 from typing import TYPE_CHECKING, cast
 
-from miroctl.base.jsontypes import JSONValue
-
-if TYPE_CHECKING:  # the SDK's types only: the lean client's reading never imports the SDK
+if TYPE_CHECKING:  # types only: the lean client's reading never imports the SDK
     from mcp_types import JSONRPCMessage
     from pydantic import ValidationError
+
+    from miroctl.base.jsontypes import JSONValue
 
 UNPARSABLE = -32700  # JSON-RPC's "Parse error"
 UNPARSABLE_PREFIX = "the server's answer could not be parsed: "
