@@ -234,7 +234,8 @@ def serve(
     token = _token(token_env)
     if token:
         out.masker = out.masker.with_secrets([token])
-    # No one can answer mode ask's questions for a remote caller: ask means denied unless --yes in the profile.
+    # Mode ask's questions go to the calling host as elicitations (gateway/approval.py); a host that cannot
+    # answer them is denied unless the profile assumes yes.
     options = {
         "separator": separator,
         "lazy": lazy,

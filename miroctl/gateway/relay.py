@@ -70,15 +70,26 @@ class Relays:
     async def request(self, server: str, method: str, params: Any) -> Any:
         """The host's answer to an upstream's request, or ErrorData saying why there is none."""
         import mcp_types as types
-        from mcp.shared.exceptions import MCPError, NoBackChannelError
-        from mcp.shared.message import ServerMessageMetadata
 
         host = self.host_for(server)
         if isinstance(host, str):
             return types.ErrorData(code=INVALID_REQUEST, message=host)
+        return await self.ask(host, method, params, f"the host that called {server}")
+
+    def current(self) -> HostCall | None:
+        """The host call this task serves (set by `calling`), if any."""
+        return _current.get()
+
+    async def ask(self, host: HostCall, method: str, params: Any, who: str = "the host") -> Any:
+        """`method` sent to the host of `host`: its result, or ErrorData (code MISSING_CAPABILITY when the
+        host declared no such capability or its connection has no way back)."""
+        import mcp_types as types
+        from mcp.shared.exceptions import MCPError, NoBackChannelError
+        from mcp.shared.message import ServerMessageMetadata
+
         wanted = CAPABILITY[method]
         if not host.session.check_client_capability(types.ClientCapabilities.model_validate({wanted: {}})):
-            message = f"the host that called {server} does not support {wanted} ({method})"
+            message = f"{who} does not support {wanted} ({method})"
             return types.ErrorData(code=MISSING_CAPABILITY, message=message)
         request, result = _models(method, params)
         try:
@@ -87,7 +98,7 @@ class Relays:
                 metadata = ServerMessageMetadata(related_request_id=host.request_id)
                 return await host.session.send_request(request, result, metadata=metadata)
         except NoBackChannelError:
-            message = f"the host that called {server} cannot be asked {method}: its connection has no way back"
+            message = f"{who} cannot be asked {method}: its connection has no way back"
             return types.ErrorData(code=MISSING_CAPABILITY, message=message)
         except MCPError as exc:
             return types.ErrorData(code=exc.code, message=f"the host answered {method} with: {exc.message}")

@@ -24,6 +24,7 @@ from miroctl.base.text import suggest
 from miroctl.base.version import __version__
 from miroctl.core.manager import Manager
 from miroctl.gateway import toolmap
+from miroctl.gateway.approval import HostApproval
 from miroctl.gateway.passthrough import Catalog, ItemError
 from miroctl.gateway.relay import Relays
 from miroctl.gateway.sdk_private import request_connection
@@ -83,6 +84,8 @@ class Gateway:
         self.draining = False  # stopping: not ready, finishing the calls in flight
         self.relays = Relays()
         manager.relay = self.relays  # the servers' own requests go to the host whose call caused them
+        if manager.confirm is None:  # mode ask's question goes to the host whose call it holds
+            manager.confirm = HostApproval(self.relays, manager.policy.ask_timeout)
 
     async def refresh(self) -> toolmap.ToolMap:
         """List every server again: open sessions answer from cache, failed ones are retried when due."""
@@ -164,6 +167,7 @@ class Gateway:
             manager = Manager(
                 served.config,
                 policy=served.policy,
+                confirm=served.confirm,
                 log_path=served.log_path,
                 task_id=task_id,
                 run_id=sub_run_id("task"),

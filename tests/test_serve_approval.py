@@ -1,0 +1,149 @@
+"""Mode ask through serve: the question goes to the calling host as an MCP elicitation. Accept runs the tool;
+decline, cancel or no answer deny it with reason mode_ask; a host without elicitation is denied as before.
+The host is the SDK's client with an elicitation callback; the gateway runs in memory, and once as the real
+`miroctl serve` process over stdio."""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp_types as types
+import pytest
+from mcp import Client, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+from miroctl.core.manager import Manager
+from miroctl.gateway.server import META_KEY, Gateway, build_server
+from tests.conftest import ROOT
+from tests.policy_support import calls, memory_spec, pool, webtools_yaml
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@asynccontextmanager
+async def ask_gateway(record: Path, policy: dict[str, Any], **callbacks: Any) -> AsyncIterator[Any]:
+    """serve in memory over the webtools fixture with `policy`, and a 2025-11-25 host with `callbacks`."""
+    spec = memory_spec(record=record, secrets=frozenset({"hunter2-secret"}))
+    async with Manager(pool(spec, policy=policy)) as manager:
+        gateway = Gateway(manager, [spec])
+        await gateway.refresh()
+        async with Client(build_server(gateway), mode="legacy", **callbacks) as host:
+            yield host
+
+
+def answering(action: str, asked: list[str] | None = None) -> Any:
+    async def elicit(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        if asked is not None:
+            asked.append(params.message)
+        return types.ElicitResult(action=action, content={} if action == "accept" else None)
+
+    return elicit
+
+
+async def test_a_host_that_accepts_the_elicitation_runs_the_destructive_tool(tmp_path):
+    record, asked = tmp_path / "record.txt", []
+    async with ask_gateway(record, {"mode": "ask"}, elicitation_callback=answering("accept", asked)) as host:
+        result = await host.call_tool("web__wipe", {})
+    assert result.is_error is False
+    assert result.content[0].text == "wiped"
+    assert calls(record) == ["call wipe {}"]
+    assert len(asked) == 1 and asked[0].startswith("Allow web.wipe to run? web.wipe is destructive: mode ask")
+
+
+@pytest.mark.parametrize(("action", "said"), [("decline", "the host declined"), ("cancel", "the host cancelled")])
+async def test_a_host_that_declines_or_cancels_denies_the_call_with_reason_mode_ask(tmp_path, action, said):
+    record = tmp_path / "record.txt"
+    async with ask_gateway(record, {"mode": "ask"}, elicitation_callback=answering(action)) as host:
+        result = await host.call_tool("web__wipe", {})
+    assert result.is_error is True
+    assert result.content[0].text == (
+        f"denied: web.wipe is destructive: mode ask needs a yes, and {said}\nhint: reason: mode_ask"
+    )
+    assert result.meta[META_KEY]["exit_code"] == 5
+    assert calls(record) == []
+
+
+async def test_a_host_that_never_answers_is_denied_once_the_ask_timeout_passes(tmp_path):
+    record, asked = tmp_path / "record.txt", anyio.Event()
+
+    async def silent(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        asked.set()
+        await anyio.sleep_forever()
+        raise AssertionError("unreachable")
+
+    policy = {"mode": "ask", "ask_timeout": 0.2}
+    async with ask_gateway(record, policy, elicitation_callback=silent) as host:
+        with anyio.fail_after(30):  # a hang guard: the gateway gives up after 0.2 s
+            result = await host.call_tool("web__wipe", {})
+    assert asked.is_set()
+    assert result.is_error is True
+    assert "mode ask needs a yes, and the host gave no answer within 0.2 s" in result.content[0].text
+    assert calls(record) == []
+
+
+async def test_a_host_without_elicitation_is_denied_as_without_anyone_to_ask(tmp_path):
+    record = tmp_path / "record.txt"
+    async with ask_gateway(record, {"mode": "ask"}) as host:
+        result = await host.call_tool("web__wipe", {})
+    assert result.is_error is True
+    assert result.content[0].text.startswith("denied: web.wipe is destructive: mode ask needs a yes, and none was")
+    assert calls(record) == []
+
+
+async def test_a_host_on_the_stateless_protocol_is_denied_cleanly_without_being_asked(tmp_path):
+    """2026-07-28 asks through input_required results, which the gateway does not send: no back-channel."""
+    record, asked = tmp_path / "record.txt", []
+    spec = memory_spec(record=record)
+    async with Manager(pool(spec, policy={"mode": "ask"})) as manager:
+        gateway = Gateway(manager, [spec])
+        await gateway.refresh()
+        async with Client(build_server(gateway), elicitation_callback=answering("accept", asked)) as host:
+            result = await host.call_tool("web__wipe", {})
+    assert result.is_error is True
+    assert "mode ask needs a yes, and none was given" in result.content[0].text
+    assert asked == [] and calls(record) == []
+
+
+async def test_a_read_only_tool_in_mode_ask_runs_without_asking_the_host(tmp_path):
+    record, asked = tmp_path / "record.txt", []
+    async with ask_gateway(record, {"mode": "ask"}, elicitation_callback=answering("decline", asked)) as host:
+        result = await host.call_tool("web__peek", {})
+    assert result.is_error is False
+    assert asked == []
+
+
+async def test_the_question_shows_the_arguments_with_secrets_masked(tmp_path):
+    record, asked = tmp_path / "record.txt", []
+    async with ask_gateway(record, {"mode": "ask"}, elicitation_callback=answering("decline", asked)) as host:
+        result = await host.call_tool("web__fail", {"message": "pw hunter2-secret"})
+    assert result.is_error is True
+    assert len(asked) == 1 and "hunter2-secret" not in asked[0]
+    assert asked[0].endswith('Arguments: {"message": "pw ****"}')
+
+
+@pytest.mark.process
+async def test_the_serve_process_over_stdio_asks_its_host_and_runs_the_tool_on_accept(tmp_path, write_config):
+    record, asked = tmp_path / "record.txt", []
+    config = write_config({"web": webtools_yaml("web", "--record", str(record))}, policy={"mode": "ask"})
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "miroctl", "serve", "--config", str(config)], cwd=str(ROOT)
+    )
+    with tempfile.TemporaryFile("w+") as errlog:
+        transport = stdio_client(params, errlog=errlog)
+        client = Client(transport, mode="legacy", elicitation_callback=answering("accept", asked))
+        async with client as host:
+            result = await host.call_tool("web__wipe", {})
+    assert result.is_error is False
+    assert result.content[0].text == "wiped"
+    assert calls(record) == ["call wipe {}"] and len(asked) == 1
