@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import uuid
 import warnings
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
@@ -53,6 +54,12 @@ if TYPE_CHECKING:  # the SDK costs ~1 s to import: `serve` loads it when it star
     )
 
 META_KEY = "miroctl/outcome"  # where each result's envelope metadata rides in `_meta`
+
+
+def gateway_task_id() -> str:
+    """The task id of a gateway started without --task-id or $TASK_ID: its own, so that per-task state (the
+    planner's todo list) is one per gateway, as an agent's run is one per gateway."""
+    return f"gateway-{uuid.uuid4().hex[:12]}"
 
 
 class Gateway:
@@ -388,6 +395,7 @@ class Gateway:
             "url": url,
             "separator": self.separator,
             "lazy": self.lazy,
+            "task_id": self.manager.task_id,
             "tools": [tool["name"] for tool in self.exposed()],
             "servers": health["servers"],
             "collisions": health["collisions"],
