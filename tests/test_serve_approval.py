@@ -101,18 +101,49 @@ async def test_a_host_without_elicitation_is_denied_as_without_anyone_to_ask(tmp
     assert calls(record) == []
 
 
-async def test_a_host_on_the_stateless_protocol_is_denied_cleanly_without_being_asked(tmp_path):
-    """2026-07-28 asks through input_required results, which the gateway does not send: no back-channel."""
-    record, asked = tmp_path / "record.txt", []
+@asynccontextmanager
+async def modern_gateway(record: Path, **callbacks: Any) -> AsyncIterator[Any]:
+    """serve in memory in mode ask, and a host on 2026-07-28 (asked through input_required results)."""
     spec = memory_spec(record=record)
     async with Manager(pool(spec, policy={"mode": "ask"})) as manager:
         gateway = Gateway(manager, [spec])
         await gateway.refresh()
-        async with Client(build_server(gateway), elicitation_callback=answering("accept", asked)) as host:
-            result = await host.call_tool("web__wipe", {})
+        async with Client(build_server(gateway), **callbacks) as host:
+            assert host.protocol_version == "2026-07-28"
+            yield host
+
+
+@pytest.mark.parametrize(("action", "ran"), [("accept", True), ("decline", False), ("cancel", False)])
+async def test_a_host_on_2026_07_28_is_asked_through_input_required_and_its_answer_decides(tmp_path, action, ran):
+    record, asked = tmp_path / "record.txt", []
+    async with modern_gateway(record, elicitation_callback=answering(action, asked)) as host:
+        result = await host.call_tool("web__wipe", {})
+    assert len(asked) == 1 and asked[0].startswith("Allow web.wipe to run?")
+    assert result.is_error is (not ran)
+    assert calls(record) == (["call wipe {}"] if ran else [])
+    if not ran:
+        assert f"mode ask needs a yes, and the host {action}" in result.content[0].text
+
+
+async def test_an_answer_to_another_question_does_not_count_and_the_host_is_asked(tmp_path):
+    record = tmp_path / "record.txt"
+    forged = {"miroctl-approval-0000000000000000": types.ElicitResult(action="accept", content={})}
+    async with modern_gateway(record, elicitation_callback=answering("accept")) as host:
+        first = await host.session.call_tool("web__wipe", {}, input_responses=forged, allow_input_required=True)
+    assert isinstance(first, types.InputRequiredResult)
+    (key, request), *_ = first.input_requests.items()
+    assert key.startswith("miroctl-approval-") and key not in forged
+    assert request.params.message.startswith("Allow web.wipe to run?")
+    assert calls(record) == []
+
+
+async def test_a_host_on_2026_07_28_without_elicitation_is_denied_without_being_asked(tmp_path):
+    record = tmp_path / "record.txt"
+    async with modern_gateway(record) as host:
+        result = await host.call_tool("web__wipe", {})
     assert result.is_error is True
     assert "mode ask needs a yes, and none was given" in result.content[0].text
-    assert asked == [] and calls(record) == []
+    assert calls(record) == []
 
 
 async def test_a_read_only_tool_in_mode_ask_runs_without_asking_the_host(tmp_path):
@@ -133,7 +164,8 @@ async def test_the_question_shows_the_arguments_with_secrets_masked(tmp_path):
 
 
 @pytest.mark.process
-async def test_the_serve_process_over_stdio_asks_its_host_and_runs_the_tool_on_accept(tmp_path, write_config):
+@pytest.mark.parametrize("mode", ["legacy", "auto"])  # 2025-11-25 (a request back), 2026-07-28 (input_required)
+async def test_the_serve_process_over_stdio_asks_its_host_and_runs_the_tool_on_accept(tmp_path, write_config, mode):
     record, asked = tmp_path / "record.txt", []
     config = write_config({"web": webtools_yaml("web", "--record", str(record))}, policy={"mode": "ask"})
     params = StdioServerParameters(
@@ -141,7 +173,7 @@ async def test_the_serve_process_over_stdio_asks_its_host_and_runs_the_tool_on_a
     )
     with tempfile.TemporaryFile("w+") as errlog:
         transport = stdio_client(params, errlog=errlog)
-        client = Client(transport, mode="legacy", elicitation_callback=answering("accept", asked))
+        client = Client(transport, mode=mode, elicitation_callback=answering("accept", asked))
         async with client as host:
             result = await host.call_tool("web__wipe", {})
     assert result.is_error is False

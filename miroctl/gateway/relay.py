@@ -12,10 +12,10 @@ Log messages follow the same matching; one that matches no call is dropped, neve
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from miroctl.gateway.subscriptions import Subscriptions
@@ -31,6 +31,10 @@ class HostCall:
     server: str
     session: Any  # the host's ServerSession for this request
     request_id: Any
+    # 2026-07-28 hosts are asked through an input_required result, and answer in the call's retry:
+    modern: bool = False
+    responses: Mapping[str, Any] = field(default_factory=dict)  # the retry's input_responses
+    requests: dict[str, Any] = field(default_factory=dict)  # what to ask in an input_required result
 
 
 _current: ContextVar[HostCall | None] = ContextVar("miroctl_host_call", default=None)
@@ -44,9 +48,16 @@ class Relays:
         self.subscriptions = Subscriptions()
 
     @contextmanager
-    def calling(self, server: str, session: Any, request_id: Any) -> Iterator[HostCall]:
+    def calling(
+        self,
+        server: str,
+        session: Any,
+        request_id: Any,
+        modern: bool = False,
+        responses: Mapping[str, Any] | None = None,
+    ) -> Iterator[HostCall]:
         """Register a host's call on `server` for as long as it runs."""
-        call = HostCall(server, session, request_id)
+        call = HostCall(server, session, request_id, modern, responses or {})
         self.calls.setdefault(server, []).append(call)
         token = _current.set(call)
         try:

@@ -14,7 +14,7 @@ import uuid
 import warnings
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from contextlib import asynccontextmanager, suppress
+from contextlib import AbstractContextManager, asynccontextmanager, suppress
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -27,7 +27,7 @@ from miroctl.core.manager import Manager
 from miroctl.gateway import toolmap
 from miroctl.gateway.approval import HostApproval
 from miroctl.gateway.passthrough import Catalog, ItemError
-from miroctl.gateway.relay import Relays
+from miroctl.gateway.relay import HostCall, Relays
 from miroctl.gateway.sdk_private import request_connection
 from miroctl.gateway.stdio import StdoutWriter, claimed_stdout, stdin_lines
 from miroctl.sessions.processes import sub_run_id
@@ -41,6 +41,7 @@ if TYPE_CHECKING:  # the SDK costs ~1 s to import: `serve` loads it when it star
         CompleteResult,
         GetPromptRequestParams,
         GetPromptResult,
+        InputRequiredResult,
         ListPromptsResult,
         ListResourcesResult,
         ListResourceTemplatesResult,
@@ -216,18 +217,32 @@ class Gateway:
             await self.refresh()
         return types.ListToolsResult.model_validate({"tools": self.exposed()})
 
-    async def on_call_tool(self, ctx: ServerRequestContext[Any, Any], params: CallToolRequestParams) -> CallToolResult:
+    async def on_call_tool(
+        self, ctx: ServerRequestContext[Any, Any], params: CallToolRequestParams
+    ) -> CallToolResult | InputRequiredResult:
+        import mcp_types as types
+        from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
         arguments = dict(params.arguments or {})
         relay = ctx.session.report_progress
+        modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
+
+        def hosting(server: str) -> AbstractContextManager[HostCall]:
+            return self.relays.calling(server, ctx.session, ctx.request_id, modern, params.input_responses)
+
         if self.lazy:
             spec = self.spec(str(arguments.get("server"))) if params.name == "call_tool" else None
-            with self.relays.calling(spec.name if spec else "", ctx.session, ctx.request_id):
-                return self.result(await self.meta_call(params.name, arguments, relay))
-        info = self.map.get(params.name) or (await self.refresh()).get(params.name)
-        if info is None:
-            return self.result(self._unknown(params.name))
-        with self.relays.calling(info.server, ctx.session, ctx.request_id):
-            return self.result(await self.call(CallRequest(info.server, info.name, arguments, progress=relay)))
+            with hosting(spec.name if spec else "") as host:
+                outcome = await self.meta_call(params.name, arguments, relay)
+        else:
+            info = self.map.get(params.name) or (await self.refresh()).get(params.name)
+            if info is None:
+                return self.result(self._unknown(params.name))
+            with hosting(info.server) as host:
+                outcome = await self.call(CallRequest(info.server, info.name, arguments, progress=relay))
+        if host.requests:  # mode ask's question, for a 2026-07-28 host to answer in its retry
+            return types.InputRequiredResult(input_requests=host.requests)
+        return self.result(outcome)
 
     def _unknown(self, name: str) -> CallOutcome:
         return CallOutcome(
