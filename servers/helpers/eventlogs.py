@@ -4,9 +4,10 @@ first and last times, the newest matches)."""
 
 from __future__ import annotations
 
+import heapq
 import re
 import xml.etree.ElementTree as ET
-from collections import Counter, deque
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -20,6 +21,7 @@ LEVELS_OF = {"critical": {1}, "error": {2}, "warning": {3}, "information": {0, 4
 TOP = 10  # providers and event ids named in a summary
 MAX_DATA_CHARS = 300  # of one event's data in a listed line
 _FRACTION = re.compile(r"(\.\d{6})\d+")
+EARLIEST = datetime.min.replace(tzinfo=UTC)  # where an event without a time sorts
 
 
 @dataclass
@@ -219,7 +221,8 @@ class Summary:
         self.channels: Counter[str] = Counter()
         self.first: datetime | None = None
         self.last: datetime | None = None
-        self.newest: deque[Record] = deque(maxlen=limit)
+        self.limit = limit
+        self.newest: list[tuple[tuple[datetime, int], int, Record]] = []  # a min-heap of the newest `limit`
 
     def add(self, record: Record, query: Query) -> None:
         self.scanned += 1
@@ -233,12 +236,15 @@ class Summary:
         if record.time is not None:
             self.first = record.time if self.first is None else min(self.first, record.time)
             self.last = record.time if self.last is None else max(self.last, record.time)
-        self.newest.append(record)
+        entry = ((record.time or EARLIEST, record.record_id), self.scanned, record)  # read in either order
+        if len(self.newest) < self.limit:
+            heapq.heappush(self.newest, entry)
+        elif entry[0] > self.newest[0][0]:
+            heapq.heapreplace(self.newest, entry)
 
     def report(self, source: str, query: Query, skipped: int = 0) -> tuple[str, dict[str, Any]]:
         """The text for a model and the same facts as data."""
-        shown = sorted(self.newest, key=lambda r: (r.time or datetime.min.replace(tzinfo=UTC), r.record_id))
-        shown.reverse()
+        shown = [record for _, _, record in sorted(self.newest, key=lambda entry: entry[:2], reverse=True)]
         lines = [f"{self.matched} of {self.scanned} events in {source} match ({query.describe()})."]
         if skipped:
             lines.append(f"{skipped} records could not be parsed and were skipped.")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import struct
 import zlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -103,7 +103,7 @@ class _Fragment:
     def leaf(self, name: str, attributes: dict[str, str], text: str | None) -> None:
         self.element(name, attributes, None if text is None else lambda: self.value(text))
 
-    def element(self, name: str, attributes: dict[str, str], content: object) -> None:
+    def element(self, name: str, attributes: dict[str, str], content: Callable[[], object] | None) -> None:
         start = len(self.out)
         # Elements of a record's own binary XML carry no dependency id (those of template definitions do).
         self.out += bytes([0x41 if attributes else 0x01]) + struct.pack("<I", 0)  # size patched below
@@ -121,7 +121,7 @@ class _Fragment:
             self.out += b"\x03"  # close empty element
         else:
             self.out += b"\x02"  # close start element
-            content() if callable(content) else None
+            content()
             self.out += b"\x04"  # end element
         struct.pack_into("<I", self.out, start + 1, len(self.out) - start - 5)
 
@@ -140,8 +140,3 @@ def _hash(text: str) -> int:
     for char in text:
         value = (value * 65599 + ord(char)) & 0xFFFFFFFF
     return value & 0xFFFF
-
-
-def events_of(times: Iterable[datetime], **fields: object) -> list[Event]:
-    """Events at these times, all with the same fields."""
-    return [Event(time=time, **fields) for time in times]  # type: ignore[arg-type]

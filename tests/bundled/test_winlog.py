@@ -215,6 +215,13 @@ def test_on_windows_a_live_channel_is_queried_with_wevtutil_and_summarised(windo
     assert lines[-1].endswith("(record 500): Data1=\\Device\\Harddisk0")
 
 
+def test_on_windows_the_newest_matches_are_kept_though_wevtutil_reads_newest_first(windows):
+    got = call("query_events", source="System", limit=1)
+    assert got.exit_code == 0, got.error
+    assert [e["record_id"] for e in got.structured_content["events"]] == [501]
+    assert got.result.splitlines()[-1] == "... 1 older match not shown: narrow the query or raise limit"
+
+
 def test_on_windows_a_source_that_would_be_an_option_of_wevtutil_is_refused_unrun(windows):
     got = call("query_events", source="/q:*")
     assert got.exit_code == 1 and "'/q:*' is neither an .evtx file nor a channel name" in got.error
