@@ -100,11 +100,13 @@ async def test_a_host_without_elicitation_is_denied_as_without_anyone_to_ask(tmp
 
 
 @asynccontextmanager
-async def modern_gateway(record: Path, **callbacks: Any) -> AsyncIterator[Any]:
-    """serve in memory in mode ask, and a host on 2026-07-28 (asked through input_required results)."""
+async def modern_gateway(record: Path, heard: list[Any] | None = None, **callbacks: Any) -> AsyncIterator[Any]:
+    """serve in memory in mode ask, and a host on 2026-07-28 (asked through input_required results); the
+    gateway's observers' outcomes (metrics) go to `heard`."""
     spec = memory_spec(record=record)
     async with Manager(pool(spec, policy={"mode": "ask"})) as manager:
         gateway = Gateway(manager, [spec])
+        gateway.observers.append((heard if heard is not None else []).append)
         await gateway.refresh()
         async with Client(build_server(gateway), **callbacks) as host:
             assert host.protocol_version == "2026-07-28"
@@ -113,10 +115,11 @@ async def modern_gateway(record: Path, **callbacks: Any) -> AsyncIterator[Any]:
 
 @pytest.mark.parametrize(("action", "ran"), [("accept", True), ("decline", False), ("cancel", False)])
 async def test_a_host_on_2026_07_28_is_asked_through_input_required_and_its_answer_decides(tmp_path, action, ran):
-    record, asked = tmp_path / "record.txt", []
-    async with modern_gateway(record, elicitation_callback=answering(action, asked)) as host:
+    record, asked, heard = tmp_path / "record.txt", [], []
+    async with modern_gateway(record, heard, elicitation_callback=answering(action, asked)) as host:
         result = await host.call_tool("web__wipe", {})
     assert len(asked) == 1 and asked[0].startswith("Allow web.wipe to run?")
+    assert [outcome.ok for outcome in heard] == [ran]  # metrics count the call once, not its held round
     assert result.is_error is (not ran)
     assert calls(record) == (["call wipe {}"] if ran else [])
     if not ran:

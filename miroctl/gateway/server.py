@@ -182,8 +182,10 @@ class Gateway:
             )
             async with manager:
                 outcome = await manager.call(request)
-        for observe in self.observers:
-            observe(outcome)
+        host = self.relays.current()
+        if host is None or not host.requests:  # a call put on hold to ask its host is heard when it is retried
+            for observe in self.observers:
+                observe(outcome)
         return outcome
 
     @property
