@@ -11,10 +11,12 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from miroctl.base.models import CallOutcome, ServerTools
+from miroctl.base.escaping import visible
+from miroctl.base.models import CallOutcome, Failure, ServerTools
 from miroctl.base.text import correction_note
 from miroctl.config.loader import Config
 
+STDERR_SHOWN = 300  # characters of a failed server's last stderr line in its reason
 PARSE_FAILURE = "Failed to parse arguments"  # what MiroFlow's parser puts in `arguments` for broken JSON
 
 
@@ -24,7 +26,7 @@ def definitions(entries: list[ServerTools]) -> list[dict[str, Any]]:
     listed: list[dict[str, Any]] = []
     for entry in entries:
         if entry.failure is not None:
-            tools: list[dict[str, Any]] = [{"error": entry.failure.message}]
+            tools: list[dict[str, Any]] = [{"error": reason(entry.failure)}]
         else:
             tools = [
                 {"name": tool.name, "description": tool.description, "schema": plain(tool.input_schema)}
@@ -32,6 +34,21 @@ def definitions(entries: list[ServerTools]) -> list[dict[str, Any]]:
             ]
         listed.append({"name": entry.server, "tools": tools})
     return listed
+
+
+def reason(failure: Failure) -> str:
+    """A server's failure in one line: its message, with the last line of its stderr."""
+    return with_stderr(failure.message, failure)
+
+
+def with_stderr(message: str, failure: Failure) -> str:
+    """`message` and the last line of the server's stderr: a server that dies on start says why there (an
+    import error, a missing key), and the agent's log would not show it otherwise."""
+    last = next((line.strip() for line in reversed(failure.stderr_tail) if line.strip()), "")
+    if not last or last in message:
+        return message
+    shown = last if len(last) <= STDERR_SHOWN else last[:STDERR_SHOWN] + "..."
+    return f"{message} (its stderr ends: {visible(shown)})"
 
 
 def plain(value: Any) -> Any:
@@ -95,6 +112,8 @@ def _text(outcome: CallOutcome, text: str) -> str:
 def _error(outcome: CallOutcome) -> str:
     """The reason, with its hint when the hint is advice for the caller rather than a command line to type."""
     error = outcome.error or "the call failed"
+    if outcome.failure is not None:
+        error = with_stderr(error, outcome.failure)
     hint = outcome.hint
     if hint and "miroctl" not in hint and "--" not in hint:
         return f"{error} ({hint})"
