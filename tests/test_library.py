@@ -77,6 +77,18 @@ def test_a_wrong_server_is_corrected_with_the_seeds_note_in_the_result():
     )
 
 
+def test_a_short_server_name_reaches_the_tool_server_with_the_seeds_note_as_the_seeds_know_no_short_names():
+    tm = manager("tool-one")
+    answer = asyncio.run(tm.execute_tool_call("one", "shout", {"text": "a"}))
+    assert answer["server_name"] == "tool-one"
+    assert answer["result"] == (
+        "[Auto-corrected: Server 'one' not found, but tool 'shout' was found only in server 'tool-one', "
+        "so automatically used 'tool-one' instead] A"
+    )
+    exact = asyncio.run(tm.execute_tool_call("tool-one", "shout", {"text": "a"}))
+    assert exact == {"server_name": "tool-one", "tool_name": "shout", "result": "A"}
+
+
 def test_unparsed_arguments_are_an_error_and_nothing_is_sent():
     tm = manager("one")
     bad = {"error": "Failed to parse arguments", "raw": '{"text": '}

@@ -91,12 +91,21 @@ def result_of(outcome: CallOutcome, asked_server: str, config: Config) -> dict[s
     if outcome.error is None:
         note = outcome.correction or ""  # the envelope's result starts with it already
         text = (outcome.result or "").removeprefix(f"{note} ") if note else outcome.result or ""
+        if not note and _by_alias(asked_server, server, config):
+            note = correction_note(asked_server, outcome.tool_name, server)
         body["result"] = (f"{note} " if note else "") + _text(outcome, text)
     else:
         missing = config.get(asked_server) is not None
+        corrected = corrected or _by_alias(asked_server, server, config)
         note = correction_note(asked_server, outcome.tool_name, server, missing, failed=True) if corrected else ""
         body["error"] = (f"{note} " if note else "") + _error(outcome)
     return body
+
+
+def _by_alias(asked: str, used: str, config: Config) -> bool:
+    """`reading` reached `tool-reading` (miroctl's short name): the seeds know no such name, so their agents
+    get the note that teaches the model the server's real name."""
+    return used != asked and not any(spec.name == asked for spec in config.servers)
 
 
 def _text(outcome: CallOutcome, text: str) -> str:
