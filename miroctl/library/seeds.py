@@ -37,18 +37,21 @@ def definitions(entries: list[ServerTools]) -> list[dict[str, Any]]:
 
 
 def reason(failure: Failure) -> str:
-    """A server's failure in one line: its message, with the last line of its stderr."""
-    return with_stderr(failure.message, failure)
+    """A server's failure in one line, as a call's error gives it: the message, the last line of the server's
+    stderr (a server that dies on start says why there: an import error, a missing key), and the hint."""
+    return explained(failure.message, failure, failure.hint)
 
 
-def with_stderr(message: str, failure: Failure) -> str:
-    """`message` and the last line of the server's stderr: a server that dies on start says why there (an
-    import error, a missing key), and the agent's log would not show it otherwise."""
-    last = next((line.strip() for line in reversed(failure.stderr_tail) if line.strip()), "")
-    if not last or last in message:
-        return message
-    shown = last if len(last) <= STDERR_SHOWN else last[:STDERR_SHOWN] + "..."
-    return f"{message} (its stderr ends: {visible(shown)})"
+def explained(message: str, failure: Failure | None, hint: str | None) -> str:
+    """`message`, then the last line of the server's stderr unless the hint quotes it, then the hint when it
+    is advice for the caller rather than a command line to type."""
+    last = next((line.strip() for line in reversed(failure.stderr_tail) if line.strip()), "") if failure else ""
+    if last and last not in message and not (hint and last in hint):
+        shown = last if len(last) <= STDERR_SHOWN else last[:STDERR_SHOWN] + "..."
+        message = f"{message} (its stderr ends: {visible(shown)})"
+    if hint and "miroctl" not in hint and "--" not in hint:
+        return f"{message} ({hint})"
+    return message
 
 
 def plain(value: Any) -> Any:
@@ -119,11 +122,5 @@ def _text(outcome: CallOutcome, text: str) -> str:
 
 
 def _error(outcome: CallOutcome) -> str:
-    """The reason, with its hint when the hint is advice for the caller rather than a command line to type."""
-    error = outcome.error or "the call failed"
-    if outcome.failure is not None:
-        error = with_stderr(error, outcome.failure)
-    hint = outcome.hint
-    if hint and "miroctl" not in hint and "--" not in hint:
-        return f"{error} ({hint})"
-    return error
+    """The reason, with the server's last stderr line and the hint (see `explained`)."""
+    return explained(outcome.error or "the call failed", outcome.failure, outcome.hint)
