@@ -229,6 +229,15 @@ def _download_target(given: str, name: str) -> str:
     return text
 
 
+def stateless_python(code: str) -> CallToolResult:
+    """Run a Python program in a fresh one-shot sandbox and return its output; nothing is kept between calls.
+
+    code: the program (print what you want to see). Returns its exit code, stdout and stderr. To keep files
+    or state between runs, create a sandbox and use run_python_code instead.
+    """
+    return run_python_code(code_block=code)
+
+
 def sandbox_backend() -> Any:
     """E2B when asked for (SANDBOX_BACKEND=e2b) or when E2B_API_KEY is set and not overridden; else local."""
     choice = (setting("SANDBOX_BACKEND") or "auto").lower()
