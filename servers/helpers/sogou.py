@@ -86,6 +86,10 @@ def _failure(exc: Any, attempts: int) -> str:
 def _pages(answer: Any) -> list[dict[str, Any]]:
     """The documented answer: {"Response": {"Query", "Pages": [JSON strings], "RequestId"}}."""
     response = answer.get("Response") if isinstance(answer, Mapping) else None
+    error = response.get("Error") if isinstance(response, Mapping) else None
+    if isinstance(error, Mapping):
+        code, message = error.get("Code", "error"), one_line(str(error.get("Message", "")), 240)
+        raise ToolError(f"Tencent Cloud SearchPro refused the request ({code}: {message})")
     pages = response.get("Pages", []) if isinstance(response, Mapping) else None
     if not isinstance(pages, list):
         raise ToolError("Tencent Cloud SearchPro sent a malformed answer: no list of Pages")
