@@ -1,0 +1,243 @@
+"""The upstream-compatible profiles (`-c miroflow`, `-c mirothinker`): upstream's server and tool names on the
+bundled servers (servers/group.py), failures delivered as upstream's servers deliver them (`[ERROR]: ...` text),
+video questions on MiroThinker's tool-vqa. Servers run in this process unless the process is the point."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import anyio
+import pytest
+from mcp import Client
+from typer.testing import CliRunner
+
+from miroctl.base.models import ServerSpec
+from miroctl.cli.app import app
+from miroctl.config import loader as config_
+from miroctl.servers import group
+from tests.bundled.conftest import session
+from tests.bundled.files import tiny_png
+from tests.fakes.gemini_api import GeminiFake
+from tests.fakes.openai_api import CHAT, OpenAIFake
+
+MIROFLOW = {
+    "tool-searching": [
+        "google_search",
+        "wiki_get_page_content",
+        "search_wiki_revision",
+        "search_archived_webpage",
+        "scrape_website",
+    ],
+    "tool-code": [
+        "create_sandbox",
+        "run_command",
+        "run_python_code",
+        "upload_file_from_local_to_sandbox",
+        "download_file_from_internet_to_sandbox",
+        "download_file_from_sandbox_to_local",
+    ],
+    "tool-image-video": ["visual_question_answering", "visual_audio_youtube_analyzing"],
+    "tool-reading": ["read_file"],
+    "tool-reasoning": ["reasoning"],
+    "tool-audio": ["audio_transcription", "audio_question_answering"],
+}
+MIROTHINKER = {
+    "search_and_scrape_webpage": ["google_search", "sogou_search"],
+    "jina_scrape_llm_summary": ["scrape_and_extract_info"],
+    "tool-python": MIROFLOW["tool-code"],
+    "stateless_python": ["python"],
+    "task_planner": ["add_todo", "list_todos", "complete_todo", "delete_todo"],
+    "tool-google-search": ["google_search", "scrape_website"],
+    "tool-sogou-search": ["sogou_search", "scrape_website"],
+    "tool-vqa": ["visual_question_answering"],
+    "tool-vqa-os": ["visual_question_answering"],
+    "tool-transcribe": ["audio_transcription", "audio_question_answering"],
+    "tool-transcribe-os": ["audio_transcription"],
+    "tool-reasoning": ["reasoning"],
+    "tool-reasoning-os": ["reasoning"],
+    "tool-reader": ["convert_to_markdown"],
+    "tool-reading": ["convert_to_markdown"],
+}
+KEYS = (
+    "SERPER_API_KEY",
+    "JINA_API_KEY",
+    "E2B_API_KEY",
+    "ANTHROPIC_API_KEY",
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "GEMINI_API_KEY",
+    "TENCENTCLOUD_SECRET_ID",
+    "TENCENTCLOUD_SECRET_KEY",
+    "SUMMARY_LLM_BASE_URL",
+    "VISION_API_KEY",
+    "VISION_BASE_URL",
+    "WHISPER_BASE_URL",
+    "REASONING_API_KEY",
+    "REASONING_BASE_URL",
+)
+
+
+@pytest.fixture
+def no_keys(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    for key in KEYS:
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.chdir(tmp_path)  # no ./.env of the machine's
+
+
+def in_memory(monkeypatch: pytest.MonkeyPatch, profile: str, name: str, **env: str) -> ServerSpec:
+    """The profile's shipped server, built in this process from its own settings (laid over os.environ)."""
+    spec = config_.load(profile).get(name)
+    assert spec is not None and spec.error is None, spec and spec.error
+    for key, value in {**spec.env, **env}.items():
+        monkeypatch.setenv(key, value)
+    server = group.build(spec.env["GROUP_NAME"], spec.env["GROUP_TOOLS"], spec.env["TOOL_ERRORS"])
+    return replace(spec, transport="memory", target=server, command=None, args=(), requires_env=())
+
+
+def listed(profile: str) -> dict[str, list[str]]:
+    result = CliRunner().invoke(app, ["-c", profile, "list", "--json"])
+    assert result.exit_code == 0, result.stderr
+    return {s["name"]: [t["name"] for t in s["tools"]] for s in json.loads(result.stdout)["servers"]}
+
+
+@pytest.mark.process
+def test_miroflow_profile_lists_miroflows_server_and_tool_names_with_no_key_set(no_keys):
+    assert listed("miroflow") == MIROFLOW
+
+
+@pytest.mark.process
+def test_mirothinker_profile_lists_mirothinkers_server_and_tool_names_with_no_key_set(no_keys):
+    assert listed("mirothinker") == MIROTHINKER
+
+
+def test_miroflows_browser_is_named_playwright_and_kept_out_of_the_default_set():
+    config = config_.load("miroflow")
+    playwright = config.get("playwright")
+    assert playwright is not None and playwright.error is None and playwright.persistent
+    assert "playwright" not in config.default_names
+
+
+def test_every_upstream_server_answers_failures_as_text_and_no_server_file_needs_a_key(no_keys):
+    for profile in ("miroflow", "mirothinker"):
+        config = config_.load(profile)
+        for spec in config.select():
+            assert spec.error is None and not spec.requires_env, spec.name
+            assert spec.env["TOOL_ERRORS"] == "text" and spec.env["GROUP_NAME"] == spec.name
+
+
+def test_a_failing_tool_answers_error_text_that_is_not_marked_an_error(monkeypatch, no_keys):
+    spec = in_memory(monkeypatch, "mirothinker", "tool-google-search")
+    outcome = session(spec, ("google_search", {"q": "   "}))[0]
+    assert outcome.exit_code == 0 and not outcome.is_error
+    assert outcome.result == "[ERROR]: q is empty: give the words to search for"
+
+
+def test_a_missing_key_reaches_the_agent_as_error_text(monkeypatch, no_keys):
+    spec = in_memory(monkeypatch, "mirothinker", "search_and_scrape_webpage")
+    outcome = session(spec, ("sogou_search", {"q": "北京"}))[0]
+    assert outcome.exit_code == 0
+    assert outcome.result.startswith("[ERROR]: TENCENTCLOUD_SECRET_ID or TENCENTCLOUD_SECRET_KEY is not set")
+
+
+def test_with_tool_errors_set_to_error_the_failure_is_an_error_result_again(monkeypatch, no_keys):
+    spec = in_memory(monkeypatch, "mirothinker", "tool-google-search", TOOL_ERRORS="error")
+    spec = replace(spec, target=group.build("tool-google-search", spec.env["GROUP_TOOLS"], "error"))
+    outcome = session(spec, ("google_search", {"q": "   "}))[0]
+    assert outcome.exit_code == 1 and outcome.is_error
+    assert "q is empty" in outcome.error and "[ERROR]" not in outcome.error
+
+
+def test_arguments_the_schema_refuses_and_unknown_tools_stay_error_results_as_upstreams_do():
+    server = group.build("t", "search.google_search", "text")
+
+    async def calls() -> list[tuple[bool, str]]:
+        async with Client(server) as client:
+            answers = [
+                await client.call_tool("google_search", {"q": "x", "num": "many"}),
+                await client.call_tool("nosuch", {}),
+            ]
+        return [(bool(a.is_error), a.content[0].text) for a in answers]
+
+    (bad_argument, bad_argument_text), (unknown, unknown_text) = anyio.run(calls)
+    assert bad_argument and "num" in bad_argument_text and not bad_argument_text.startswith("[ERROR]")
+    assert unknown and unknown_text == "Unknown tool: nosuch"
+
+
+def test_a_successful_call_is_unchanged_in_text_mode(monkeypatch, no_keys, tmp_path: Path):
+    monkeypatch.setenv("PLANNER_STATE_DIR", str(tmp_path / "plans"))
+    spec = in_memory(monkeypatch, "mirothinker", "task_planner", PLANNER_STATE_DIR=str(tmp_path / "plans"))
+    outcome = session(spec, ("add_todo", {"titles": ["Read the paper"]}), ("list_todos", {}))[1]
+    assert outcome.exit_code == 0 and "Read the paper" in outcome.result
+    assert outcome.structured_content["total"] == 1
+
+
+def test_stateless_python_runs_code_under_upstreams_tool_and_parameter_name(monkeypatch, no_keys, tmp_path: Path):
+    spec = in_memory(monkeypatch, "mirothinker", "stateless_python", SANDBOX_DIR=str(tmp_path / "sandboxes"))
+    outcome = session(spec, ("python", {"code": "print(6 * 7)"}))[0]
+    assert outcome.exit_code == 0, outcome.error
+    assert "42" in outcome.result
+
+
+def test_a_video_file_is_sent_to_gemini_inline_as_video(monkeypatch, model_env, no_keys, tmp_path: Path):
+    video = tmp_path / "clip.mp4"
+    video.write_bytes(b"\x00\x00\x00\x18ftypmp42" + bytes(64))
+    with GeminiFake().running() as fake:
+        spec = in_memory(monkeypatch, "mirothinker", "tool-vqa", GEMINI_API_KEY=fake.key, GEMINI_BASE_URL=fake.base_url)
+        arguments = {"media_path_or_url": str(video), "question": "What happens at the end?"}
+        outcome = session(spec, ("visual_question_answering", arguments))[0]
+        parts = fake.last_parts()
+    assert outcome.exit_code == 0 and outcome.result == "A cat sits on a red mat.", outcome.result
+    assert "video/mp4" in parts[0]["inlineData"].values()
+    assert parts[1]["text"] == "Answer the question: What happens at the end?"
+
+
+def test_a_video_without_gemini_says_what_to_set(monkeypatch, model_env, no_keys, tmp_path: Path):
+    video = tmp_path / "clip.webm"
+    video.write_bytes(bytes(64))
+    spec = in_memory(monkeypatch, "mirothinker", "tool-vqa")
+    outcome = session(spec, ("visual_question_answering", {"media_path_or_url": str(video), "question": "Who?"}))[0]
+    assert (
+        outcome.result
+        == "[ERROR]: a video needs Gemini, which can watch it: set GEMINI_API_KEY in the server's environment"
+    )
+
+
+def test_an_image_on_the_media_form_goes_to_the_image_model(monkeypatch, model_env, no_keys, tmp_path: Path):
+    png = tiny_png(tmp_path / "red.png")
+    with OpenAIFake().running() as fake:
+        spec = in_memory(monkeypatch, "mirothinker", "tool-vqa", OPENAI_API_KEY=fake.key, OPENAI_BASE_URL=fake.base_url)
+        outcome = session(spec, ("visual_question_answering", {"media_path_or_url": str(png), "question": "Colour?"}))[
+            0
+        ]
+        asked = len(fake.seen(CHAT))
+    assert outcome.exit_code == 0 and outcome.result == "The answer is 42." and asked == 1
+
+
+@pytest.mark.parametrize(
+    ("tools", "reason"),
+    [
+        ("search", "GROUP_TOOLS entry 'search' is not module.function or module.function=name"),
+        ("nosuch.tool", "'nosuch' is not a bundled server module"),
+        ("group.build", "'group' is not a bundled server module"),
+        ("search.google_search wiki.wiki_get_page_content=google_search", "names google_search more than once"),
+        ("", "GROUP_TOOLS is empty"),
+        ("search.no_function", "search.no_function: the module has no such function"),
+        ("../etc.passwd", "is not module.function"),
+    ],
+)
+def test_a_bad_group_setting_is_refused_with_its_reason(tools, reason):
+    with pytest.raises(ValueError) as raised:
+        group.build("g", tools)
+    assert reason in str(raised.value)
+
+
+@pytest.mark.process
+def test_a_group_server_with_a_bad_setting_exits_and_its_reason_is_shown(tmp_path: Path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    command = "python -P -m miroctl.servers group"
+    result = CliRunner().invoke(app, ["list", "--stdio", command, "--env", "GROUP_TOOLS=search", "--json"])
+    assert result.exit_code == 1
+    (server,) = json.loads(result.stdout)["servers"]
+    assert "group: GROUP_TOOLS entry 'search' is not module.function" in json.dumps(server)
