@@ -6,8 +6,10 @@ those names. A server file runs `python -P -m miroctl.servers group` with these 
 
 - GROUP_NAME: the name the server gives itself (upstream's server name).
 - GROUP_TOOLS: the tools, separated by commas or spaces, each `module.function` or `module.function=name`:
-  a function of a bundled server module (search, wiki, scrape, ...), served as `name` (default: its own).
-  A function its module serves as a tool keeps that tool's description and annotations.
+  a tool function of a bundled server module (search, wiki, scrape, ...), served as `name` (default: its own).
+  A function its module serves as a tool keeps that tool's description and annotations; one it marks
+  `@groupable(...)` (upstream's form of a tool, with other names or parameters) has its docstring and those
+  annotations. Other functions are refused.
 - TOOL_ERRORS: `error` (default) answers a failed tool with an error result, as every bundled server does;
   `text` answers it as upstream's own servers do: a result that is not marked an error, whose text is
   `[ERROR]: why` (MiroThinker's orchestrator rolls a turn back on an error result, not on this text).
@@ -31,7 +33,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError, UnexpectedToolError
 from mcp.types import CallToolResult, InputRequiredResult, TextContent
 
-from .helpers.common import setting
+from .helpers.common import GROUPABLE, setting
 
 ERROR_PREFIX = "[ERROR]: "
 ENTRY = re.compile(r"([a-z_][a-z0-9_]*)\.([A-Za-z_][A-Za-z0-9_]*)(?:=([A-Za-z0-9_-]{1,64}))?")
@@ -105,11 +107,11 @@ def build(name: str, tools: str, errors: str = "error") -> Grouped:
     for entry in parse(tools):
         module = importlib.import_module(f"{__package__}.{entry.module}")
         function = getattr(module, entry.function, None)
-        if not callable(function):
-            raise ValueError(f"GROUP_TOOLS entry {entry.module}.{entry.function}: the module has no such function")
         served = _served(module).get(entry.function)
+        if not callable(function) or (served is None and function not in GROUPABLE):
+            raise ValueError(f"GROUP_TOOLS entry {entry.module}.{entry.function}: the module has no such tool")
         description = served.description if served is not None else None
-        annotations = served.annotations if served is not None else None
+        annotations = served.annotations if served is not None else GROUPABLE[function]
         server.add_tool(
             function, name=entry.name, description=description, annotations=annotations, structured_output=False
         )

@@ -37,6 +37,7 @@ from .helpers.webapi import (
 mcp = MCPServer("scrape", version="0.1.0", log_level="WARNING")
 
 READ = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=True)
+EXTRACT = READ.model_copy(update={"idempotent_hint": False})  # a model's answer differs from call to call
 JINA_URL = "https://r.jina.ai"
 DEMO_CHARS = 20_000  # the seeds' DEMO_SCRAPE_MAX_LENGTH
 DEMO_ROOM = 1_000  # room for the title, URL and notes: the whole answer stays within DEMO_CHARS
@@ -99,7 +100,7 @@ def scrape_website(url: str) -> CallToolResult:
     return result(text + content, data)
 
 
-@mcp.tool(annotations=READ, structured_output=False)
+@mcp.tool(annotations=EXTRACT, structured_output=False)
 async def scrape_and_extract_info(
     url: str, info_to_extract: str, custom_headers: dict[str, str] | None = None
 ) -> CallToolResult:

@@ -28,7 +28,7 @@ from pydantic import Field
 from miroctl.policy import urls
 
 from .helpers import sogou
-from .helpers.common import result, setting
+from .helpers.common import groupable, result, setting
 from .helpers.urldecode import decode_urls
 from .helpers.webapi import Answer, HttpSettings, call, json_message, one_line
 
@@ -69,16 +69,15 @@ def google_search(
 
     q: the search words; Google operators work ("exact phrase", site:example.org, filetype:pdf).
     gl: country of the results (us, uk, cn, de, ...). hl: interface language (en, zh, es, ...).
-    location: a city-level place, e.g. "SoHo, New York, United States".
-    num: results per page (1-100). page: which page of results (1 = the first).
-    tbs: a time filter: qdr:h (past hour), qdr:d (day), qdr:w (week), qdr:m (month), qdr:y (year).
-    autocorrect: whether Google may correct the spelling of q (default: Google's choice).
+    location: a city-level place ("SoHo, New York, United States").
+    num: results per page (1-100). page: the page of results (1 = the first).
+    tbs: a time filter: qdr:h (hour), qdr:d (day), qdr:w (week), qdr:m (month), qdr:y (year).
+    autocorrect: may Google correct the spelling of q (default: Google decides).
 
-    Returns JSON: the organic results (title, link, snippet, position, date when known), and when
-    Google has them a knowledge graph, an answer box, "people also ask" and related searches; plus
-    "backend" (serper or ddgs) and "dropped_by_url_rules", the number of results removed because their
-    pages may not be used. A quoted query with no results is retried once without the quotes (said in
-    "notes"). No results at all, a refused key or an unreachable service is a tool error saying why.
+    Returns JSON: organic results (title, link, snippet, position, date), and when Google has them a
+    knowledge graph, answer box, "people also ask" and related searches; "backend" (serper or ddgs) and
+    "dropped_by_url_rules" (results whose pages may not be used). A quoted query with no results is
+    retried unquoted. No results, a refused key or an unreachable service is a tool error saying why.
     """
     query = q.strip()
     if not query:
@@ -123,6 +122,7 @@ def sogou_search(q: str, num: int = 10) -> CallToolResult:
     return result(json.dumps(data, ensure_ascii=False, indent=1), data)
 
 
+@groupable(SEARCH)
 def sogou_search_by_query(Query: str, Cnt: int = 10) -> CallToolResult:  # upstream's parameter names
     """Search the web with Sogou through Tencent Cloud's SearchPro API: better than Google for Chinese queries.
 

@@ -26,7 +26,7 @@ from mcp.types import CallToolResult, ToolAnnotations
 from miroctl.base.version import __version__
 
 from .helpers import fetching, models
-from .helpers.common import number_setting, result, setting
+from .helpers.common import groupable, number_setting, result, setting
 
 mcp = MCPServer("vision", version=__version__, log_level="WARNING")
 
@@ -116,6 +116,7 @@ async def visual_audio_youtube_analyzing(
     return result(text, {"model": model, "api": "Gemini", "url": url, "text": text})
 
 
+@groupable(LOOKS)
 async def visual_question_answering_media(media_path_or_url: str, question: str) -> CallToolResult:
     """Ask a model a question about one image (PNG, JPEG, GIF, WebP) or one video file and return its answer.
 

@@ -149,6 +149,20 @@ def test_with_tool_errors_set_to_error_the_failure_is_an_error_result_again(monk
     assert "q is empty" in outcome.error and "[ERROR]" not in outcome.error
 
 
+def test_upstreams_forms_of_a_tool_carry_the_annotations_of_the_bundled_tool():
+    server = group.build("t", "search.sogou_search_by_query=sogou_search python.stateless_python=python")
+
+    async def listed() -> dict[str, object]:
+        async with Client(server) as client:
+            return {tool.name: tool for tool in (await client.list_tools()).tools}
+
+    tools = anyio.run(listed)
+    sogou, python = tools["sogou_search"], tools["python"]
+    assert sogou.annotations.read_only_hint and set(sogou.input_schema["properties"]) == {"Query", "Cnt"}
+    assert python.annotations.destructive_hint and set(python.input_schema["properties"]) == {"code"}
+    assert "one-shot sandbox" in python.description
+
+
 def test_arguments_the_schema_refuses_and_unknown_tools_stay_error_results_as_upstreams_do():
     server = group.build("t", "search.google_search", "text")
 
@@ -223,7 +237,8 @@ def test_an_image_on_the_media_form_goes_to_the_image_model(monkeypatch, model_e
         ("group.build", "'group' is not a bundled server module"),
         ("search.google_search wiki.wiki_get_page_content=google_search", "names google_search more than once"),
         ("", "GROUP_TOOLS is empty"),
-        ("search.no_function", "search.no_function: the module has no such function"),
+        ("search.no_function", "search.no_function: the module has no such tool"),
+        ("search.search_rules", "search.search_rules: the module has no such tool"),  # a helper, not a tool
         ("../etc.passwd", "is not module.function"),
     ],
 )
