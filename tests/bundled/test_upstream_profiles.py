@@ -21,6 +21,7 @@ from tests.bundled.conftest import session
 from tests.bundled.files import tiny_png
 from tests.fakes.gemini_api import GeminiFake
 from tests.fakes.openai_api import CHAT, OpenAIFake
+from tests.fakes.tencent import SECRET_ID, SECRET_KEY, FakeSearchPro, page
 
 MIROFLOW = {
     "tool-searching": [
@@ -256,3 +257,42 @@ def test_a_group_server_with_a_bad_setting_exits_and_its_reason_is_shown(tmp_pat
     assert result.exit_code == 1
     (server,) = json.loads(result.stdout)["servers"]
     assert "group: GROUP_TOOLS entry 'search' is not module.function" in json.dumps(server)
+
+
+@pytest.mark.process
+def test_each_grouping_keeps_its_own_snapshot_and_a_call_after_one_reaches_the_real_server(
+    no_keys, tmp_path: Path, monkeypatch
+):
+    monkeypatch.setenv("MIROCTL_SERVER_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("SANDBOX_DIR", str(tmp_path / "sandboxes"))
+    first = listed_names("stateless_python", "task_planner")
+    assert first == {"stateless_python": ["python"], "task_planner": MIROTHINKER["task_planner"]}
+    assert len(list((tmp_path / "cache").glob("group-*.json"))) == 2  # one per grouping: its settings differ
+    assert listed_names("stateless_python", "task_planner") == first
+    result = CliRunner().invoke(app, ["-c", "mirothinker", "call", "stateless_python", "python", "code=print(6 * 7)"])
+    assert result.exit_code == 0, result.stderr
+    assert "42" in result.stdout
+
+
+def listed_names(*servers: str) -> dict[str, list[str]]:
+    result = CliRunner().invoke(app, ["-c", "mirothinker", "list", *servers, "--json"])
+    assert result.exit_code == 0, result.stderr
+    return {s["name"]: [t["name"] for t in s["tools"]] for s in json.loads(result.stdout)["servers"]}
+
+
+def test_mirothinkers_sogou_server_takes_upstreams_query_and_count_parameters(monkeypatch, no_keys):
+    fake = FakeSearchPro()
+    fake.index["上海"] = [page("上海", "https://example.cn/sh")]
+    with fake.serve() as base:
+        spec = in_memory(
+            monkeypatch,
+            "mirothinker",
+            "tool-sogou-search",
+            TENCENTCLOUD_SECRET_ID=SECRET_ID,
+            TENCENTCLOUD_SECRET_KEY=SECRET_KEY,
+            SOGOU_BASE_URL=base,
+        )
+        outcome = session(spec, ("sogou_search", {"Query": "上海", "Cnt": 10}))[0]
+    assert outcome.exit_code == 0, outcome.error
+    assert json.loads(outcome.result)["Pages"][0]["url"] == "https://example.cn/sh"
+    assert fake.seen()[0].json() == {"Query": "上海", "Mode": 0, "Cnt": 10}
