@@ -9,6 +9,7 @@ import pytest
 
 from tests.bundled.conftest import memory_spec, session, text_of
 from tests.bundled.research import payload, quick_retries
+from tests.conftest import free_port
 from tests.fakes.tencent import SECRET_ID, SECRET_KEY, FakeSearchPro, failure, page
 
 
@@ -84,3 +85,16 @@ def test_a_count_searchpro_does_not_offer_is_refused_before_sending(searchpro, n
     outcome = sogou(q="北京 天气", num=num)
     assert outcome.exit_code == 1 and "num must be one of 10, 20, 30, 40 or 50" in outcome.error
     assert searchpro.seen() == []
+
+
+def test_an_unreachable_endpoint_is_tried_again_then_a_tool_error_saying_so(searchpro, monkeypatch):
+    monkeypatch.setenv("SOGOU_BASE_URL", f"http://127.0.0.1:{free_port()}")
+    outcome = sogou(q="北京 天气")
+    assert outcome.exit_code == 1
+    assert "Tencent Cloud SearchPro failed after 3 attempts (ClientNetworkError" in outcome.error
+
+
+def test_a_base_url_that_is_no_http_url_is_a_tool_error_naming_the_setting(searchpro, monkeypatch):
+    monkeypatch.setenv("SOGOU_BASE_URL", "ftp://wsa.example")
+    outcome = sogou(q="北京 天气")
+    assert outcome.exit_code == 1 and "SOGOU_BASE_URL must be an http(s) URL" in outcome.error
