@@ -13,6 +13,7 @@ import pytest
 from mcp import Client
 from typer.testing import CliRunner
 
+from miroctl import ToolManager
 from miroctl.base.models import ServerSpec
 from miroctl.cli.app import app
 from miroctl.config import loader as config_
@@ -296,3 +297,18 @@ def test_mirothinkers_sogou_server_takes_upstreams_query_and_count_parameters(mo
     assert outcome.exit_code == 0, outcome.error
     assert json.loads(outcome.result)["Pages"][0]["url"] == "https://example.cn/sh"
     assert fake.seen()[0].json() == {"Query": "上海", "Mode": 0, "Cnt": 10}
+
+
+def test_the_seeds_toolmanager_hands_an_upstream_failure_to_the_agent_as_its_result(monkeypatch, no_keys):
+    spec = in_memory(monkeypatch, "mirothinker", "tool-google-search")
+    manager = ToolManager(config_.Config(servers=(spec,), default_names=(spec.name,)))
+
+    async def call() -> dict[str, object]:
+        return await manager.execute_tool_call("tool-google-search", "google_search", {"q": " "})
+
+    answer = anyio.run(call)
+    assert answer == {
+        "server_name": "tool-google-search",
+        "tool_name": "google_search",
+        "result": "[ERROR]: q is empty: give the words to search for",
+    }
