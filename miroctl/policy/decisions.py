@@ -7,7 +7,8 @@ Pure decisions, no I/O. Every decision carries a reason type that can be grepped
     url_blocked     an argument holds a URL that the url_rules block
     mode_read_only  mode read_only, and the tool is not read-only
     guardrail_high  the config marks the tool `risk: high` and policy.allow_high does not name it
-    mode_ask        mode ask: a destructive or high-risk tool needs a yes (given, or missing)
+    guardrail_notify the config marks the tool `category: notify` and policy.allow_notify does not name it
+    mode_ask        mode ask: a destructive, high-risk or notify tool needs a yes (given, or missing)
     ok              nothing stands in the way
 
 Decisions have three states, as in the seeds: allow, ask (allowed only with a yes) and deny.
@@ -24,7 +25,7 @@ from typing import Any
 
 from miroctl.base.models import ServerSpec, ToolInfo
 from miroctl.config.loader import Profile
-from miroctl.config.sections import Mode
+from miroctl.config.sections import ASK_TIMEOUT, Mode
 from miroctl.policy.urls import UrlRules
 
 __all__ = ["ALLOW", "Decision", "Mode", "Policy", "ToolMeta", "matches", "merge_meta", "tool_settings"]
@@ -84,6 +85,7 @@ class ToolMeta:
     idempotent: bool = False
     open_world: bool = True
     risk: str = "normal"
+    category: str | None = None  # "notify": it reaches people (mail, chat, pager)
     max_result_chars: int | None = None
     concurrency_safe: bool = True
 
@@ -112,6 +114,7 @@ def merge_meta(config: Mapping[str, Any], annotations: Mapping[str, Any] | None)
     return ToolMeta(
         **values,
         risk=str(config.get("risk", "normal")),
+        category=config.get("category"),
         max_result_chars=config.get("max_result_chars"),
         concurrency_safe=bool(config.get("concurrency_safe", True)),
     )
@@ -159,7 +162,9 @@ class Policy:
     mode: str = "normal"
     allowlist: tuple[str, ...] = ()
     allow_high: tuple[str, ...] = ()
+    allow_notify: tuple[str, ...] = ()
     assume_yes: bool = False
+    ask_timeout: float = ASK_TIMEOUT  # how long a gateway's host has to answer mode ask's question
     url_rules: UrlRules = field(default_factory=UrlRules)
     max_result_chars: int | None = None
     demo_mode: bool = False
@@ -175,7 +180,9 @@ class Policy:
             mode=rules.mode.value,
             allowlist=rules.allowlist,
             allow_high=rules.allow_high,
+            allow_notify=rules.allow_notify,
             assume_yes=rules.assume_yes,
+            ask_timeout=rules.ask_timeout,
             url_rules=UrlRules(sections.url_block) if sections.url_block is not None else UrlRules(),
             max_result_chars=sections.max_result_chars,
             demo_mode=(environ if environ is not None else os.environ).get("DEMO_MODE") == "1",
@@ -247,11 +254,18 @@ class Policy:
             return ALLOW
         if self.mode == "read_only" and not meta.read_only:
             return Decision(False, "mode_read_only", f"{where} is not read-only, and the mode is read_only")
-        if self.mode == "ask" and (meta.destructive or meta.risk == "high"):
-            kind = "high-risk" if meta.risk == "high" else "destructive"
+        notify = meta.category == "notify" and matches(self.allow_notify, spec, tool) is None
+        if self.mode == "ask" and (meta.destructive or meta.risk == "high" or notify):
+            kind = "high-risk" if meta.risk == "high" else "destructive" if meta.destructive else "a notify tool"
             return Decision(False, "mode_ask", f"{where} is {kind}: mode ask needs a yes", needs_confirmation=True)
         if meta.risk == "high" and matches(self.allow_high, spec, tool) is None:
             return Decision(
                 False, "guardrail_high", f"{where} is marked risk: high and policy.allow_high does not name it"
+            )
+        if notify:
+            return Decision(
+                False,
+                "guardrail_notify",
+                f"{where} is marked category: notify and policy.allow_notify does not name it",
             )
         return ALLOW
