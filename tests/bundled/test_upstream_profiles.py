@@ -312,3 +312,16 @@ def test_the_seeds_toolmanager_hands_an_upstream_failure_to_the_agent_as_its_res
         "tool_name": "google_search",
         "result": "[ERROR]: q is empty: give the words to search for",
     }
+
+
+@pytest.mark.process
+def test_a_mirothinker_agent_file_lists_its_servers_from_the_profile_less_its_blacklisted_tools(no_keys):
+    agent = Path(__file__).parents[1] / "fixtures" / "upstream" / "mirothinker" / "conf" / "agent" / "demo.yaml"
+    result = CliRunner().invoke(app, ["-c", str(agent), "list", "--json"])
+    assert result.exit_code == 0, result.stderr
+    servers = {s["name"]: [t["name"] for t in s["tools"]] for s in json.loads(result.stdout)["servers"]}
+    assert servers == {
+        "search_and_scrape_webpage": ["google_search"],  # the agent blacklists sogou_search
+        "jina_scrape_llm_summary": ["scrape_and_extract_info"],
+        "tool-python": [t for t in MIROTHINKER["tool-python"] if t != "download_file_from_sandbox_to_local"],
+    }
