@@ -2,19 +2,26 @@
 #   docker build -t miroctl .
 #   docker run -p 8765:8765 -e MIROCTL_TOKEN=$(openssl rand -hex 24) miroctl
 # docs/deploy.md runs it on Kubernetes (probes, drain, autoscaling, state on shared storage).
-FROM python:3.11-slim
+# BASE: any Debian-like image with python3 (3.11+) and its venv module. PIP_CERT, when given, is the CA bundle pip
+# trusts during the build (a TLS-inspecting proxy's: bench/container_smoke.py mounts the host's and sets it).
+ARG BASE=python:3.11-slim
+FROM ${BASE}
+ARG PIP_CERT
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     PIP_NO_CACHE_DIR=1 \
-    PIP_DISABLE_PIP_VERSION_CHECK=1
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    PATH=/opt/miroctl/bin:$PATH
 
 WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY miroctl ./miroctl
 COPY servers ./servers
 COPY config ./config
-RUN pip install '.[metrics]' \
+# A virtual environment, so that a base whose system Python refuses pip installs (PEP 668) works too.
+RUN python3 -m venv /opt/miroctl \
+    && /opt/miroctl/bin/pip install '.[metrics]' \
     && rm -rf /src \
     && useradd --create-home --uid 10001 --user-group miroctl \
     && mkdir -p /var/lib/miroctl/sandboxes /var/lib/miroctl/downloads /var/lib/miroctl/planner \

@@ -22,7 +22,7 @@ from pydantic import Field
 
 from miroctl.base.version import __version__
 
-from .helpers.common import human_bytes, number_setting, result, scratch_dir, setting
+from .helpers.common import groupable, human_bytes, number_setting, result, scratch_dir, setting
 from .helpers.fetching import fetch_url
 from .helpers.sandbox_e2b import E2BSandboxes
 from .helpers.sandbox_local import E2B_HOME, LocalSandboxes, limits_from_env
@@ -227,6 +227,16 @@ def _download_target(given: str, name: str) -> str:
     if text.endswith("/") or "." not in last or text in (".", E2B_HOME):
         return posixpath.join(text, name)
     return text
+
+
+@groupable(_RUNS)
+def stateless_python(code: str) -> CallToolResult:
+    """Run a Python program in a fresh one-shot sandbox and return its output; nothing is kept between calls.
+
+    code: the program (print what you want to see). Returns its exit code, stdout and stderr. To keep files
+    or state between runs, create a sandbox and use run_python_code instead.
+    """
+    return run_python_code(code_block=code)
 
 
 def sandbox_backend() -> Any:

@@ -2,9 +2,14 @@
 
 Results pass miroctl's URL rules (MIROCTL_URL_BLOCK, by default the Hugging Face dataset and space pages)
 before the model sees them, and the answer says how many were dropped. A quoted query that finds nothing
-is tried once more without its quotes, as the seeds do. Settings (environment): SERPER_API_KEY,
+is tried once more without its quotes, as the seeds do. Percent-encoded URLs in the results are decoded
+where that changes no part of the URL (upstream's decode_http_urls_in_dict), and results from unifuncs
+mirrors are dropped as upstream's search side drops them. Settings (environment): SERPER_API_KEY,
 SERPER_BASE_URL, SEARCH_BACKEND (auto, serper or ddgs), DDGS_BACKEND (the engines ddgs asks), DDGS_PROXY and
-DDGS_CA_BUNDLE (a proxy for ddgs, and the CA of one that inspects TLS), and webapi's HTTP_*.
+DDGS_CA_BUNDLE (a proxy for ddgs, and the CA of one that inspects TLS), REMOVE_SNIPPETS, REMOVE_KNOWLEDGE_GRAPH
+and REMOVE_ANSWER_BOX (true: leave those out of google_search's answer, as upstream's switches do),
+TENCENTCLOUD_SECRET_ID, TENCENTCLOUD_SECRET_KEY and SOGOU_BASE_URL (sogou_search: Tencent Cloud's SearchPro),
+and webapi's HTTP_*.
 """
 
 from __future__ import annotations
@@ -22,7 +27,9 @@ from pydantic import Field
 
 from miroctl.policy import urls
 
-from .helpers.common import result, setting
+from .helpers import sogou
+from .helpers.common import groupable, result, setting
+from .helpers.urldecode import decode_urls
 from .helpers.webapi import Answer, HttpSettings, call, json_message, one_line
 
 mcp = MCPServer("search", version="0.1.0", log_level="WARNING")
@@ -34,6 +41,8 @@ QUOTES = '"“”„'  # typographic quotes count too
 SECTIONS = ("organic", "peopleAlsoAsk", "topStories", "news", "images", "videos", "places")
 SINGLE_SECTIONS = ("knowledgeGraph", "answerBox")
 DDGS_TIMELIMITS = {"qdr:d": "d", "qdr:w": "w", "qdr:m": "m", "qdr:y": "y"}
+SEARCH_BLOCK = ("*unifuncs*",)  # upstream's search side drops these mirrors of other sites' pages
+TRUE = ("true", "1", "yes")
 
 
 @dataclass
@@ -54,37 +63,97 @@ def google_search(
     num: Annotated[int, Field(ge=1, le=100)] = 10,
     tbs: str | None = None,
     page: Annotated[int, Field(ge=1, le=100)] = 1,
+    autocorrect: bool | None = None,
 ) -> CallToolResult:
     """Search the web (Google through the Serper API; a keyless metasearch when no key is set).
 
     q: the search words; Google operators work ("exact phrase", site:example.org, filetype:pdf).
     gl: country of the results (us, uk, cn, de, ...). hl: interface language (en, zh, es, ...).
-    location: a city-level place, e.g. "SoHo, New York, United States".
-    num: results per page (1-100). page: which page of results (1 = the first).
-    tbs: a time filter: qdr:h (past hour), qdr:d (day), qdr:w (week), qdr:m (month), qdr:y (year).
+    location: a city-level place ("SoHo, New York, United States").
+    num: results per page (1-100). page: the page of results (1 = the first).
+    tbs: a time filter: qdr:h (hour), qdr:d (day), qdr:w (week), qdr:m (month), qdr:y (year).
+    autocorrect: may Google correct the spelling of q (default: Google decides).
 
-    Returns JSON: the organic results (title, link, snippet, position, date when known), and when
-    Google has them a knowledge graph, an answer box, "people also ask" and related searches; plus
-    "backend" (serper or ddgs) and "dropped_by_url_rules", the number of results removed because their
-    pages may not be used. A quoted query with no results is retried once without the quotes (said in
-    "notes"). No results at all, a refused key or an unreachable service is a tool error saying why.
+    Returns JSON: organic results (title, link, snippet, position, date), and when Google has them a
+    knowledge graph, answer box, "people also ask" and related searches; "backend" (serper or ddgs) and
+    "dropped_by_url_rules" (results whose pages may not be used). A quoted query with no results is
+    retried unquoted. No results, a refused key or an unreachable service is a tool error saying why.
     """
     query = q.strip()
     if not query:
         raise ToolError("q is empty: give the words to search for")
-    rules = urls.from_env()
-    found, dropped = _filtered(_backend()(query, gl, hl, location, num, tbs, page), rules)
+    rules = search_rules()
+    options = Options(gl, hl, location, num, tbs, page, autocorrect)
+    found, dropped = _filtered(_backend()(query, options), rules)
     unquoted = " ".join(query.translate({ord(c): " " for c in QUOTES}).split())
     if not found.sections.get("organic") and unquoted and any(c in query for c in QUOTES):
-        retry, dropped_again = _filtered(_backend()(unquoted, gl, hl, location, num, tbs, page), rules)
+        retry, dropped_again = _filtered(_backend()(unquoted, options), rules)
         retry.notes.insert(0, f"No results for {query}; these are the results for {unquoted} (without quotes).")
         found, dropped, query = retry, dropped + dropped_again, unquoted
     if not found.sections.get("organic"):
         raise ToolError(_nothing_found(query, dropped))
-    data = {"backend": found.backend, "query": query, **found.sections, "dropped_by_url_rules": dropped}
+    data = {"backend": found.backend, "query": query, **_trimmed(found.sections), "dropped_by_url_rules": dropped}
     if found.notes:
         data["notes"] = found.notes
     return result(json.dumps(data, ensure_ascii=False, indent=1), data)
+
+
+@mcp.tool(annotations=SEARCH, structured_output=False)
+def sogou_search(q: str, num: int = 10) -> CallToolResult:
+    """Search the web with Sogou through Tencent Cloud's SearchPro API: better than Google for Chinese queries.
+
+    q: the search words. num: how many results (10, 20, 30, 40 or 50; more than 10 needs SearchPro's
+    premium edition).
+
+    Returns JSON: "Query" (as searched) and "Pages", each with title, url, passage, date and site;
+    "dropped_by_url_rules" counts the results removed because their pages may not be used. Missing
+    credentials (TENCENTCLOUD_SECRET_ID, TENCENTCLOUD_SECRET_KEY), a refused request or an unreachable
+    service is a tool error saying why.
+    """
+    query = q.strip()
+    if not query:
+        raise ToolError("q is empty: give the words to search for")
+    if num not in sogou.COUNTS:
+        raise ToolError(f"num must be one of 10, 20, 30, 40 or 50, got {num}")
+    pages = decode_urls(sogou.search(query, num, HttpSettings.from_env()))
+    rules = search_rules()
+    kept = [page for page in pages if rules.first_blocked(page) is None]
+    data = {"Query": query, "Pages": kept, "dropped_by_url_rules": len(pages) - len(kept)}
+    return result(json.dumps(data, ensure_ascii=False, indent=1), data)
+
+
+@groupable(SEARCH)
+def sogou_search_by_query(Query: str, Cnt: int = 10) -> CallToolResult:  # upstream's parameter names
+    """Search the web with Sogou through Tencent Cloud's SearchPro API: better than Google for Chinese queries.
+
+    Query: the search words. Cnt: how many results (10, 20, 30, 40 or 50).
+    Returns JSON: "Query" and "Pages", each with title, url, passage, date and site.
+    """
+    return sogou_search(Query, Cnt)
+
+
+def search_rules() -> urls.UrlRules:
+    """The server's URL rules, with what upstream's search side drops besides."""
+    rules = urls.from_env()
+    return urls.UrlRules(rules.block + tuple(p for p in SEARCH_BLOCK if p not in rules.block))
+
+
+def _trimmed(sections: dict[str, Any]) -> dict[str, Any]:
+    """The sections without what REMOVE_SNIPPETS, REMOVE_KNOWLEDGE_GRAPH and REMOVE_ANSWER_BOX leave out."""
+    trimmed = dict(sections)
+    for switch, name in (("REMOVE_KNOWLEDGE_GRAPH", "knowledgeGraph"), ("REMOVE_ANSWER_BOX", "answerBox")):
+        if (setting(switch) or "").lower() in TRUE:
+            trimmed.pop(name, None)
+    if (setting("REMOVE_SNIPPETS") or "").lower() in TRUE:
+        for name in ("organic", "peopleAlsoAsk"):
+            entries = trimmed.get(name)
+            if isinstance(entries, list):
+                trimmed[name] = [_without_snippet(entry) for entry in entries]
+    return trimmed
+
+
+def _without_snippet(entry: Any) -> Any:
+    return {k: v for k, v in entry.items() if k != "snippet"} if isinstance(entry, Mapping) else entry
 
 
 def _nothing_found(query: str, dropped: int) -> str:
@@ -96,7 +165,20 @@ def _nothing_found(query: str, dropped: int) -> str:
 # ---------------------------------------------------------------------------------------------- backends
 
 
-Backend = Callable[[str, str, str, str | None, int, str | None, int], Found]
+@dataclass(frozen=True)
+class Options:
+    """What google_search asks besides the words."""
+
+    gl: str
+    hl: str
+    location: str | None
+    num: int
+    tbs: str | None
+    page: int
+    autocorrect: bool | None = None
+
+
+Backend = Callable[[str, Options], Found]
 
 
 def _backend() -> Backend:
@@ -109,13 +191,15 @@ def _backend() -> Backend:
     return _ddgs
 
 
-def _serper(q: str, gl: str, hl: str, location: str | None, num: int, tbs: str | None, page: int) -> Found:
+def _serper(q: str, options: Options) -> Found:
     """One Serper search: POST {SERPER_BASE_URL}/search with the key in X-API-KEY."""
     key = setting("SERPER_API_KEY")
     if key is None:
         raise ToolError("SERPER_API_KEY is not set (SEARCH_BACKEND=serper): set it, or use SEARCH_BACKEND=auto")
-    body: dict[str, Any] = {"q": q, "gl": gl, "hl": hl, "num": num, "page": page}
-    body.update({name: value for name, value in (("location", location), ("tbs", tbs)) if value})
+    body: dict[str, Any] = {"q": q, "gl": options.gl, "hl": options.hl, "num": options.num, "page": options.page}
+    body.update({name: value for name, value in (("location", options.location), ("tbs", options.tbs)) if value})
+    if options.autocorrect is not None:
+        body["autocorrect"] = options.autocorrect
     base = (setting("SERPER_BASE_URL") or SERPER_URL).rstrip("/")
     answer = call(
         "Serper",
@@ -126,7 +210,7 @@ def _serper(q: str, gl: str, hl: str, location: str | None, num: int, tbs: str |
         json=body,
         headers={"X-API-KEY": key, "Content-Type": "application/json"},
     )
-    data = answer.json("Serper")
+    data = decode_urls(answer.json("Serper"))
     if not isinstance(data, Mapping) or not isinstance(data.get("organic", []), list):
         raise ToolError("Serper sent a malformed answer: no list of organic results")
     sections = {name: data[name] for name in ("searchParameters", *SINGLE_SECTIONS, *SECTIONS) if name in data}
@@ -143,7 +227,7 @@ def _serper_error(answer: Answer) -> str:
     return status
 
 
-def _ddgs(q: str, gl: str, hl: str, location: str | None, num: int, tbs: str | None, page: int) -> Found:
+def _ddgs(q: str, options: Options) -> Found:
     """One keyless search with ddgs (several public engines, no key), reshaped like Serper's answer."""
     try:
         import ddgs
@@ -154,11 +238,14 @@ def _ddgs(q: str, gl: str, hl: str, location: str | None, num: int, tbs: str | N
             "(or set SERPER_API_KEY)"
         ) from None
     notes = ["SERPER_API_KEY is not set: results come from the keyless ddgs metasearch, not from Google."]
-    timelimit = _ddgs_timelimit(tbs, notes)
-    if location:
-        notes.append(f"location {location!r} is not supported by the keyless backend and was ignored.")
-    options = {"region": f"{gl.lower()}-{hl.lower()}", "timelimit": timelimit, "max_results": num, "page": page}
-    hits = _ddgs_hits(ddgs, q, options)
+    timelimit = _ddgs_timelimit(options.tbs, notes)
+    if options.location:
+        notes.append(f"location {options.location!r} is not supported by the keyless backend and was ignored.")
+    if options.autocorrect is not None:
+        notes.append("autocorrect is not supported by the keyless backend and was ignored.")
+    region = f"{options.gl.lower()}-{options.hl.lower()}"
+    asked = {"region": region, "timelimit": timelimit, "max_results": options.num, "page": options.page}
+    hits = decode_urls(_ddgs_hits(ddgs, q, asked))
     organic = [
         {"title": h.get("title", ""), "link": h.get("href", ""), "snippet": h.get("body", ""), "position": i}
         for i, h in enumerate(hits, 1)

@@ -3,8 +3,10 @@
 Images: Anthropic (ANTHROPIC_API_KEY), an OpenAI-compatible endpoint (OPENAI_API_KEY / OPENAI_BASE_URL,
 or VISION_OPENAI_*) or Gemini (GEMINI_API_KEY), tried in that order unless VISION_BACKEND names one.
 Local files are sent as base64 data, URLs as URLs (Gemini gets the downloaded bytes). YouTube videos
-need Gemini, which reads them itself. Models: VISION_ANTHROPIC_MODEL, VISION_OPENAI_MODEL,
-VISION_GEMINI_MODEL; VISION_MAX_BYTES caps an image (default 20 MB).
+need Gemini, which reads them itself; so do video files (visual_question_answering_media, upstream
+MiroThinker's media_path_or_url form, sends them inline up to VISION_MAX_VIDEO_BYTES, default 20 MB).
+Models: VISION_ANTHROPIC_MODEL, VISION_OPENAI_MODEL, VISION_GEMINI_MODEL; VISION_MAX_BYTES caps an image
+(default 20 MB).
 """
 
 from __future__ import annotations
@@ -12,7 +14,9 @@ from __future__ import annotations
 import base64
 import functools
 import re
+from pathlib import PurePosixPath
 from typing import Any
+from urllib.parse import urlsplit
 
 import anyio
 from mcp.server.mcpserver import MCPServer
@@ -22,7 +26,7 @@ from mcp.types import CallToolResult, ToolAnnotations
 from miroctl.base.version import __version__
 
 from .helpers import fetching, models
-from .helpers.common import number_setting, result, setting
+from .helpers.common import groupable, number_setting, result, setting
 
 mcp = MCPServer("vision", version=__version__, log_level="WARNING")
 
@@ -36,6 +40,19 @@ PROMPT = (
     "numbers), saying where it is unclear. Then answer the question, describing anything uncertain or "
     "partly visible rather than leaving it out.\n\nQuestion: {question}"
 )
+VIDEO_TYPES = {
+    ".mp4": "video/mp4",
+    ".m4v": "video/mp4",
+    ".mov": "video/quicktime",
+    ".webm": "video/webm",
+    ".mkv": "video/x-matroska",
+    ".avi": "video/x-msvideo",
+    ".mpeg": "video/mpeg",
+    ".mpg": "video/mpeg",
+    ".3gp": "video/3gpp",
+    ".wmv": "video/x-ms-wmv",
+    ".flv": "video/x-flv",
+}
 LOOKS = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=False, open_world_hint=True)
 
 
@@ -99,7 +116,47 @@ async def visual_audio_youtube_analyzing(
     return result(text, {"model": model, "api": "Gemini", "url": url, "text": text})
 
 
+@groupable(LOOKS)
+async def visual_question_answering_media(media_path_or_url: str, question: str) -> CallToolResult:
+    """Ask a model a question about one image (PNG, JPEG, GIF, WebP) or one video file and return its answer.
+
+    `media_path_or_url` is a local file path or an http(s) URL of the image or video itself. Videos (MP4,
+    MOV, WebM, MKV, AVI, MPEG, ...) are watched by Gemini (GEMINI_API_KEY); images go to the configured
+    vision model, and the answer starts with any text visible in the image. For YouTube, use
+    visual_audio_youtube_analyzing.
+    """
+    video_type = _video_type(media_path_or_url)
+    if video_type is None:
+        return await visual_question_answering(media_path_or_url, question)
+    if not question.strip():
+        raise ToolError("question is empty: say what you want to know about the video")
+    endpoint = models.gemini_endpoint()
+    if endpoint is None:
+        raise ToolError("a video needs Gemini, which can watch it: set GEMINI_API_KEY in the server's environment")
+    video = await anyio.to_thread.run_sync(functools.partial(_video, media_path_or_url, video_type))
+    types = models.sdk("google.genai.types", "google-genai")
+    part = types.Part.from_bytes(data=video.data, mime_type=video.mime)
+    answer, model = await _ask_gemini(endpoint, [part, f"Answer the question: {question.strip()}"])
+    return result(answer, {"model": model, "api": endpoint.api, "video": video.source, "answer": answer})
+
+
 # ---------------------------------------------------------------------------------------------- inputs
+
+
+def _video_type(given: str) -> str | None:
+    """The video media type a path or URL names by its suffix, or None (an image, or anything else)."""
+    path = urlsplit(given.strip()).path if fetching.is_url(given.strip()) else given.strip()
+    return VIDEO_TYPES.get(PurePosixPath(path).suffix.lower())
+
+
+def _video(given: str, video_type: str) -> fetching.Fetched:
+    limit = int(number_setting("VISION_MAX_VIDEO_BYTES", 20 * 1024 * 1024, minimum=1024))
+    if fetching.is_url(given.strip()):
+        video = fetching.fetch_url(given.strip(), limit, timeout=60.0)
+    else:
+        video = fetching.read_local(given.strip(), limit, "video file")
+    mime = video.mime if video.mime.startswith("video/") else video_type
+    return fetching.Fetched(video.data, mime, video.name, video.source)
 
 
 def _image_backend() -> models.Endpoint:

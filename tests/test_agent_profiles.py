@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 from miroctl.base.errors import ConfigError
 from miroctl.cli.app import app
 from miroctl.config.loader import load
-from tests.conftest import fixture_yaml
+from tests.conftest import ROOT, fixture_yaml
 
 UPSTREAM = Path(__file__).parent / "fixtures" / "upstream"
 MIROFLOW = UPSTREAM / "miroflow" / "config"
@@ -66,14 +66,34 @@ def test_mirothinkers_defaults_compose_the_same_groups_file_and_its_own_keys_win
     assert "no agent named 'browsing' (its agents: main_agent)" in raised.value.message
 
 
-def test_mirothinkers_code_defined_server_names_are_each_reported_as_unresolved():
+def test_mirothinkers_code_defined_server_names_resolve_to_the_bundled_mirothinker_profiles_servers():
     config = load(str(MIROTHINKER / "multi_agent.yaml"), agent="agent-browsing")
     specs = config.select()
     assert [s.name for s in specs] == ["tool-google-search", "tool-vqa", "tool-reader", "tool-python"]
+    bundled = ROOT / "config" / "mirothinker"
     for spec in specs:
-        assert spec.error is not None
-        assert spec.error.startswith(f"{spec.name!r} is defined in MiroThinker's code (src/config/settings.py)")
-        assert str(MIROTHINKER.parent / "tool" / f"{spec.name}.yaml") in spec.error  # the Hydra group beside agent/
+        assert spec.error is None, spec.error
+        assert spec.source == str(bundled / f"{spec.name}.yaml") and spec.env["GROUP_NAME"] == spec.name
+
+
+def test_a_server_file_beside_the_agent_wins_over_the_bundled_server_of_that_name(tmp_path: Path):
+    (tmp_path / "agent").mkdir()
+    (tmp_path / "tool").mkdir()
+    shutil.copy(MIROTHINKER / "multi_agent.yaml", tmp_path / "agent" / "multi_agent.yaml")
+    shutil.copy(MIROTHINKER / "default.yaml", tmp_path / "agent" / "default.yaml")
+    own = fixture_yaml("tool-vqa", "--tools", "echo")
+    (tmp_path / "tool" / "tool-vqa.yaml").write_text(yaml.safe_dump(own))
+    config = load(str(tmp_path / "agent" / "multi_agent.yaml"), agent="browsing")
+    assert config.get("tool-vqa").source == str(tmp_path / "tool" / "tool-vqa.yaml")
+    assert config.get("tool-reader").source == str(ROOT / "config" / "mirothinker" / "tool-reader.yaml")
+
+
+def test_a_name_mirothinker_does_not_define_still_needs_a_file(tmp_path: Path):
+    path = tmp_path / "agent.yaml"
+    path.write_text("main_agent:\n  tools: [tool-python, tool-nosuch]\n")
+    config = load(str(path))
+    assert config.get("tool-python").error is None
+    assert config.get("tool-nosuch").error == f"no server file for 'tool-nosuch' in {tmp_path / 'tool'}"
 
 
 def _miroflow_copy(tmp_path: Path) -> Path:

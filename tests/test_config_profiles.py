@@ -32,7 +32,7 @@ def test_an_unknown_name_is_a_config_error_that_lists_the_bundled_profiles(tmp_p
     with pytest.raises(ConfigError) as raised:
         find_config("resarch", tmp_path)
     assert raised.value.message == "config file not found: resarch (from --config)"
-    assert raised.value.hint == "bundled profiles: default, research"
+    assert raised.value.hint == "bundled profiles: default, miroflow, mirothinker, research"
     with pytest.raises(ConfigError):
         find_config("../research", tmp_path)  # a path is a path, never a profile name
 
@@ -43,7 +43,7 @@ def test_the_global_config_option_before_the_command_selects_the_profile_for_it(
     assert result.exit_code == 0, result.stderr
     assert [s["name"] for s in json.loads(result.stdout)["servers"]] == ["solo"]
     unknown = CliRunner().invoke(app, ["--config", "nosuch", "list", "--json"])
-    assert unknown.exit_code == 2 and "bundled profiles: default, research" in unknown.stderr
+    assert unknown.exit_code == 2 and "bundled profiles: default, miroflow, mirothinker, research" in unknown.stderr
 
 
 def test_a_commands_own_config_option_wins_over_the_global_one(write_config):

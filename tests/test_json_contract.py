@@ -135,10 +135,11 @@ def _first_line(stream, timeout: float = 60) -> str:
 def test_serve_json_prints_its_ready_line_as_one_document_and_the_api_documents_validate(tmp_path, leak_tag, capsys):
     env = {"MIROCTL_TEST_TAG": leak_tag}
     path = write_pool(tmp_path, {"alpha": fixture_yaml("alpha", "--tools", "echo,add", env=env)})
-    gateway = GatewayProcess("--config", str(path), "--transport", "http", "--port", "0", "--json")
+    gateway = GatewayProcess("--config", str(path), "--transport", "http", "--port", "0", "--json", env={"TASK_ID": ""})
     try:
         ready = validate(json.loads(_first_line(gateway.proc.stdout)))
         assert (ready["transport"], sorted(ready["tools"])) == ("http", ["alpha__add", "alpha__echo"])
+        assert ready["task_id"].startswith("gateway-")  # the gateway's own, without --task-id or $TASK_ID
         base = ready["url"].removesuffix("/mcp")
         status, _, body = request(base, "GET", "/healthz")
         assert status == 200 and validate(json.loads(body))["status"] == "ok"

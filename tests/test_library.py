@@ -77,6 +77,18 @@ def test_a_wrong_server_is_corrected_with_the_seeds_note_in_the_result():
     )
 
 
+def test_a_short_server_name_reaches_the_tool_server_with_the_seeds_note_as_the_seeds_know_no_short_names():
+    tm = manager("tool-one")
+    answer = asyncio.run(tm.execute_tool_call("one", "shout", {"text": "a"}))
+    assert answer["server_name"] == "tool-one"
+    assert answer["result"] == (
+        "[Auto-corrected: Server 'one' not found, but tool 'shout' was found only in server 'tool-one', "
+        "so automatically used 'tool-one' instead] A"
+    )
+    exact = asyncio.run(tm.execute_tool_call("tool-one", "shout", {"text": "a"}))
+    assert exact == {"server_name": "tool-one", "tool_name": "shout", "result": "A"}
+
+
 def test_unparsed_arguments_are_an_error_and_nothing_is_sent():
     tm = manager("one")
     bad = {"error": "Failed to parse arguments", "raw": '{"text": '}
@@ -248,3 +260,43 @@ def test_a_near_miss_on_the_named_server_loses_to_the_exact_tool_elsewhere_with_
         "result": "[Auto-corrected: Server 'tool-alpha' has no tool 'sleepy', but tool 'sleepy' was found only in "
         "server 'tool-beta', so automatically used 'tool-beta' instead] sleepy on tool-beta",
     }
+
+
+class LegacyParams:
+    """The fields of mcp 1.x's StdioServerParameters, which an agent on mcp 1.x hands over."""
+
+    def __init__(self) -> None:
+        self.command = sys.executable
+        self.args = ["-P", "server.py"]
+        self.env = {"KEY": "value"}
+        self.cwd = None
+
+
+def test_the_seeds_params_may_be_any_stdio_like_object_or_a_url_the_path_choosing_sse():
+    configs = [
+        {"name": "old", "params": LegacyParams()},
+        {"name": "events", "params": "http://127.0.0.1:9/sse"},
+        {"name": "stream", "params": "https://127.0.0.1:9/mcp"},
+    ]
+    specs = {spec.name: spec for spec in ToolManager(configs).config.servers}
+    old = specs["old"]
+    assert (old.transport, old.command, tuple(old.args), dict(old.env), old.cwd) == (
+        "stdio",
+        sys.executable,
+        ("-P", "server.py"),
+        {"KEY": "value"},
+        None,
+    )
+    assert (specs["events"].transport, specs["stream"].transport) == ("sse", "streamable_http")
+
+
+def test_params_that_are_neither_stdio_nor_http_list_as_that_servers_error_and_start_nothing():
+    tm = ToolManager([{"name": "ftp", "params": "ftp://127.0.0.1/x"}, {"name": "odd", "params": object()}])
+    defs = asyncio.run(tm.get_all_tool_definitions())
+    assert [d["name"] for d in defs] == ["ftp", "odd"]
+    assert defs[0]["tools"] == [
+        {"error": "server 'ftp': params must be an http(s) URL or stdio parameters, got 'ftp://127.0.0.1/x'"}
+    ]
+    assert defs[1]["tools"] == [{"error": "server 'odd': unknown server params type object (no command)"}]
+    answer = asyncio.run(tm.execute_tool_call("odd", "anything", {}))
+    assert set(answer) == {"server_name", "tool_name", "error"} and "no command" in answer["error"]

@@ -114,3 +114,25 @@ def test_a_url_in_the_seeds_params_is_called_over_streamable_http(http_fixture):
     assert tm.config.servers[0].transport == "streamable_http"
     answer = asyncio.run(tm.execute_tool_call("web", "echo", {"text": "over http"}))
     assert answer == {"server_name": "web", "tool_name": "echo", "result": "over http"}
+
+
+def test_a_server_that_dies_on_start_says_why_with_the_last_line_of_its_stderr():
+    dying = (
+        "import sys; print('starting', file=sys.stderr); sys.exit(\"ModuleNotFoundError: No module named 'fastmcp'\")"
+    )
+    params = StdioServerParameters(command=sys.executable, args=["-c", dying])
+    tm = ToolManager([{"name": "dies", "params": params}])
+
+    async def work() -> tuple[list[dict[str, object]], dict[str, object]]:
+        listed = await tm.get_all_tool_definitions()
+        called = await tm.execute_tool_call("dies", "anything", {})
+        await tm.close()
+        return listed, called
+
+    listed, called = asyncio.run(work())
+    (entry,) = listed[0]["tools"]  # type: ignore[misc]
+    reason = "(its stderr ends: ModuleNotFoundError: No module named 'fastmcp')"
+    for error in (str(entry["error"]), str(called["error"])):
+        assert error.startswith("server exited with code 1")
+        assert error.count(reason) == 1 and "MIROCTL_PYTHON" in error  # then the hint: which interpreter to set
+    assert called["server_name"] == "dies" and "result" not in called

@@ -16,7 +16,14 @@ from tests.policy_support import webtools_yaml
 def test_a_full_policy_profile_loads_into_the_policy(write_config, tmp_path):
     path = write_config(
         {"web": webtools_yaml("web", max_result_chars=500, tools={"wipe": {"risk": "high", "destructive": True}})},
-        policy={"mode": "ask", "allowlist": ["web.*"], "allow_high": ["web.wipe"], "assume_yes": True},
+        policy={
+            "mode": "ask",
+            "allowlist": ["web.*"],
+            "allow_high": ["web.wipe"],
+            "allow_notify": ["web.note"],
+            "assume_yes": True,
+            "ask_timeout": 30,
+        },
         url_rules={"block": ["example.org/private"]},
         fallbacks={
             "markitdown": {
@@ -36,6 +43,7 @@ def test_a_full_policy_profile_loads_into_the_policy(write_config, tmp_path):
         ("web.wipe",),
         True,
     )
+    assert (policy.allow_notify, policy.ask_timeout) == (("web.note",), 30.0)
     assert policy.url_rules.block == ("example.org/private",)
     assert policy.scrape_tools == ("scrape", "fetch_page")
     assert policy.max_result_chars == 10000
@@ -55,6 +63,8 @@ def test_a_full_policy_profile_loads_into_the_policy(write_config, tmp_path):
         ({"max_result_chars": -5}, "max_result_chars: expected a positive number of characters, got -5"),
         ({"fallbacks": {"markitdown": {"timeout": 0}}}, "fallbacks.markitdown.timeout: expected a positive number"),
         ({"log": 7}, "log: expected a file path, got 7"),
+        ({"policy": {"ask_timeout": 0}}, "policy.ask_timeout: expected a positive number, got 0"),
+        ({"policy": {"allow_notify": [""]}}, "policy.allow_notify: expected a list of patterns"),
     ],
 )
 def test_a_bad_policy_section_exits_2_with_a_one_line_reason(write_config, profile, reason):
@@ -78,6 +88,7 @@ def test_a_misspelled_policy_key_gets_a_suggestion(write_config):
         ({"wipe": {"read_only": "yes please"}}, "tools.wipe.read_only: expected true or false"),
         ({"wipe": {"readonly": True}}, "tools.wipe: unknown key 'readonly'"),
         ({"wipe": {"max_result_chars": 0}}, "tools.wipe.max_result_chars: expected a positive number"),
+        ({"wipe": {"category": "alert"}}, "tools.wipe.category must be one of notify, got 'alert'"),
     ],
 )
 def test_bad_per_tool_metadata_becomes_that_servers_config_error(write_config, tools, reason):

@@ -68,3 +68,42 @@ def test_ask_mode_without_anyone_to_answer_refuses_a_destructive_tool(tmp_path):
         "message": "web.wipe is destructive: mode ask needs a yes, and none was given",
     }
     assert calls(tmp_path / "r") == []
+
+
+def notify_tools(**sections):
+    """`note` marked category: notify (it is not destructive: a plain write that reaches people)."""
+    return pool(memory_spec("web", None, tools={"note": {"category": "notify"}}), **sections)
+
+
+def list_and_call_note(config, confirm=None):
+    async def main():
+        async with Manager(config, confirm=confirm) as manager:
+            listed = await manager.list_tools()
+            return {t.name for t in listed[0].tools}, await manager.call(CallRequest("web", "note", {"text": "x"}))
+
+    return anyio.run(main)
+
+
+def test_normal_mode_hides_and_refuses_a_notify_tool_with_reason_guardrail_notify():
+    shown, outcome = list_and_call_note(notify_tools())
+    assert "note" not in shown
+    assert (outcome.exit_code, outcome.decision["reason"]) == (5, "guardrail_notify")
+    assert outcome.error == "web.note is marked category: notify and policy.allow_notify does not name it"
+
+
+def test_allow_notify_lets_a_notify_tool_through_in_normal_mode():
+    shown, outcome = list_and_call_note(notify_tools(policy={"allow_notify": ["web.note"]}))
+    assert "note" in shown and outcome.ok
+
+
+def test_ask_mode_asks_for_a_notify_tool_that_allow_notify_does_not_name():
+    asked = []
+
+    async def confirm(question):
+        asked.append(question.decision.message)
+        return True
+
+    shown, outcome = list_and_call_note(notify_tools(policy={"mode": "ask"}), confirm)
+    assert "note" in shown and outcome.ok
+    assert asked == ["web.note is a notify tool: mode ask needs a yes"]
+    assert outcome.decision["confirmed_by"] == "prompt"

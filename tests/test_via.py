@@ -290,14 +290,14 @@ def server_env(result: Any) -> str:
 @pytest.mark.process
 def test_call_via_a_gateway_gives_the_server_its_task_id_as_a_direct_call_does(pool, monkeypatch):
     """The console script's warm path and the Typer command both send --task-id; the gateway's server for that
-    call sees it as TASK_ID, and the served session, started without one, still has none."""
+    call sees it as TASK_ID, and the served session, started without one, has the gateway's own."""
     monkeypatch.delenv("TASK_ID", raising=False)
     words = ["call", "alpha", "env", "name=TASK_ID", "--json", "--via", pool["url"]]
     assert warm.warm([*words, "--task-id", "t-1"], {}) is not None  # the warm path takes it, not the Typer app
     assert server_env(run_miroctl(*words, "--task-id", "t-1")) == "t-1"
     assert server_env(invoke(*words, "--task-id", "t-2", "--no-autocorrect")) == "t-2"  # the Typer command
     assert server_env(run_miroctl(*words, env={"TASK_ID": "t-3"})) == "t-3"  # $TASK_ID, as directly
-    assert server_env(run_miroctl(*words)) == "<unset>"
+    assert server_env(run_miroctl(*words)).startswith("gateway-")
     direct = run_miroctl(*words[:-2], "--task-id", "t-1", "--config", pool["config"])
     assert server_env(direct) == "t-1"
 

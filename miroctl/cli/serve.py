@@ -40,7 +40,7 @@ from miroctl.gateway.guard import (
     check_bind,
 )
 from miroctl.gateway.http import DEFAULT_GRACE, address_of, bind, serve_http
-from miroctl.gateway.server import Gateway, serve_stdio
+from miroctl.gateway.server import Gateway, gateway_task_id, serve_stdio
 from miroctl.gateway.stdio import STOP_GRACE
 from miroctl.launch.handoff import Launch
 from miroctl.render.output import Output
@@ -234,14 +234,15 @@ def serve(
     token = _token(token_env)
     if token:
         out.masker = out.masker.with_secrets([token])
-    # No one can answer mode ask's questions for a remote caller: ask means denied unless --yes in the profile.
+    # Mode ask's questions go to the calling host as elicitations (gateway/approval.py); a host that cannot
+    # answer them is denied unless the profile assumes yes.
     options = {
         "separator": separator,
         "lazy": lazy,
         "plain": plain_names,
         "manager": {
             "mode": mode,
-            "task_id": task_id,
+            "task_id": task_id or os.environ.get("TASK_ID") or gateway_task_id(),
             "log": log,
             "record": record,
             "stop_grace": STOP_GRACE if transport == "stdio" else None,

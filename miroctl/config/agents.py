@@ -1,7 +1,8 @@
 """MiroFlow's and MiroThinker's Hydra agent files read as profiles: the servers and blacklist of one agent.
 
 An agent file has `main_agent:` and `sub_agents: {NAME: ...}`, each naming servers under `tool_config`
-(MiroFlow: files in config/tool/) or `tools` (MiroThinker: servers its code defines), with a per-agent
+(MiroFlow: files in config/tool/) or `tools` (MiroThinker: servers its code defines, which miroctl's bundled
+mirothinker profile serves under the same names unless a file beside the agent's defines one), with a per-agent
 `tool_blacklist`. Its `defaults:` list composes the same group's files first (Hydra's `_self_` order);
 other groups (benchmark, llm, hydra overrides) are the agent's business and are not read. Nothing but the
 picked agent's server names and blacklist is resolved, so the agent's own `${oc.env:...}` (its LLM keys)
@@ -23,7 +24,9 @@ MAIN = "main_agent"
 OURS = {"tool_config", "tools", "tool_blacklist"}  # what miroctl reads in an agent's section
 MISREAD_AT_TOP = {"tool_config", "tool_blacklist", "tools"}  # upstream reads these per agent only
 MAX_DEPTH = 8
-# The servers MiroThinker's code defines (apps/miroflow-agent/src/config/settings.py), not files.
+# The servers MiroThinker's code defines (apps/miroflow-agent/src/config/settings.py), not files: an agent
+# file naming them gets the bundled mirothinker profile's servers of those names (its folder, below).
+CODE_DEFINED_DIR = "mirothinker"
 CODE_DEFINED = frozenset(
     {
         "tool-google-search",

@@ -285,8 +285,15 @@ def _load_agent(path: Path, agent: str | None) -> Config:
         ours = _resolved(ours, path)
     folder = agents.tool_dir(path, ours.get("tool_dir"))
     data = {**ours, "tool_config": list(chosen.names), "tool_blacklist": [list(p) for p in chosen.blacklist]}
-    config = _load_profile(data, path, folder, lambda name: agents.unresolved(name, chosen, folder))
+    bundled = _code_defined if chosen.code_named else None
+    config = _load_profile(data, path, folder, lambda name: agents.unresolved(name, chosen, folder), bundled)
     return replace(config, agent=chosen.agent)
+
+
+def _code_defined(name: str) -> ServerSpec | None:
+    """A server MiroThinker defines in its code, from the bundled mirothinker profile (a file beside wins)."""
+    path = bundled_config_dir() / agents.CODE_DEFINED_DIR / f"{name}.yaml"
+    return server_from_file(path) if name in agents.CODE_DEFINED and path.is_file() else None
 
 
 def _resolved(data: Mapping[str, object], path: Path) -> dict[str, object]:
@@ -307,6 +314,7 @@ def _load_profile(
     path: Path,
     tool_dir: Path | None = None,
     why_missing: Callable[[str], str] | None = None,
+    elsewhere: Callable[[str], ServerSpec | None] | None = None,
 ) -> Config:
     reject_unknown(data, PROFILE_KEYS, f"{path}")
     profile = _profile_from(data, path)
@@ -320,7 +328,10 @@ def _load_profile(
         specs[spec.name] = spec
     names = profile.tool_config
     for name in names or ():
-        if _lookup(specs, name) is None:
+        found = elsewhere(name) if elsewhere is not None and _lookup(specs, name) is None else None
+        if found is not None:
+            specs[found.name] = found
+        elif _lookup(specs, name) is None:
             error = why_missing(name) if why_missing else f"no server file for {name!r} in {tool_dir}"
             specs[name] = ServerSpec(name=name, error=error, source=str(path))
     # Named in tool_config: used, even when its file says `enabled: false` (that only keeps a file out of the

@@ -29,10 +29,12 @@ class Mode(StrEnum):
 
 MODES = tuple(mode.value for mode in Mode)
 RISKS = ("low", "normal", "high")
-POLICY_KEYS = {"mode", "allowlist", "allow_high", "assume_yes"}
+POLICY_KEYS = {"mode", "allowlist", "allow_high", "allow_notify", "assume_yes", "ask_timeout"}
 MARKITDOWN_KEYS = {"enabled", "tools", "docintel_endpoint", "timeout", "max_bytes"}
 TOOL_BOOLS = {"read_only", "destructive", "idempotent", "open_world", "concurrency_safe"}
-TOOL_KEYS = TOOL_BOOLS | {"risk", "max_result_chars"}
+CATEGORIES = ("notify",)
+TOOL_KEYS = TOOL_BOOLS | {"risk", "category", "max_result_chars"}
+ASK_TIMEOUT = 120.0  # seconds a gateway's host has to answer mode ask's question
 
 
 @dataclass(frozen=True)
@@ -42,7 +44,9 @@ class PolicySection:
     mode: Mode = Mode.normal
     allowlist: tuple[str, ...] = ()
     allow_high: tuple[str, ...] = ()
+    allow_notify: tuple[str, ...] = ()
     assume_yes: bool = False
+    ask_timeout: float = ASK_TIMEOUT
 
 
 @dataclass(frozen=True)
@@ -94,7 +98,9 @@ def _policy(value: object, where: str) -> PolicySection:
         mode=Mode(mode),
         allowlist=_patterns(value.get("allowlist"), f"{where}.allowlist"),
         allow_high=_patterns(value.get("allow_high"), f"{where}.allow_high"),
+        allow_notify=_patterns(value.get("allow_notify"), f"{where}.allow_notify"),
         assume_yes=_bool(value.get("assume_yes", False), f"{where}.assume_yes"),
+        ask_timeout=_positive_number(value.get("ask_timeout", ASK_TIMEOUT), f"{where}.ask_timeout"),
     )
 
 
@@ -159,6 +165,10 @@ def _one_tool(settings: Mapping[str, object], where: str) -> dict[str, object]:
         elif key == "risk":
             if item not in RISKS:
                 raise ConfigError(f"{where}.risk must be one of {', '.join(RISKS)}, got {item!r}")
+            result[key] = item
+        elif key == "category":
+            if item not in CATEGORIES:
+                raise ConfigError(f"{where}.category must be one of {', '.join(CATEGORIES)}, got {item!r}")
             result[key] = item
         else:
             result[key] = _limit(item, f"{where}.{key}")

@@ -54,7 +54,17 @@ class Confirmation:
     decision: Decision
 
 
-ConfirmFn = Callable[[Confirmation], Awaitable[bool]]
+@dataclass(frozen=True)
+class Answer:
+    """A confirm callback's answer that says who said yes, or why the answer is no."""
+
+    yes: bool
+    by: str = "prompt"  # the envelope's confirmed_by
+    why: str = "the answer was no"  # how the refusal's message ends
+
+
+# True or False, an Answer, or None when no one could be asked (as if there were no callback).
+ConfirmFn = Callable[[Confirmation], Awaitable[bool | Answer | None]]
 
 
 class Manager:
@@ -102,7 +112,7 @@ class Manager:
         self.masker = masker or Masker(config.secrets() | stored_secrets(s.url for s in config.servers if s.url))
         self.fallback = MarkItDownFallback.from_section(config.profile.sections.markitdown)
         self.task_id = task_id
-        self._confirm = confirm
+        self.confirm = confirm  # a gateway puts its own here: its hosts are asked (gateway/approval.py)
         self._log_path = log_path or config.profile.sections.log
         self._log: CallLog | None = None
         self._exclusive_locks: dict[str, anyio.Lock] = {}
@@ -315,9 +325,9 @@ class Manager:
         values = arguments_.build(route.tool.input_schema, request.arguments, request.pairs)
         values, notes = arguments_.lenient(route.tool, values)
         notes += arguments_.validate(route.tool, values)
-        decision = await self._decide(route, values)
+        decision, unanswered = await self._decide(route, values)
         if not decision.allowed:
-            outcome = envelopes.denied(route.spec.name, route.tool.name, decision, unanswered=self._confirm is None)
+            outcome = envelopes.denied(route.spec.name, route.tool.name, decision, unanswered=unanswered)
             self._mark_correction(outcome, route)
             return outcome
         outcome = await self._execute(route, values, request)
@@ -337,25 +347,31 @@ class Manager:
         given = route.corrected_from
         envelopes.mark_correction(outcome, route, given is not None and self.config.get(given) is not None)
 
-    async def _decide(self, route: Route, values: Mapping[str, object]) -> Decision:
-        """The policy's decision, with mode ask's question put to the confirm callback."""
-        decision = self.policy.decide(route.spec, route.tool.name, route.tool, values)
+    async def _decide(self, route: Route, values: Mapping[str, object]) -> tuple[Decision, bool]:
+        """The policy's decision, with mode ask's question put to the confirm callback; and whether the
+        question went unanswered for want of anyone to ask."""
+        decision, unanswered = self.policy.decide(route.spec, route.tool.name, route.tool, values), False
         if decision.needs_confirmation:
-            decision = await self._confirmation(route, values, decision)
+            decision, unanswered = await self._confirmation(route, values, decision)
         self.emit(
             "decision", server=route.spec.name, tool=route.tool.name, arguments=dict(values), **decision.to_dict()
         )
-        return decision
+        return decision, unanswered
 
-    async def _confirmation(self, route: Route, values: Mapping[str, object], decision: Decision) -> Decision:
+    async def _confirmation(
+        self, route: Route, values: Mapping[str, object], decision: Decision
+    ) -> tuple[Decision, bool]:
         if self.policy.assume_yes:
-            return decision.confirmed("yes")
-        if self._confirm is None:
-            return decision.refused(f"{decision.message}, and none was given")
+            return decision.confirmed("yes"), False
         question = Confirmation(route.spec.name, route.tool.name, self.masker.data(dict(values)), decision)
-        if await self._confirm(question):
-            return decision.confirmed("prompt")
-        return decision.refused(f"{decision.message}, and the answer was no")
+        answer = await self.confirm(question) if self.confirm is not None else None
+        if answer is None:
+            return decision.refused(f"{decision.message}, and none was given"), True
+        if not isinstance(answer, Answer):
+            answer = Answer(answer)
+        if answer.yes:
+            return decision.confirmed(answer.by), False
+        return decision.refused(f"{decision.message}, and {answer.why}"), False
 
     async def _execute(self, route: Route, values: Mapping[str, object], request: CallRequest) -> CallOutcome:
         """Invoke; after a lost connection, once more only if repeating cannot do harm."""

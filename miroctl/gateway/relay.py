@@ -12,10 +12,10 @@ Log messages follow the same matching; one that matches no call is dropped, neve
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from miroctl.gateway.subscriptions import Subscriptions
@@ -31,6 +31,10 @@ class HostCall:
     server: str
     session: Any  # the host's ServerSession for this request
     request_id: Any
+    # 2026-07-28 hosts are asked through an input_required result, and answer in the call's retry:
+    modern: bool = False
+    responses: Mapping[str, Any] = field(default_factory=dict)  # the retry's input_responses
+    requests: dict[str, Any] = field(default_factory=dict)  # what to ask in an input_required result
 
 
 _current: ContextVar[HostCall | None] = ContextVar("miroctl_host_call", default=None)
@@ -44,9 +48,16 @@ class Relays:
         self.subscriptions = Subscriptions()
 
     @contextmanager
-    def calling(self, server: str, session: Any, request_id: Any) -> Iterator[HostCall]:
+    def calling(
+        self,
+        server: str,
+        session: Any,
+        request_id: Any,
+        modern: bool = False,
+        responses: Mapping[str, Any] | None = None,
+    ) -> Iterator[HostCall]:
         """Register a host's call on `server` for as long as it runs."""
-        call = HostCall(server, session, request_id)
+        call = HostCall(server, session, request_id, modern, responses or {})
         self.calls.setdefault(server, []).append(call)
         token = _current.set(call)
         try:
@@ -70,15 +81,26 @@ class Relays:
     async def request(self, server: str, method: str, params: Any) -> Any:
         """The host's answer to an upstream's request, or ErrorData saying why there is none."""
         import mcp_types as types
-        from mcp.shared.exceptions import MCPError, NoBackChannelError
-        from mcp.shared.message import ServerMessageMetadata
 
         host = self.host_for(server)
         if isinstance(host, str):
             return types.ErrorData(code=INVALID_REQUEST, message=host)
+        return await self.ask(host, method, params, f"the host that called {server}")
+
+    def current(self) -> HostCall | None:
+        """The host call this task serves (set by `calling`), if any."""
+        return _current.get()
+
+    async def ask(self, host: HostCall, method: str, params: Any, who: str = "the host") -> Any:
+        """`method` sent to the host of `host`: its result, or ErrorData (code MISSING_CAPABILITY when the
+        host declared no such capability or its connection has no way back)."""
+        import mcp_types as types
+        from mcp.shared.exceptions import MCPError, NoBackChannelError
+        from mcp.shared.message import ServerMessageMetadata
+
         wanted = CAPABILITY[method]
         if not host.session.check_client_capability(types.ClientCapabilities.model_validate({wanted: {}})):
-            message = f"the host that called {server} does not support {wanted} ({method})"
+            message = f"{who} does not support {wanted} ({method})"
             return types.ErrorData(code=MISSING_CAPABILITY, message=message)
         request, result = _models(method, params)
         try:
@@ -87,7 +109,7 @@ class Relays:
                 metadata = ServerMessageMetadata(related_request_id=host.request_id)
                 return await host.session.send_request(request, result, metadata=metadata)
         except NoBackChannelError:
-            message = f"the host that called {server} cannot be asked {method}: its connection has no way back"
+            message = f"{who} cannot be asked {method}: its connection has no way back"
             return types.ErrorData(code=MISSING_CAPABILITY, message=message)
         except MCPError as exc:
             return types.ErrorData(code=exc.code, message=f"the host answered {method} with: {exc.message}")

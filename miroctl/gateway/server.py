@@ -10,10 +10,11 @@ from __future__ import annotations
 import json
 import math
 import os
+import uuid
 import warnings
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from contextlib import asynccontextmanager, suppress
+from contextlib import AbstractContextManager, asynccontextmanager, suppress
 from typing import TYPE_CHECKING, Any, TypedDict
 
 import anyio
@@ -24,8 +25,9 @@ from miroctl.base.text import suggest
 from miroctl.base.version import __version__
 from miroctl.core.manager import Manager
 from miroctl.gateway import toolmap
+from miroctl.gateway.approval import HostApproval
 from miroctl.gateway.passthrough import Catalog, ItemError
-from miroctl.gateway.relay import Relays
+from miroctl.gateway.relay import HostCall, Relays
 from miroctl.gateway.sdk_private import request_connection
 from miroctl.gateway.stdio import StdoutWriter, claimed_stdout, stdin_lines
 from miroctl.sessions.processes import sub_run_id
@@ -43,6 +45,7 @@ if TYPE_CHECKING:  # the SDK costs ~1 s to import: `serve` loads it when it star
         EmptyResult,
         GetPromptRequestParams,
         GetPromptResult,
+        InputRequiredResult,
         ListPromptsResult,
         ListResourcesResult,
         ListResourceTemplatesResult,
@@ -82,6 +85,12 @@ class Health(TypedDict):
     collisions: list[dict[str, object]]
 
 
+def gateway_task_id() -> str:
+    """The task id of a gateway started without --task-id or $TASK_ID: its own, so that per-task state (the
+    planner's todo list) is one per gateway, as an agent's run is one per gateway."""
+    return f"gateway-{uuid.uuid4().hex[:12]}"
+
+
 class Gateway:
     """The selected servers behind one MCP server: names, routing, results, health."""
 
@@ -113,6 +122,8 @@ class Gateway:
         self.draining = False  # stopping: not ready, finishing the calls in flight
         self.relays = Relays()
         manager.relay = self.relays  # the servers' own requests go to the host whose call caused them
+        if manager.confirm is None:  # mode ask's question goes to the host whose call it holds
+            manager.confirm = HostApproval(self.relays, manager.policy.ask_timeout)
 
     async def refresh(self) -> toolmap.ToolMap:
         """List every server again: open sessions answer from cache, failed ones are retried when due."""
@@ -194,14 +205,17 @@ class Gateway:
             manager = Manager(
                 served.config,
                 policy=served.policy,
+                confirm=served.confirm,
                 log_path=served.log_path,
                 task_id=task_id,
                 run_id=sub_run_id("task"),
             )
             async with manager:
                 outcome = await manager.call(request)
-        for observe in self.observers:
-            observe(outcome)
+        host = self.relays.current()
+        if host is None or not host.requests:  # a call put on hold to ask its host is heard when it is retried
+            for observe in self.observers:
+                observe(outcome)
         return outcome
 
     @property
@@ -238,18 +252,30 @@ class Gateway:
 
     async def on_call_tool(
         self, ctx: ServerRequestContext[dict[str, object]], params: CallToolRequestParams
-    ) -> CallToolResult:
+    ) -> CallToolResult | InputRequiredResult:
+        import mcp_types as types
+        from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
         arguments = dict(params.arguments or {})
         relay = ctx.session.report_progress
+        modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
+
+        def hosting(server: str) -> AbstractContextManager[HostCall]:
+            return self.relays.calling(server, ctx.session, ctx.request_id, modern, params.input_responses)
+
         if self.lazy:
             spec = self.spec(str(arguments.get("server"))) if params.name == "call_tool" else None
-            with self.relays.calling(spec.name if spec else "", ctx.session, ctx.request_id):
-                return self.result(await self.meta_call(params.name, arguments, relay))
-        info = self.map.get(params.name) or (await self.refresh()).get(params.name)
-        if info is None:
-            return self.result(self._unknown(params.name))
-        with self.relays.calling(info.server, ctx.session, ctx.request_id):
-            return self.result(await self.call(CallRequest(info.server, info.name, arguments, progress=relay)))
+            with hosting(spec.name if spec else "") as host:
+                outcome = await self.meta_call(params.name, arguments, relay)
+        else:
+            info = self.map.get(params.name) or (await self.refresh()).get(params.name)
+            if info is None:
+                return self.result(self._unknown(params.name))
+            with hosting(info.server) as host:
+                outcome = await self.call(CallRequest(info.server, info.name, arguments, progress=relay))
+        if host.requests:  # mode ask's question, for a 2026-07-28 host to answer in its retry
+            return types.InputRequiredResult(input_requests=host.requests)
+        return self.result(outcome)
 
     def _unknown(self, name: str) -> CallOutcome:
         return CallOutcome(
@@ -424,6 +450,7 @@ class Gateway:
             "url": url,
             "separator": self.separator,
             "lazy": self.lazy,
+            "task_id": self.manager.task_id,
             "tools": [tool["name"] for tool in self.exposed()],
             "servers": health["servers"],
             "collisions": health["collisions"],

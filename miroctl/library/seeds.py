@@ -11,10 +11,12 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from miroctl.base.models import CallOutcome, ServerTools
+from miroctl.base.escaping import visible
+from miroctl.base.models import CallOutcome, Failure, ServerTools
 from miroctl.base.text import correction_note
 from miroctl.config.loader import Config
 
+STDERR_SHOWN = 300  # characters of a failed server's last stderr line in its reason
 PARSE_FAILURE = "Failed to parse arguments"  # what MiroFlow's parser puts in `arguments` for broken JSON
 
 
@@ -24,7 +26,7 @@ def definitions(entries: list[ServerTools]) -> list[dict[str, object]]:
     listed: list[dict[str, object]] = []
     for entry in entries:
         if entry.failure is not None:
-            tools: list[dict[str, object]] = [{"error": entry.failure.message}]
+            tools: list[dict[str, object]] = [{"error": reason(entry.failure)}]
         else:
             tools = [
                 {"name": tool.name, "description": tool.description, "schema": plain(tool.input_schema)}
@@ -32,6 +34,24 @@ def definitions(entries: list[ServerTools]) -> list[dict[str, object]]:
             ]
         listed.append({"name": entry.server, "tools": tools})
     return listed
+
+
+def reason(failure: Failure) -> str:
+    """A server's failure in one line, as a call's error gives it: the message, the last line of the server's
+    stderr (a server that dies on start says why there: an import error, a missing key), and the hint."""
+    return explained(failure.message, failure, failure.hint)
+
+
+def explained(message: str, failure: Failure | None, hint: str | None) -> str:
+    """`message`, then the last line of the server's stderr unless the hint quotes it, then the hint when it
+    is advice for the caller rather than a command line to type."""
+    last = next((line.strip() for line in reversed(failure.stderr_tail) if line.strip()), "") if failure else ""
+    if last and last not in message and not (hint and last in hint):
+        shown = last if len(last) <= STDERR_SHOWN else last[:STDERR_SHOWN] + "..."
+        message = f"{message} (its stderr ends: {visible(shown)})"
+    if hint and "miroctl" not in hint and "--" not in hint:
+        return f"{message} ({hint})"
+    return message
 
 
 def plain(value: object) -> Any:
@@ -74,12 +94,21 @@ def result_of(outcome: CallOutcome, asked_server: str, config: Config) -> dict[s
     if outcome.error is None:
         note = outcome.correction or ""  # the envelope's result starts with it already
         text = (outcome.result or "").removeprefix(f"{note} ") if note else outcome.result or ""
+        if not note and _by_alias(asked_server, server, config):
+            note = correction_note(asked_server, outcome.tool_name, server)
         body["result"] = (f"{note} " if note else "") + _text(outcome, text)
     else:
         missing = config.get(asked_server) is not None
+        corrected = corrected or _by_alias(asked_server, server, config)
         note = correction_note(asked_server, outcome.tool_name, server, missing, failed=True) if corrected else ""
         body["error"] = (f"{note} " if note else "") + _error(outcome)
     return body
+
+
+def _by_alias(asked: str, used: str, config: Config) -> bool:
+    """`reading` reached `tool-reading` (miroctl's short name): the seeds know no such name, so their agents
+    get the note that teaches the model the server's real name."""
+    return used != asked and not any(spec.name == asked for spec in config.servers)
 
 
 def _text(outcome: CallOutcome, text: str) -> str:
@@ -93,9 +122,5 @@ def _text(outcome: CallOutcome, text: str) -> str:
 
 
 def _error(outcome: CallOutcome) -> str:
-    """The reason, with its hint when the hint is advice for the caller rather than a command line to type."""
-    error = outcome.error or "the call failed"
-    hint = outcome.hint
-    if hint and "miroctl" not in hint and "--" not in hint:
-        return f"{error} ({hint})"
-    return error
+    """The reason, with the server's last stderr line and the hint (see `explained`)."""
+    return explained(outcome.error or "the call failed", outcome.failure, outcome.hint)

@@ -7,7 +7,8 @@ Pure decisions, no I/O. Every decision carries a reason type that can be grepped
     url_blocked     an argument holds a URL that the url_rules block
     mode_read_only  mode read_only, and the tool is not read-only
     guardrail_high  the config marks the tool `risk: high` and policy.allow_high does not name it
-    mode_ask        mode ask: a destructive or high-risk tool needs a yes (given, or missing)
+    guardrail_notify the config marks the tool `category: notify` and policy.allow_notify does not name it
+    mode_ask        mode ask: a destructive, high-risk or notify tool needs a yes (given, or missing)
     ok              nothing stands in the way
 
 Decisions have three states, as in the seeds: allow, ask (allowed only with a yes) and deny.
@@ -23,7 +24,7 @@ from fnmatch import fnmatchcase
 
 from miroctl.base.models import DecisionState, ServerSpec, ToolInfo
 from miroctl.config.loader import Profile
-from miroctl.config.sections import Mode
+from miroctl.config.sections import ASK_TIMEOUT, Mode
 from miroctl.policy.urls import UrlRules
 
 __all__ = ["ALLOW", "Decision", "Mode", "Policy", "ToolMeta", "matches", "merge_meta", "tool_settings"]
@@ -88,6 +89,7 @@ class ToolMeta:
     idempotent: bool = False
     open_world: bool = True
     risk: str = "normal"
+    category: str | None = None  # "notify": it reaches people (mail, chat, pager)
     max_result_chars: int | None = None
     concurrency_safe: bool = True
 
@@ -119,6 +121,7 @@ def merge_meta(config: Mapping[str, object], annotations: Mapping[str, object] |
         idempotent=bool(believed("idempotent")),
         open_world=True if open_world is None else open_world,
         risk=str(config.get("risk", "normal")),
+        category=category if isinstance(category := config.get("category"), str) else None,
         max_result_chars=_whole(config.get("max_result_chars")),
         concurrency_safe=bool(config.get("concurrency_safe", True)),
     )
@@ -171,7 +174,9 @@ class Policy:
     mode: str = "normal"
     allowlist: tuple[str, ...] = ()
     allow_high: tuple[str, ...] = ()
+    allow_notify: tuple[str, ...] = ()
     assume_yes: bool = False
+    ask_timeout: float = ASK_TIMEOUT  # how long a gateway's host has to answer mode ask's question
     url_rules: UrlRules = field(default_factory=UrlRules)
     max_result_chars: int | None = None
     demo_mode: bool = False
@@ -187,7 +192,9 @@ class Policy:
             mode=rules.mode.value,
             allowlist=rules.allowlist,
             allow_high=rules.allow_high,
+            allow_notify=rules.allow_notify,
             assume_yes=rules.assume_yes,
+            ask_timeout=rules.ask_timeout,
             url_rules=UrlRules(sections.url_block) if sections.url_block is not None else UrlRules(),
             max_result_chars=sections.max_result_chars,
             demo_mode=(environ if environ is not None else os.environ).get("DEMO_MODE") == "1",
@@ -259,11 +266,18 @@ class Policy:
             return ALLOW
         if self.mode == "read_only" and not meta.read_only:
             return Decision(False, "mode_read_only", f"{where} is not read-only, and the mode is read_only")
-        if self.mode == "ask" and (meta.destructive or meta.risk == "high"):
-            kind = "high-risk" if meta.risk == "high" else "destructive"
+        notify = meta.category == "notify" and matches(self.allow_notify, spec, tool) is None
+        if self.mode == "ask" and (meta.destructive or meta.risk == "high" or notify):
+            kind = "high-risk" if meta.risk == "high" else "destructive" if meta.destructive else "a notify tool"
             return Decision(False, "mode_ask", f"{where} is {kind}: mode ask needs a yes", needs_confirmation=True)
         if meta.risk == "high" and matches(self.allow_high, spec, tool) is None:
             return Decision(
                 False, "guardrail_high", f"{where} is marked risk: high and policy.allow_high does not name it"
+            )
+        if notify:
+            return Decision(
+                False,
+                "guardrail_notify",
+                f"{where} is marked category: notify and policy.allow_notify does not name it",
             )
         return ALLOW

@@ -4,17 +4,21 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import CallToolResult, TextContent
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
 
 from miroctl.base.text import human_bytes
 
+F = TypeVar("F", bound=Callable[..., Any])
+
 __all__ = [
+    "GROUPABLE",
     "cut_middle",
+    "groupable",
     "human_bytes",
     "number_setting",
     "of_total",
@@ -24,6 +28,21 @@ __all__ = [
     "setting",
     "state_dir",
 ]
+
+
+# Tool functions a module does not serve itself but a grouping may (servers/group.py), with their annotations:
+# upstream's forms of a tool whose names or parameters differ from the bundled server's own.
+GROUPABLE: dict[Callable[..., Any], ToolAnnotations] = {}
+
+
+def groupable(annotations: ToolAnnotations) -> Callable[[F], F]:
+    """Mark a tool function that servers/group.py may serve, with the annotations it is served with."""
+
+    def mark(function: F) -> F:
+        GROUPABLE[function] = annotations
+        return function
+
+    return mark
 
 
 def result(text: str, data: Mapping[str, Any] | None = None, *, error: bool = False) -> CallToolResult:

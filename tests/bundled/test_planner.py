@@ -5,16 +5,22 @@ CLI)."""
 from __future__ import annotations
 
 import json
+import sys
+import tempfile
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
+from mcp import Client, StdioServerParameters
+from mcp.client.stdio import stdio_client
 
 from miroctl.base.models import CallRequest, ServerSpec
 from miroctl.config import loader as config_
 from miroctl.core.manager import Manager
 from miroctl.servers.planner import default_task, task_file_name
 from tests.bundled.conftest import bundled_spec, cli_call, memory_spec, session
+from tests.conftest import ROOT
 
 
 def planner(dirs: dict[str, str], task: str, **rename: str) -> ServerSpec:
@@ -167,3 +173,30 @@ def test_miroctl_call_planner_without_task_id_uses_the_default_list_and_task_id_
     assert [t["title"] for t in json.loads(stored.read_text())["todos"]] == ["Write the report"]
     code, other = cli_call("planner", "list_todos", env={**env, "TASK_ID": "another"})
     assert code == 0 and other["structured_content"]["total"] == 0, other
+
+
+async def _through_a_gateway(state_dirs: dict[str, str], calls: list[tuple[str, dict[str, Any]]], *args: str) -> Any:
+    """`miroctl serve tool-planner` over stdio, as a host starts it (no TASK_ID in its env): the last answer."""
+    env = {"PLANNER_STATE_DIR": state_dirs["PLANNER_STATE_DIR"]}
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "miroctl", "serve", "tool-planner", *args], env=env, cwd=str(ROOT)
+    )
+    with tempfile.TemporaryFile("w+") as errlog:
+        async with Client(stdio_client(params, errlog=errlog)) as host:
+            for name, arguments in calls:
+                answer = await host.call_tool(f"planner__{name}", arguments)
+                assert answer.is_error is False, answer
+    return answer.structured_content
+
+
+@pytest.mark.process
+def test_each_gateway_without_a_task_id_has_a_list_of_its_own_and_task_id_still_shares_one(state_dirs):
+    add = ("add_todo", {"titles": ["Collect sources"]})
+    first = anyio.run(_through_a_gateway, state_dirs, [add, ("list_todos", {})])
+    second = anyio.run(_through_a_gateway, state_dirs, [("list_todos", {})])
+    assert (first["total"], second["total"]) == (1, 0)
+    stored = [p.name for p in Path(state_dirs["PLANNER_STATE_DIR"]).glob("todos_*.json")]
+    assert len(stored) == 1 and stored[0].startswith("todos_gateway-")
+    anyio.run(_through_a_gateway, state_dirs, [add], "--task-id", "run-7")
+    shared = anyio.run(_through_a_gateway, state_dirs, [("list_todos", {})], "--task-id", "run-7")
+    assert shared["total"] == 1
