@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
 
 # Markers miroctl and its tests use to find every process a server started; they are not secrets.
 TRACKING_VARIABLES = ("MIROCTL_RUN", "MIROCTL_TEST_TAG")
@@ -187,10 +188,13 @@ def _launcher(limits: Limits) -> list[str]:
     return [sys.executable, "-I", "-S", str(LAUNCHER), *(str(n) for n in numbers), "--"]
 
 
-def _pump(stream: object, capture: Capture) -> threading.Thread:
+def _pump(stream: IO[bytes] | None, capture: Capture) -> threading.Thread:
     def drain() -> None:
+        if stream is None:
+            return
+        read = getattr(stream, "read1", stream.read)  # a pipe is a BufferedReader: read1 returns what is there
         with suppress(OSError, ValueError):
-            for chunk in iter(lambda: stream.read1(65536), b""):  # type: ignore[attr-defined]
+            for chunk in iter(lambda: read(65536), b""):
                 capture.feed(chunk)
 
     thread = threading.Thread(target=drain, daemon=True)
@@ -200,10 +204,13 @@ def _pump(stream: object, capture: Capture) -> threading.Thread:
 
 def _feed(process: subprocess.Popen[bytes], data: bytes | None) -> threading.Thread:
     def write() -> None:
+        stdin = process.stdin
+        if stdin is None:
+            return
         with suppress(OSError, ValueError):
             if data:
-                process.stdin.write(data)  # type: ignore[union-attr]
-            process.stdin.close()  # type: ignore[union-attr]
+                stdin.write(data)
+            stdin.close()
 
     thread = threading.Thread(target=write, daemon=True)
     thread.start()
@@ -216,9 +223,9 @@ def _finish(process: subprocess.Popen[bytes], threads: list[threading.Thread]) -
     streams = (process.stdout, process.stderr, process.stdin)
     for thread, stream in zip(threads, streams):
         thread.join(timeout=2.0)
-        if not thread.is_alive():  # a reader still blocked (a process escaped the group) keeps its pipe
+        if stream is not None and not thread.is_alive():  # a reader still blocked (escaped the group) keeps its pipe
             with suppress(OSError, ValueError):
-                stream.close()  # type: ignore[union-attr]
+                stream.close()
     with _ACTIVE_LOCK:
         _ACTIVE.discard(process)
 
