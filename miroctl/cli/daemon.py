@@ -49,12 +49,13 @@ def stop(every: AllOpt = False, config: ConfigOpt = None) -> None:
     """Stop this configuration's daemon (or every one): calls in flight finish, then every server is stopped."""
     out = boundary.output(False)
     targets = places(runtime_dir()) if every else [_this(out, config)]
+    records = {place.key: place.read_record() for place in targets}
     stopped = [(place, pid) for place in targets if (pid := control.stop_daemon(place)) is not None]
     if not stopped:
         out.note("no daemon was running" + ("" if every else " for this configuration here"))
     _wait_gone([pid for _, pid in stopped])
-    for place, pid in stopped:
-        out.note(f"stopped the daemon {place.key} (pid {pid}) and its servers")
+    for place, _ in stopped:
+        out.note(f"stopped the daemon of {records[place.key].get('source') or place.key} and its servers")
 
 
 @app.command(cls=WordedCommand, epilog=epilog("daemon logs"))

@@ -28,7 +28,7 @@ def _from_record(place: Place, record: dict[str, Any]) -> dict[str, Any]:
     return {
         "pid": record.get("pid"),
         "id": place.key,
-        "config": record.get("config"),
+        "config": record.get("source") or record.get("config"),
         "cwd": record.get("cwd"),
         "socket": str(place.socket),
         "log": str(place.log),

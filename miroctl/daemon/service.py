@@ -264,6 +264,7 @@ def _write_record(daemon: Daemon, config_name: str | None) -> None:
         "key": daemon.place.key,
         "origin": daemon.origin,
         "config": config_name,
+        "source": daemon.gateway.manager.config.source,
         "cwd": os.getcwd(),
         "socket": str(daemon.place.socket),
         "started": daemon.started,
