@@ -131,6 +131,15 @@ def test_a_call_through_the_daemon_prints_the_envelope_and_exit_code_of_an_in_pr
     assert len(here.records()) == 1
 
 
+def test_a_list_of_a_persistent_server_goes_through_the_daemon_and_shows_its_tools(here: Here) -> None:
+    through = here.run("list", "counter", "--json")
+    direct = here.run("list", "counter", "--json", "--no-daemon")
+    assert (through.returncode, direct.returncode) == (0, 0), through.stderr
+    names = [[t["name"] for t in parse_json(done.stdout)["servers"][0]["tools"]] for done in (through, direct)]
+    assert names[0] == names[1] and "counter" in names[0]
+    assert NOTE in through.stderr and len(here.records()) == 1
+
+
 def test_no_daemon_and_miroctl_daemon_never_run_the_call_in_process(here: Here) -> None:
     assert here.run("call", "counter", "counter", "--no-daemon").stdout.strip() == "1"
     assert here.run("call", "counter", "counter", MIROCTL_DAEMON="never").stdout.strip() == "1"

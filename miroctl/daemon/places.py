@@ -53,6 +53,12 @@ class Place:
         return self.directory / f"{self.key}.lock"
 
     @property
+    def in_use(self) -> Path:
+        """Held shared by each command between finding the daemon and its answer; the daemon leaves when idle
+        only if it can hold it alone."""
+        return self.directory / f"{self.key}.use"
+
+    @property
     def record(self) -> Path:
         return self.directory / f"{self.key}.json"
 
@@ -81,8 +87,10 @@ class Place:
 
 def places(directory: Path) -> list[Place]:
     """Every daemon that left a record in `directory`, oldest first."""
-    try:
-        records = sorted(directory.glob("*.json"), key=lambda p: p.stat().st_mtime)
-    except OSError:
-        return []
-    return [Place(directory, record.stem) for record in records]
+    found = []
+    for record in directory.glob("*.json"):
+        try:
+            found.append((record.stat().st_mtime, record.stem))
+        except OSError:  # removed meanwhile: that daemon has just exited
+            continue
+    return [Place(directory, key) for _, key in sorted(found)]

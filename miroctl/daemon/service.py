@@ -10,6 +10,7 @@ stderr (a file next to its socket), with secrets masked.
 from __future__ import annotations
 
 import argparse
+import fcntl
 import math
 import os
 import signal
@@ -41,6 +42,7 @@ READY = b"ready\n"
 GRACE = 20.0  # seconds the calls in flight get when the daemon is stopped
 HEADER_TIMEOUT = 10.0
 CONTROL = "/v1/daemon/"  # status and stop: they do not count as activity
+IDLE_RECHECK = 0.5  # seconds between looks at an idle daemon that a command holds in use
 
 
 class Activity:
@@ -73,11 +75,26 @@ class Activity:
         return 0.0 if self.count else time.monotonic() - self.last
 
 
+class Files:
+    """The daemon's socket and record, removed once, as soon as it starts to leave: a command from then on
+    finds no daemon and starts a new one (never one that reaches this daemon while it drains)."""
+
+    def __init__(self, place: Place, inode: int) -> None:
+        self.place, self.inode = place, inode
+        self.forgotten = False
+
+    def forget(self) -> None:
+        if not self.forgotten:
+            self.forgotten = True
+            _remove_own(self.place, self.inode)
+
+
 class Daemon:
     """One daemon: its gateway, its files, and the event that stops it."""
 
-    def __init__(self, place: Place, gateway: Gateway, idle: float, origin: str, started: float) -> None:
-        self.place, self.gateway, self.idle, self.origin = place, gateway, idle, origin
+    def __init__(self, files: Files, gateway: Gateway, idle: float, origin: str, started: float) -> None:
+        self.files, self.place = files, files.place
+        self.gateway, self.idle, self.origin = gateway, idle, origin
         self.started = started
         self.stop = anyio.Event()
         self.activity = Activity(None)
@@ -130,15 +147,29 @@ class Daemon:
         return self.activity
 
     async def until_idle(self) -> None:
-        """Set `stop` once nothing has been asked for `idle` seconds."""
+        """Set `stop` once nothing has been asked for `idle` seconds and no command is about to ask."""
         while not self.stop.is_set():
             left = self.idle - self.activity.idle_for()
-            if left <= 0:
+            if left <= 0 and self._leave_unused():
                 log(self.gateway.masker, f"idle for {self.idle:g}s: exiting")
                 self.reason = "idle"
                 self.stop.set()
                 return
-            await anyio.sleep(max(left, 0.05))
+            await anyio.sleep(max(left, IDLE_RECHECK))
+
+    def _leave_unused(self) -> bool:
+        """Whether no command holds this daemon in use; if so, its socket is removed at once, so the next
+        command starts a new daemon instead of reaching this one while it drains."""
+        fd = os.open(self.place.in_use, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        else:
+            self.files.forget()
+            return True
+        finally:
+            os.close(fd)
 
     async def until_signalled(self) -> None:
         with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
@@ -174,6 +205,7 @@ class Daemon:
 
         async def drain_when_stopped() -> None:
             await self.stop.wait()
+            self.files.forget()
             self.activity.draining = True
             stop_accepting(server)
             with anyio.move_on_after(GRACE):
@@ -229,20 +261,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     config = load(opts.config)
     masker = Masker(config.secrets())
     sock = bind(place.socket)
-    inode = place.socket.stat().st_ino
+    files = Files(place, place.socket.stat().st_ino)
     try:
-        return anyio.run(_run, place, config, masker, opts, sock)
+        return anyio.run(_run, files, config, masker, opts, sock)
     finally:
         sock.close()
-        _remove_own(place, inode)
+        files.forget()
 
 
-async def _run(place: Place, config: Any, masker: Masker, opts: argparse.Namespace, sock: socket.socket) -> int:
+async def _run(files: Files, config: Any, masker: Masker, opts: argparse.Namespace, sock: socket.socket) -> int:
+    place = files.place
     manager = Manager(config, policy=Policy.from_profile(config.profile), run_id=sub_run_id("daemon"))
     async with manager:
         gateway = Gateway(manager, list(config.servers), masker=masker)
         gateway.observers.append(lambda outcome: log(masker, _call_line(outcome)))
-        daemon = Daemon(place, gateway, opts.idle, origin_key(opts.config, os.getcwd()), time.time())
+        daemon = Daemon(files, gateway, opts.idle, origin_key(opts.config, os.getcwd()), time.time())
         _write_record(daemon, opts.config)
         log(masker, f"serving {config.source} on {place.socket} (idle exit after {opts.idle:g}s)")
         _ready(opts.ready_fd)

@@ -39,7 +39,11 @@ class Attached:
 
 
 def attach(place: Place, origin: str, config_name: str | None, idle: float) -> Attached:
-    """The running daemon of `place`, or a new one started now (the lock makes two first commands start one)."""
+    """The running daemon of `place`, or a new one started now (the lock makes two first commands start one).
+
+    The daemon is held in use until this process exits, so that it cannot leave for idleness between being
+    found here and answering the command."""
+    hold_in_use(place)
     with _locked(place):
         if answers(place):
             return Attached(str(place.socket))
@@ -62,6 +66,12 @@ def answers(place: Place) -> bool:
                 return False
             raise ServerUnavailable(f"cannot reach the daemon at {place.socket}: {exc.strerror or exc}") from None
     return True
+
+
+def hold_in_use(place: Place) -> None:
+    """Hold the daemon's in-use lock (shared) for the rest of this process: the descriptor is left open."""
+    fd = os.open(place.in_use, os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_SH)
 
 
 @contextmanager
