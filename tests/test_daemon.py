@@ -119,6 +119,21 @@ def test_two_plain_calls_of_a_persistent_server_share_its_state_through_one_daem
     assert len(here.records()) == 1
 
 
+LOADED = """
+import sys
+from miroctl.launch.entry import run
+code = run(sys.argv[1:])
+print(code, "omegaconf" in sys.modules, "typer" in sys.modules)
+"""
+
+
+def test_a_call_to_a_running_daemon_takes_the_short_way_without_reading_the_config_again(here: Here) -> None:
+    assert here.run("call", "counter", "counter").returncode == 0
+    argv = [sys.executable, "-c", LOADED, "call", "counter", "counter"]
+    done = subprocess.run(argv, cwd=here.root, env=here.env(), capture_output=True, text=True, timeout=120)
+    assert done.stdout.splitlines() == ["2", "0 False False"], done.stderr
+
+
 def test_a_call_through_the_daemon_prints_the_envelope_and_exit_code_of_an_in_process_call(here: Here) -> None:
     daemon = here.run("call", "counter", "fail", "message=broken", "--json")
     direct = here.run("call", "counter", "fail", "message=broken", "--json", "--no-daemon")
@@ -280,6 +295,20 @@ def test_a_client_of_another_uid_is_refused_even_when_the_socket_is_open_to_it(h
     assert f"uid {nobody} (not this user)" in logs.stdout
     mine = subprocess.run([sys.executable, "-I", "-c", CLIENT, str(sock)], capture_output=True, text=True)
     assert "200 OK" in mine.stdout
+
+
+def test_secrets_stay_masked_in_the_daemons_answers_log_and_command_line(here: Here) -> None:
+    secret = "s3cr3t-daemon-token-4242"
+    here.write_server(FIXTURE_SECRET="${oc.env:FIXTURE_SECRET}")
+    done = here.run("call", "counter", "env", "name=FIXTURE_SECRET", "--json", FIXTURE_SECRET=secret)
+    assert done.returncode == 0, done.stderr
+    assert parse_json(done.stdout)["result"] == "****"
+    daemon = here.daemon()
+    logs = here.run("daemon", "logs", "-n", "0", FIXTURE_SECRET=secret)
+    status = here.run("daemon", "status", "--json", FIXTURE_SECRET=secret)
+    assert "call counter/env: ok" in logs.stdout
+    for shown in (done.stdout, done.stderr, logs.stdout, status.stdout, " ".join(daemon.cmdline())):
+        assert secret not in shown
 
 
 def test_a_bad_miroctl_daemon_idle_is_a_usage_error_that_starts_nothing(here: Here) -> None:

@@ -12,10 +12,11 @@ from miroctl.cli import boundary, warm
 from miroctl.config.loader import Config
 from miroctl.daemon.keys import config_key, origin_key
 from miroctl.daemon.places import Place, runtime_dir
+from miroctl.daemon.routes import write_route
 from miroctl.daemon.starter import Attached, attach
 from miroctl.launch import early
 from miroctl.launch.handoff import Launch
-from miroctl.launch.options import DAEMON_IDLE_ENV, seconds
+from miroctl.launch.options import DAEMON_ENV, DAEMON_IDLE_ENV, seconds
 from miroctl.launch.reader import Reading
 from miroctl.render.output import Output
 
@@ -27,19 +28,17 @@ def run(launch: Launch, reading: Reading, loaded: Config) -> int:
     out.masker = out.masker.with_secrets(loaded.secrets())
 
     def work() -> int:
-        attached = daemon_for(loaded, reading.text("config"), os.environ)
+        name = reading.text("config")
+        place = place_for(loaded, name, os.environ)
+        attached = attach(place, origin_key(name, os.getcwd()), name, idle_seconds(loaded, os.environ))
+        every = os.environ.get(DAEMON_ENV, "").strip().lower() == "always" or loaded.profile.daemon == "auto"
+        write_route(place, loaded, name, every, os.environ)  # the next command's short way
         if attached.started:
             early.erase()
             _tell(out, attached, loaded, reading)
         return warm.work(reading, attached.url, out)()
 
     return boundary.guarded(work)
-
-
-def daemon_for(loaded: Config, config_name: str | None, environ: Mapping[str, str]) -> Attached:
-    """The daemon of this configuration in this directory, started now if none runs."""
-    place = place_for(loaded, config_name, environ)
-    return attach(place, origin_key(config_name, os.getcwd()), config_name, idle_seconds(loaded, environ))
 
 
 def place_for(loaded: Config, config_name: str | None, environ: Mapping[str, str]) -> Place:

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import hashlib
-import json
-import os
 from collections.abc import Mapping
 from dataclasses import asdict
 from typing import Any
 
+from miroctl.base.rundir import digest, origin_key
 from miroctl.base.version import __version__
 from miroctl.config.loader import Config
 from miroctl.sessions.processes import INHERITED_ENV
+
+__all__ = ["config_key", "origin_key"]
 
 # What a daemon's servers see besides their config: the variables a stdio server inherits, the task id.
 KEYED_ENV = (*INHERITED_ENV, "TASK_ID")
@@ -33,16 +33,7 @@ def config_key(config: Config, cwd: str, environ: Mapping[str, str]) -> str:
         "servers": servers,
         "env": {name: environ.get(name) for name in (*KEYED_ENV, *required)},
     }
-    return _digest(document)
-
-
-def origin_key(config_name: str | None, cwd: str) -> str:
-    """Who asked: the same --config in the same directory; a newer daemon of one origin replaces the older."""
-    return _digest({"config": config_name, "cwd": cwd})
-
-
-def _digest(document: Any) -> str:
-    return hashlib.sha256(json.dumps(document, sort_keys=True, default=str).encode()).hexdigest()[:16]
+    return digest(document)
 
 
 def _plain(value: Any) -> Any:
@@ -55,8 +46,3 @@ def _plain(value: Any) -> Any:
             else [_plain(v) for v in value]
         )
     return value if isinstance(value, (str, int, float, bool, type(None))) else repr(value)
-
-
-def environ_cwd() -> str:
-    """The working directory commands resolve relative paths in (the daemon's servers inherit it)."""
-    return os.getcwd()

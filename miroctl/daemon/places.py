@@ -11,19 +11,11 @@ from pathlib import Path
 from typing import Any
 
 from miroctl.base.errors import UsageError
+from miroctl.base.rundir import runtime_dir
+
+__all__ = ["Place", "places", "private_dir", "runtime_dir"]
 
 SOCKET_LIMIT = 107  # bytes in a Unix socket's path (sun_path, less its terminating NUL)
-
-
-def runtime_dir(env: dict[str, str] | None = None) -> Path:
-    """$XDG_RUNTIME_DIR/miroctl, else the user's state directory ($XDG_STATE_HOME or ~/.local/state)/miroctl/run."""
-    env = dict(os.environ) if env is None else env
-    runtime = env.get("XDG_RUNTIME_DIR")
-    if runtime and os.path.isabs(runtime):
-        return Path(runtime) / "miroctl"
-    state = env.get("XDG_STATE_HOME")
-    base = Path(state) if state and os.path.isabs(state) else Path.home() / ".local" / "state"
-    return base / "miroctl" / "run"
 
 
 def private_dir(path: Path) -> Path:
