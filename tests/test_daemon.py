@@ -23,6 +23,7 @@ import pytest
 import yaml
 
 from tests.conftest import FIXTURE, HEALTHY_STARTUP, parse_json
+from tests.json_contract import one_document
 
 pytestmark = pytest.mark.process
 NOTE = "a background daemon now keeps counter running between commands"
@@ -177,6 +178,9 @@ def test_a_killed_daemon_is_replaced_and_the_next_call_says_the_state_was_lost(h
     servers = family(daemon)
     daemon.kill()
     assert gone(servers)  # the server sees its stdin end with the daemon
+    status = here.run("daemon", "status", "--json")
+    assert status.returncode == 1
+    assert [d["state"] for d in one_document(status.stdout)["daemons"]] == ["dead"]
     again = here.run("call", "counter", "counter")
     assert again.returncode == 0, again.stderr
     assert again.stdout.strip() == "1"
@@ -210,13 +214,13 @@ def test_daemon_stop_leaves_no_process_and_status_shows_none(here: Here) -> None
     assert here.run("call", "counter", "counter").returncode == 0
     status = here.run("daemon", "status", "--json")
     assert status.returncode == 0
-    (shown,) = parse_json(status.stdout)["daemons"]
+    (shown,) = one_document(status.stdout)["daemons"]
     assert shown["state"] == "running" and shown["servers"] == [{"name": "counter", "state": "connected", "starts": 1}]
     procs = family(here.daemon())
     stopped = here.run("daemon", "stop")
     assert stopped.returncode == 0, stopped.stderr
     assert not [p for p in procs if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
-    assert parse_json(here.run("daemon", "status", "--json").stdout)["daemons"] == []
+    assert one_document(here.run("daemon", "status", "--json").stdout)["daemons"] == []
 
 
 def test_a_sigterm_to_the_daemon_stops_it_and_every_server(here: Here) -> None:
