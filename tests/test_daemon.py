@@ -156,6 +156,16 @@ def test_a_list_of_a_persistent_server_goes_through_the_daemon_and_shows_its_too
     assert NOTE in through.stderr and len(here.records()) == 1
 
 
+def test_read_and_prompt_of_a_persistent_server_go_through_the_same_daemon(here: Here) -> None:
+    read = here.run("read", "counter", "fixture://notes", "--json")
+    prompt = here.run("prompt", "counter", "review", "code=x=1", "--json")
+    assert (read.returncode, prompt.returncode) == (0, 0), read.stderr + prompt.stderr
+    assert one_document(read.stdout)["contents"][0]["text"]
+    assert one_document(prompt.stdout)["schema"] == "miroctl.prompt/1"
+    assert NOTE in read.stderr and len(here.records()) == 1
+    assert here.run("call", "counter", "counter").stdout.strip() == "1"
+
+
 def test_no_daemon_and_miroctl_daemon_never_run_the_call_in_process(here: Here) -> None:
     assert here.run("call", "counter", "counter", "--no-daemon").stdout.strip() == "1"
     assert here.run("call", "counter", "counter", MIROCTL_DAEMON="never").stdout.strip() == "1"
