@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Mapping
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 from urllib.parse import urlencode, urlsplit
 
 from miroctl.base.errors import ErrorKind, ErrorKindName, ExitCode, MiroctlError, ServerUnavailable, TimedOut, kind_name
@@ -32,6 +32,9 @@ from miroctl.base.models import (
     phase_named,
 )
 from miroctl.base.text import correction_note
+
+if TYPE_CHECKING:
+    import http.client
 
 T = TypeVar("T")
 URL_ENV = "MIROCTL_URL"
@@ -70,10 +73,40 @@ def _margin() -> float:
     return margin if 0 <= margin <= 86400 else MARGIN  # NaN and infinity too
 
 
+UNIX = "unix:"  # a gateway on a Unix socket (miroctl's daemon): unix:/PATH/TO/SOCKET
+
+
 def base_url(url: str) -> str:
     """The gateway's root: a URL ending in /mcp (as MCP hosts are given) works too."""
-    url = url.strip().rstrip("/")
+    url = url.strip()
+    if url.startswith(UNIX):
+        return url
+    url = url.rstrip("/")
     return url.removesuffix("/mcp") if url.endswith("/mcp") else url
+
+
+def _unix_connection(path: str, timeout: float) -> http.client.HTTPConnection:
+    """An HTTP connection over a Unix socket that talks only to a process of this user (SO_PEERCRED)."""
+    import http.client  # noqa: PLC0415 - as in GatewayClient._post
+    import socket  # noqa: PLC0415
+    import struct  # noqa: PLC0415
+
+    class UnixConnection(http.client.HTTPConnection):
+        def connect(self) -> None:
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            sock.settimeout(timeout)
+            try:
+                sock.connect(path)
+                _, uid, _ = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))
+            except OSError:
+                sock.close()
+                raise
+            if uid != os.getuid():
+                sock.close()
+                raise PermissionError(f"the socket is served by uid {uid}, not by this user")
+            self.sock = sock
+
+    return UnixConnection("localhost", timeout=timeout)
 
 
 class GatewayClient:
@@ -84,7 +117,8 @@ class GatewayClient:
 
     def __init__(self, url: str, token: str | None = None, timeout: float | None = None) -> None:
         self.url = base_url(url)
-        parts = urlsplit(self.url)
+        self.socket_path = self.url.removeprefix(UNIX) if self.url.startswith(UNIX) else None
+        parts = urlsplit("http://localhost" if self.socket_path else self.url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ServerUnavailable(f"not a gateway URL: {url!r}", hint="give http://HOST:PORT of `miroctl serve`")
         self._parts = parts
@@ -107,6 +141,10 @@ class GatewayClient:
     def check(self, body: Mapping[str, object]) -> dict[str, object]:
         return self._answer(self._post("/v1/check", json.dumps(body).encode()))
 
+    def request(self, path: str, body: Mapping[str, object] | None = None) -> dict[str, object]:
+        """POST `body` to another of the gateway's JSON endpoints (a daemon's /v1/daemon/...)."""
+        return self._answer(self._post(path, json.dumps(body or {}).encode()))
+
     def batch(
         self, text: str, jobs: int, timeout: float | None = None, no_autocorrect: bool = False
     ) -> list[dict[str, object]]:
@@ -127,7 +165,11 @@ class GatewayClient:
         import http.client  # noqa: PLC0415 - ~20 ms (email, ssl): only a command through a gateway pays it
 
         kind = http.client.HTTPSConnection if self._parts.scheme == "https" else http.client.HTTPConnection
-        connection = kind(self._parts.hostname or "", self._parts.port, timeout=CONNECT_TIMEOUT)
+        connection = (
+            _unix_connection(self.socket_path, CONNECT_TIMEOUT)
+            if self.socket_path
+            else kind(self._parts.hostname or "", self._parts.port, timeout=CONNECT_TIMEOUT)
+        )
         waited = f"to accept a connection within {CONNECT_TIMEOUT:g}s"
         try:
             connection.connect()
@@ -146,7 +188,9 @@ class GatewayClient:
             reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
             raise ServerUnavailable(
                 f"cannot reach the gateway at {self.url}: {reason}",
-                hint="is `miroctl serve --transport http` running there?",
+                hint="`miroctl daemon status` shows the daemons"
+                if self.socket_path
+                else "is `miroctl serve --transport http` running there?",
             ) from None
         finally:
             connection.close()

@@ -113,10 +113,20 @@ def run_block(example: Example, tmp_path: Path) -> tuple[list[list[str]], list[s
     block = blocks[example.block]
     # A path of fixed length (Rich wraps long lines at the same places in every run), shown as $PWD.
     scratch = Path(tempfile.mkdtemp(prefix="miroctl-docs-", dir="/tmp" if os.path.isdir("/tmp") else None))
+    env = scratch_env(tmp_path / "space")
+    env["XDG_RUNTIME_DIR"] = str(scratch / ".run")  # the daemons' sockets: a short path of the block's own
     try:
-        return run_commands(example, blocks, block, scratch, scratch_env(tmp_path / "space"))
+        return run_commands(example, blocks, block, scratch, env)
     finally:
+        stop_daemons(scratch, env)
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def stop_daemons(scratch: Path, env: dict[str, str]) -> None:
+    """End every daemon a block's commands started (a page shows how they start, not always how they end)."""
+    if (scratch / ".run").exists():
+        command = [sys.executable, "-m", "miroctl", "daemon", "stop", "--all"]
+        subprocess.run(command, cwd=scratch, env=env, capture_output=True, timeout=COMMAND_TIMEOUT, check=False)
 
 
 def run_commands(

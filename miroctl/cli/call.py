@@ -19,6 +19,7 @@ from miroctl.cli.options import (
     JsonOpt,
     LogOpt,
     ModeOpt,
+    NoDaemonOpt,
     RecordOpt,
     StartupOpt,
     StdioOpt,
@@ -109,6 +110,7 @@ def call(
         ),
     ] = None,
     via: ViaOpt = None,
+    no_daemon: NoDaemonOpt = False,
     batch_file: Annotated[
         str | None,
         typer.Option(

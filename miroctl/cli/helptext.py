@@ -76,6 +76,22 @@ EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
         ("miroctl replay run.ndjson", "answer from it as a stdio MCP server"),
         ("miroctl replay run.ndjson --transport http --port 8766", "or over HTTP"),
     ),
+    "daemon": (
+        ("miroctl daemon status", "each daemon: pid, config, servers, idle time"),
+        ("miroctl daemon stop", "stop this config's daemon and its servers"),
+    ),
+    "daemon status": (
+        ("miroctl daemon status", "each daemon: pid, config, servers, idle time"),
+        ("miroctl daemon status --json", "the same as one JSON document"),
+    ),
+    "daemon stop": (
+        ("miroctl daemon stop", "this directory's config's daemon and its servers"),
+        ("miroctl daemon stop --all", "every daemon of this user"),
+    ),
+    "daemon logs": (
+        ("miroctl daemon logs", "the last 50 lines of this config's daemon's log"),
+        ("miroctl daemon logs --all -n 0", "every daemon's whole log"),
+    ),
     "config": (
         ("miroctl config sources", "every editor's and client's MCP config found here and in HOME"),
         ("miroctl config import cursor", "write Cursor's servers as miroctl server files"),
@@ -106,6 +122,10 @@ EXIT_CODES = {
     "auth": "0 logged in (or no login needed), 2 usage, 3 the login failed or was refused, 4 no answer in time",
     "bench": "0 error rate within --max-error-rate, 1 above it, 2 usage, 3 unavailable, 5 denied, 6 not found, 130",
     "replay": "0 stopped by end of input, 2 not a readable recording, 130/143 stopped by Ctrl-C/SIGTERM",
+    "daemon": "0 done, 1 a daemon is dead or not answering, 2 usage, 4 a daemon did not stop in time",
+    "daemon status": "0 every daemon answers (or none runs), 1 one is dead or not answering",
+    "daemon stop": "0 stopped (or none was running), 2 usage or config, 4 a daemon did not exit in time",
+    "daemon logs": "0 printed (or no log yet), 2 usage or config",
     "config": "0 done, 1 a source has a problem or nothing was written, 2 usage",
     "config sources": "0 every source read, 1 a source has a problem, 2 usage",
     "config import": "0 files written, 1 no server could be imported, 2 a file exists (use --force) or no such source",

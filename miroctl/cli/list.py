@@ -21,6 +21,7 @@ from miroctl.cli.options import (
     JsonOpt,
     LogOpt,
     ModeOpt,
+    NoDaemonOpt,
     RecordOpt,
     StartupOpt,
     StdioOpt,
@@ -80,6 +81,7 @@ def list_(
     task_id: TaskIdOpt = None,
     log: LogOpt = None,
     via: ViaOpt = None,
+    no_daemon: NoDaemonOpt = False,
     record: RecordOpt = None,
 ) -> None:
     """List the tools of every selected server; failing servers are reported in place (exit 1)."""

@@ -105,6 +105,15 @@ ViaOpt = Annotated[
         "servers). [env: MIROCTL_URL, unless --config/--stdio/--url is given]",
     ),
 ]
+NoDaemonOpt = Annotated[
+    bool,
+    typer.Option(
+        "--no-daemon",
+        rich_help_panel=CONNECTION,
+        help="Run in this process even for a `persistent: true` server, which a background daemon keeps "
+        "otherwise (see docs/daemon.md). [env: MIROCTL_DAEMON=never]",
+    ),
+]
 ModeOpt = Annotated[
     Mode | None,
     typer.Option(

@@ -12,6 +12,8 @@ from miroctl.launch import early, helpcache
 from miroctl.launch.handoff import Launch, Stopped
 from miroctl.render import progress
 
+DAEMON_COMMANDS = (["call"], ["list"], ["read"], ["prompt"])  # a daemon may keep their servers (cli/prestart.py)
+
 
 def run(launch: Launch) -> int:
     """The exit code of the command line, run by the Typer app."""
@@ -20,6 +22,11 @@ def run(launch: Launch) -> int:
     if early.drawn is not None:  # the first line comes alive (a spinner, a clock) while Typer and the core load
         progress.adopt(progress.stderr_console(), early.drawn)
     try:
+        through = prestart.for_daemon(launch) if launch.words[:1] in DAEMON_COMMANDS else None
+        if through is not None:
+            from miroctl.cli import keepalive  # noqa: PLC0415 - only a command that goes to a daemon loads it
+
+            return keepalive.run(launch, *through)
         if launch.words[:1] in (["call"], ["list"]):
             prestart.begin(launch)
         return _run_app(launch)

@@ -10,13 +10,15 @@ from miroctl.base.errors import UsageError
 from miroctl.cli import boundary, completion, remote
 from miroctl.cli.common import load_config
 from miroctl.cli.fetch import SaveDirOpt, TimeoutOpt, fetch
-from miroctl.cli.options import ConfigOpt, EnvOpt, HeaderOpt, JsonOpt, StartupOpt, StdioOpt, UrlOpt, ViaOpt
+from miroctl.cli.options import ConfigOpt, EnvOpt, HeaderOpt, JsonOpt, NoDaemonOpt, StartupOpt, StdioOpt, UrlOpt, ViaOpt
 from miroctl.config.loader import Config
 from miroctl.core import catalog
 from miroctl.core.arguments import split_pair
+from miroctl.launch.handoff import Launch
 
 
 def prompt(
+    ctx: typer.Context,
     words: Annotated[
         list[str],
         typer.Argument(
@@ -37,13 +39,15 @@ def prompt(
     env: EnvOpt = None,
     startup_timeout: StartupOpt = None,
     via: ViaOpt = None,
+    no_daemon: NoDaemonOpt = False,
 ) -> None:
     """Get one prompt of a server, filled in with its arguments: its messages, role by role."""
     out = boundary.output(json_mode)
     gateway_url = remote.resolve_via(via, bool(config or stdio or url))
     if gateway_url:
         raise typer.Exit(remote.prompt(gateway_url, words, out=out, timeout=timeout, save_dir=save_dir))
-    loaded = load_config(config, stdio, url, header, out, startup_timeout, env)
+    launch = ctx.obj if isinstance(ctx.obj, Launch) else None  # the configuration the daemon's decision read
+    loaded = load_config(config, stdio, url, header, out, startup_timeout, env, launch=launch)
     server, name, pairs = _prompt_words(loaded, words)
     arguments = {key: value for key, value, _ in map(split_pair, pairs)}  # a prompt's arguments are text
     fetch(

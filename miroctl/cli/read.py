@@ -10,11 +10,13 @@ from miroctl.base.errors import UsageError
 from miroctl.cli import boundary, completion, remote
 from miroctl.cli.common import load_config
 from miroctl.cli.fetch import SaveDirOpt, TimeoutOpt, fetch, only_server
-from miroctl.cli.options import ConfigOpt, EnvOpt, HeaderOpt, JsonOpt, StartupOpt, StdioOpt, UrlOpt, ViaOpt
+from miroctl.cli.options import ConfigOpt, EnvOpt, HeaderOpt, JsonOpt, NoDaemonOpt, StartupOpt, StdioOpt, UrlOpt, ViaOpt
 from miroctl.core import catalog
+from miroctl.launch.handoff import Launch
 
 
 def read(
+    ctx: typer.Context,
     target: Annotated[
         list[str],
         typer.Argument(
@@ -35,6 +37,7 @@ def read(
     env: EnvOpt = None,
     startup_timeout: StartupOpt = None,
     via: ViaOpt = None,
+    no_daemon: NoDaemonOpt = False,
 ) -> None:
     """Read one resource of a server: text on stdout, binary contents saved to files."""
     out = boundary.output(json_mode)
@@ -43,7 +46,8 @@ def read(
         raise typer.Exit(remote.read(gateway_url, target, out=out, timeout=timeout, save_dir=save_dir))
     if len(target) > 2:
         raise UsageError("read takes SERVER and URI (SERVER may be left out when there is only one)")
-    loaded = load_config(config, stdio, url, header, out, startup_timeout, env)
+    launch = ctx.obj if isinstance(ctx.obj, Launch) else None  # the configuration the daemon's decision read
+    loaded = load_config(config, stdio, url, header, out, startup_timeout, env, launch=launch)
     server, uri = (target[0], target[1]) if len(target) == 2 else (only_server(loaded, "read"), target[0])
     fetch(
         out,

@@ -16,10 +16,11 @@ def run(launch: Launch, reading: Reading, url: str) -> int:
     """The exit code of a command line the warm path takes (`url`: --via, else $MIROCTL_URL)."""
     boundary.show_tracebacks(launch.traceback)
     out = boundary.output(json_mode=reading.flag("json_mode"))
-    return boundary.guarded(_work(reading, url, out))
+    return boundary.guarded(work(reading, url, out))
 
 
-def _work(reading: Reading, url: str, out: Output) -> Callable[[], int]:
+def work(reading: Reading, url: str, out: Output) -> Callable[[], int]:
+    """The command, through the gateway at `url` (an HTTP URL or a daemon's unix:PATH)."""
     words, text = list(reading.words), reading.text
     timeout = seconds(text("timeout") or "") if text("timeout") else None
     if reading.command == "call":

@@ -41,7 +41,11 @@ PROFILE_KEYS = {
     "log",
     "description",
     "python",
+    "daemon",
+    "daemon_idle",
 }
+DAEMON_CHOICES = ("persistent", "auto", "never")  # which servers a background daemon keeps (docs/daemon.md)
+DEFAULT_DAEMON_IDLE = 600.0  # seconds a daemon with nothing to do lives on
 
 
 @dataclass(frozen=True)
@@ -55,6 +59,8 @@ class Profile:
     concurrency: int = 4
     python: str | None = None  # what `tool_command: python` runs in this profile's server files (checked)
     sections: Sections = field(default_factory=Sections)  # policy, fallbacks, url_rules, log, max_result_chars
+    daemon: str = "persistent"  # persistent: a daemon keeps persistent servers; auto: every server; never
+    daemon_idle: float = DEFAULT_DAEMON_IDLE
 
 
 @dataclass(frozen=True)
@@ -374,7 +380,15 @@ def _profile_from(data: Mapping[str, object], path: Path) -> Profile:
         concurrency=int(positive(data.get("concurrency", 4), "concurrency", path)),
         python=_profile_python(data.get("python"), path),
         sections=Sections.parse(data, path),
+        daemon=_daemon_choice(data.get("daemon", "persistent"), path),
+        daemon_idle=positive(data.get("daemon_idle", DEFAULT_DAEMON_IDLE), "daemon_idle", path),
     )
+
+
+def _daemon_choice(value: object, path: Path) -> str:
+    if value not in DAEMON_CHOICES:
+        raise ConfigError(f"{path}: daemon must be one of {', '.join(DAEMON_CHOICES)}, got {value!r}")
+    return str(value)
 
 
 def _profile_python(value: object, path: Path) -> str | None:

@@ -115,12 +115,12 @@ def build_app(gateway: Gateway, settings: HttpSettings) -> tuple[ASGIApp, Inflig
         Route("/healthz", endpoint=_health(gateway), methods=["GET"]),
         Route("/livez", endpoint=_live, methods=["GET"]),
         Route("/readyz", endpoint=_ready(gateway), methods=["GET"]),
-        Route("/v1/call", endpoint=_api(gateway, call_document), methods=["POST"]),
-        Route("/v1/list", endpoint=_api(gateway, list_document), methods=["POST"]),
+        Route("/v1/call", endpoint=api_endpoint(gateway, call_document), methods=["POST"]),
+        Route("/v1/list", endpoint=api_endpoint(gateway, list_document), methods=["POST"]),
         Route("/v1/batch", endpoint=_batch(gateway), methods=["POST"]),
-        Route("/v1/check", endpoint=_api(gateway, check_document), methods=["POST"]),
-        Route("/v1/read", endpoint=_api(gateway, read_document), methods=["POST"]),
-        Route("/v1/prompt", endpoint=_api(gateway, prompt_document), methods=["POST"]),
+        Route("/v1/check", endpoint=api_endpoint(gateway, check_document), methods=["POST"]),
+        Route("/v1/read", endpoint=api_endpoint(gateway, read_document), methods=["POST"]),
+        Route("/v1/prompt", endpoint=api_endpoint(gateway, prompt_document), methods=["POST"]),
     ]
     inflight.app = Starlette(routes=routes, lifespan=lambda _app: sessions.run())
     return Guard(inflight, settings), inflight
@@ -181,7 +181,7 @@ def _health(gateway: Gateway) -> Endpoint:
     return health
 
 
-def _api(gateway: Gateway, answer: Callable[[object, Gateway], Awaitable[dict[str, object]]]) -> Endpoint:
+def api_endpoint(gateway: Gateway, answer: Callable[[object, Gateway], Awaitable[dict[str, object]]]) -> Endpoint:
     """A JSON endpoint; the work is cancelled if the client goes away (so is the upstream call)."""
 
     async def endpoint(request: Request) -> Response:

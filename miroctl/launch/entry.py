@@ -1,7 +1,8 @@
 """The `miroctl` command: the help cache, the first line, then the warm path or the Typer app.
 
-A plain `call`, `list`, `read` or `prompt` through a gateway (--via URL or $MIROCTL_URL) is read here with the
-option table (launch/reader.py) and handed to miroctl.cli.warm, which answers it without Typer, the mcp SDK
+A plain `call`, `list`, `read` or `prompt` through a gateway (--via URL or $MIROCTL_URL), or to a running daemon
+whose route matches (launch/shortcut.py), is read here with the option table (launch/reader.py) and handed to
+miroctl.cli.warm, which answers it without Typer, the mcp SDK
 or OmegaConf, so a call from a shell loop costs little more than starting Python. Anything else goes to
 miroctl.cli.program: the early start of a cold call's servers, then the Typer app. Both get the one
 `Launch` object (launch/handoff.py) and return the exit code; nothing is handed over in module globals.
@@ -14,7 +15,7 @@ import signal
 import sys
 from collections.abc import Mapping, Sequence
 
-from miroctl.launch import early, helpcache, reader
+from miroctl.launch import early, helpcache, reader, shortcut
 from miroctl.launch.handoff import Launch, Stopped
 from miroctl.launch.options import CALL, LIST, URL_ENV
 from miroctl.launch.reader import Reading
@@ -52,7 +53,7 @@ def warm(words: Sequence[str], environ: Mapping[str, str]) -> tuple[Reading, str
 
 
 def _hand_over(launch: Launch) -> int:
-    through = warm(launch.words, os.environ)
+    through = warm(launch.words, os.environ) or shortcut.daemon_route(launch.words, os.environ)
     if through is not None:
         from miroctl.cli import warm as warm_path  # noqa: PLC0415 - the hand-over (stdlib only, see the contract)
 

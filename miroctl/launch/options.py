@@ -22,6 +22,8 @@ Kind = Literal["flag", "value", "values"]  # values: the option may be given mor
 # go on, or start nothing early (it changes the servers, their environment, or what is read first).
 EarlyRole = Literal["read", "skip", "refuse"]
 URL_ENV = "MIROCTL_URL"  # a gateway for every command (miroctl.remote.URL_ENV)
+DAEMON_ENV = "MIROCTL_DAEMON"  # always | never | (unset) the profile's `daemon:` (docs/daemon.md)
+DAEMON_IDLE_ENV = "MIROCTL_DAEMON_IDLE"  # seconds a daemon lives on with nothing to do
 MODES = ("bypass", "read_only", "normal", "ask")  # config.sections.Mode (tests hold them equal)
 
 
@@ -128,6 +130,7 @@ OPTIONS: tuple[Option, ...] = (
     _opt("--jobs -j", "jobs", "value", frozenset({CALL})),
     _opt("--resources", "resources", "flag", frozenset({LIST})),
     _opt("--prompts", "prompts", "flag", frozenset({LIST})),
+    _opt("--no-daemon", "no_daemon", "flag", _ALL, early="skip"),
     _opt("--help -h", "help", "flag", _ALL),
 )
 # The app's own options, before the command (`miroctl -c research list`); --traceback may stand anywhere.

@@ -1,6 +1,7 @@
 """Read a command line with the option table before Typer is loaded (standard library only).
 
-One reader serves the warm path and the early start; each says which options it takes (launch/options.py).
+One reader serves the warm path, the early start and a command that goes to a daemon; each says which options
+it takes (launch/options.py).
 Whatever it is unsure of (an option it does not take, a value the command would refuse, `--`, an option
 given twice) gives None: the Typer app then reads the command line and says what is wrong.
 """
@@ -12,11 +13,14 @@ from typing import Literal, NamedTuple
 
 from miroctl.launch.options import CALL, LIST, OPTIONS, Option, options_of
 
-Reader = Literal["warm", "early"]
+Reader = Literal["warm", "early", "daemon"]
 COMMANDS: dict[Reader, frozenset[str]] = {
     "warm": frozenset(command for option in OPTIONS for command in option.commands),
     "early": frozenset({CALL, LIST}),
+    "daemon": frozenset(command for option in OPTIONS for command in option.commands),
 }
+# A command that goes to a daemon (miroctl.daemon) is the warm path's, with the configuration it names.
+DAEMON_TAKES = frozenset({"config"})
 
 
 class Reading(NamedTuple):
@@ -66,6 +70,8 @@ def read(words: Sequence[str], reader: Reader) -> Reading | None:
 
 
 def _takes(option: Option, reader: Reader) -> bool:
+    if reader == "daemon":
+        return (option.warm and option.dest != "via") or option.dest in DAEMON_TAKES
     return option.warm if reader == "warm" else option.early != "refuse"
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 DIRECTORY = Path(__file__).resolve().parent
-DOCUMENTS = ("call", "list", "check", "resource", "prompt", "error", "health", "serve", "bench")
+DOCUMENTS = ("call", "list", "check", "resource", "prompt", "error", "health", "serve", "bench", "daemons")
 
 
 def file_of(schema: str) -> Path:

@@ -1,0 +1,58 @@
+"""`miroctl daemon status|stop|logs` when no daemon runs, and a record left by a dead one (in-process)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from miroctl.cli.app import app
+from tests.json_contract import one_document
+
+
+@pytest.fixture
+def runtime(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / "run"))
+    monkeypatch.chdir(tmp_path)
+    return tmp_path / "run" / "miroctl"
+
+
+def test_status_with_no_daemon_exits_0_and_says_so(runtime: Path) -> None:
+    shown = CliRunner().invoke(app, ["daemon", "status"])
+    assert shown.exit_code == 0
+    assert "no daemon is running" in shown.stderr
+    listed = CliRunner().invoke(app, ["daemon", "status", "--json"])
+    assert listed.exit_code == 0
+    assert one_document(listed.stdout) == {"schema": "miroctl.daemons/1", "daemons": []}
+
+
+def test_stop_and_logs_with_no_daemon_exit_0_and_say_so(runtime: Path) -> None:
+    stopped = CliRunner().invoke(app, ["daemon", "stop"])
+    assert stopped.exit_code == 0
+    assert "no daemon was running for this configuration here" in stopped.stderr
+    logs = CliRunner().invoke(app, ["daemon", "logs", "--all"])
+    assert logs.exit_code == 0
+    assert "no daemon log" in logs.stderr
+
+
+def test_a_dead_daemons_record_shows_dead_exits_1_and_stop_all_clears_it(runtime: Path) -> None:
+    runtime.mkdir(parents=True, mode=0o700)
+    record = {"pid": 999999, "config": None, "source": "/x/miroctl.yaml", "cwd": "/x", "socket": "s"}
+    (runtime / "0123456789abcdef.json").write_text(json.dumps(record))
+    shown = CliRunner().invoke(app, ["daemon", "status", "--json"])
+    assert shown.exit_code == 1
+    (daemon,) = one_document(shown.stdout)["daemons"]
+    assert (daemon["state"], daemon["pid"], daemon["config"]) == ("dead", 999999, "/x/miroctl.yaml")
+    assert CliRunner().invoke(app, ["daemon", "stop", "--all"]).exit_code == 0
+    assert not list(runtime.glob("*.json"))
+
+
+def test_daemon_logs_prints_the_last_lines_literally(runtime: Path) -> None:
+    runtime.mkdir(parents=True, mode=0o700)
+    lines = [f"line {i}" for i in range(60)] + ["\x1b[31mred\x1b[0m [bold]x[/bold]"]
+    (runtime / "0123456789abcdef.log").write_text("\n".join(lines) + "\n")
+    shown = CliRunner().invoke(app, ["daemon", "logs", "--all", "-n", "2"])
+    assert shown.exit_code == 0
+    assert shown.stdout.splitlines() == ["line 59", "\\x1b[31mred\\x1b[0m [bold]x[/bold]"]
