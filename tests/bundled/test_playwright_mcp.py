@@ -90,6 +90,7 @@ def test_without_node_the_playwright_server_says_in_one_line_what_to_install(tmp
 @pytest.mark.process
 def test_the_bundled_browser_takes_playwright_mcps_parameters_for_the_tools_it_has(tmp_path):
     needs("npx", NO_NODE)
+    needs("chromium", NO_CHROMIUM)  # the bundled browser does not start without one
     upstream, bundled = listed_tools([playwright_spec(tmp_path), replace(bundled_spec("browser"), enabled=True)])
     assert upstream.failure is None and bundled.failure is None, (upstream.failure, bundled.failure)
     assert {tool.name for tool in bundled.tools} < {tool.name for tool in upstream.tools}
