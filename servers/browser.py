@@ -7,6 +7,8 @@ none, the server does not start and says what to install (`apt-get install -y ch
 `miroctl check` shows it. Pages are read as accessibility snapshots whose `[ref=eN]` marks name the
 elements that browser_click and browser_type act on. Every request the page makes is checked against
 miroctl's URL rules. BROWSER_TIMEOUT bounds each action; BROWSER_MAX_SNAPSHOT caps a snapshot.
+Its six tools take @playwright/mcp's names and parameters (`target` for the ref), so an agent prompted
+for @playwright/mcp calls them unchanged.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from __future__ import annotations
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, Literal
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import CallToolResult, ToolAnnotations
@@ -40,6 +42,7 @@ mcp = MCPServer("browser", version=__version__, log_level="WARNING", lifespan=_l
 
 NAVIGATES = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=True)
 ACTS = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=True)
+Modifier = Literal["Alt", "Control", "ControlOrMeta", "Meta", "Shift"]
 READS = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=True)
 
 
@@ -54,7 +57,7 @@ async def browser_navigate(url: str, ctx: Context) -> CallToolResult:
     """Open an http(s) URL in the browser's page and return the page's title, URL and snapshot.
 
     The snapshot lists the page's headings, text, links, buttons and fields, each marked
-    [ref=eN]: pass that ref to browser_click or browser_type. The page stays open for later calls.
+    [ref=eN]: pass that ref as `target` to browser_click or browser_type. The page stays open for later calls.
     """
     page = await _session(ctx).page()
     await _session(ctx).go(page, check_url(url))
@@ -71,30 +74,45 @@ async def browser_snapshot(ctx: Context) -> CallToolResult:
 
 
 @mcp.tool(annotations=ACTS)
-async def browser_click(ref: str, ctx: Context, element: str = "") -> CallToolResult:
+async def browser_click(
+    target: str,
+    ctx: Context,
+    element: str = "",
+    doubleClick: bool = False,  # @playwright/mcp's name, which agents send
+    button: Literal["left", "right", "middle"] = "left",
+    modifiers: list[Modifier] | None = None,
+) -> CallToolResult:
     """Click the element with this ref from the latest snapshot, then return the page's new snapshot.
 
-    `ref` is the [ref=eN] mark of a link, button or other element; `element` optionally says in
-    words what it is (kept in the answer for the record).
+    `target` is the [ref=eN] mark of a link, button or other element; `element` optionally says in
+    words what it is (kept in the answer for the record). The parameters are @playwright/mcp's.
     """
-    session = _session(ctx)
-    await session.act(ref, lambda target: target.click())
-    return await _page_report(ctx, f"clicked {element or ref}")
+    keys = list(modifiers or [])
+    if doubleClick:
+        await _session(ctx).act(target, lambda found: found.dblclick(button=button, modifiers=keys))
+    else:
+        await _session(ctx).act(target, lambda found: found.click(button=button, modifiers=keys))
+    return await _page_report(ctx, f"{'double-' if doubleClick else ''}clicked {element or target}")
 
 
 @mcp.tool(annotations=ACTS)
-async def browser_type(ref: str, text: str, ctx: Context, submit: bool = False) -> CallToolResult:
+async def browser_type(
+    target: str, text: str, ctx: Context, element: str = "", submit: bool = False, slowly: bool = False
+) -> CallToolResult:
     """Type text into the field with this ref (replacing what it held), optionally pressing Enter,
-    then return the page's new snapshot."""
-    session = _session(ctx)
+    then return the page's new snapshot. `slowly` types one key at a time, for pages that react to keys."""
 
-    async def fill(target: Any) -> None:
-        await target.fill(text)
+    async def fill(found: Any) -> None:
+        if slowly:
+            await found.fill("")
+            await found.press_sequentially(text)
+        else:
+            await found.fill(text)
         if submit:
-            await target.press("Enter")
+            await found.press("Enter")
 
-    await session.act(ref, fill)
-    return await _page_report(ctx, f"typed into {ref}" + (" and pressed Enter" if submit else ""))
+    await _session(ctx).act(target, fill)
+    return await _page_report(ctx, f"typed into {element or target}" + (" and pressed Enter" if submit else ""))
 
 
 @mcp.tool(annotations=NAVIGATES)

@@ -119,9 +119,16 @@ async def spawn(spec: ServerSpec) -> tuple[anyio.abc.Process, str]:
     return process, stderr_path
 
 
+# Launchers that servers are commonly run with, and what installs each of them.
+NODE = "install Node.js from https://nodejs.org/en/download (Debian/Ubuntu: apt-get install -y nodejs npm)"
+INSTALLS = {"npx": f"npx comes with Node.js: {NODE}", "npm": f"npm comes with Node.js: {NODE}", "node": NODE}
+INSTALLS |= {"uvx": "uvx comes with uv: pip install uv", "uv": "pip install uv"}
+
+
 def _spawn_error(spec: ServerSpec, exc: OSError) -> SpawnError:
     if isinstance(exc, FileNotFoundError):
-        return SpawnError(f"command not found: {spec.command}", hint="is it installed and on PATH?")
+        hint = INSTALLS.get(Path(spec.command or "").name, "is it installed and on PATH?")
+        return SpawnError(f"command not found: {spec.command}", hint=hint)
     if isinstance(exc, PermissionError):
         return SpawnError(f"command is not executable: {spec.command}", hint="check its permissions")
     return SpawnError(f"cannot start {spec.command}: {exc.strerror or exc}")

@@ -57,9 +57,9 @@ def test_one_browser_session_navigates_clicks_types_and_goes_back_across_calls(s
     got = session(
         spec,
         ("browser_navigate", {"url": f"{site.url}/files/home.html"}),
-        ("browser_click", {"ref": button, "element": "Add to cart button"}),
+        ("browser_click", {"target": button, "element": "Add to cart button"}),
         ("browser_snapshot", {}),
-        ("browser_type", {"ref": search, "text": "teapot", "submit": True}),
+        ("browser_type", {"target": search, "text": "teapot", "submit": True}),
         ("browser_navigate_back", {}),
         ("browser_close", {}),
     )
@@ -74,14 +74,39 @@ def test_one_browser_session_navigates_clicks_types_and_goes_back_across_calls(s
     assert got[5].result == "The browser is closed."
 
 
+KEYS = b"""<html><head><title>Keys</title></head><body>
+<button ondblclick="document.body.insertAdjacentHTML('beforeend', '<p>Opened twice</p>')">Open</button>
+<script>let keys = "";</script>
+<input aria-label="Name" onkeydown="keys += event.key; document.title = 'Keys ' + keys">
+</body></html>"""
+
+
+def test_double_clicks_and_slow_typing_take_playwright_mcps_parameters(site):
+    site.put("keys.html", KEYS, "text/html")
+    spec = memory_spec("browser")
+    opened = session(spec, ("browser_navigate", {"url": f"{site.url}/files/keys.html"}))
+    snapshot = opened[0].structured_content["snapshot"]
+    button, name = ref(snapshot, 'button "Open"'), ref(snapshot, 'textbox "Name"')
+    got = session(
+        spec,
+        ("browser_navigate", {"url": f"{site.url}/files/keys.html"}),
+        ("browser_click", {"target": button, "doubleClick": True, "button": "left", "modifiers": []}),
+        ("browser_type", {"target": name, "text": "tea", "slowly": True, "element": "Name field"}),
+    )
+    assert [o.exit_code for o in got.outcomes] == [0, 0, 0], [o.error for o in got.outcomes]
+    assert "Opened twice" in got[1].result and got[1].structured_content["action"] == "double-clicked " + button
+    assert got[2].structured_content["title"].endswith("tea"), "one key event per character, in order"
+    assert got[2].structured_content["action"] == "typed into Name field"
+
+
 def test_stale_refs_refused_connections_and_blocked_urls_are_tool_errors(site, monkeypatch):
     monkeypatch.setenv("BROWSER_TIMEOUT", "5")
     spec = memory_spec("browser")
     got = session(
         spec,
         ("browser_navigate", {"url": f"{site.url}/files/home.html"}),
-        ("browser_click", {"ref": "e999"}),
-        ("browser_click", {"ref": "not a ref!"}),
+        ("browser_click", {"target": "e999"}),
+        ("browser_click", {"target": "not a ref!"}),
         ("browser_navigate", {"url": f"http://127.0.0.1:{free_port()}/"}),
         ("browser_navigate", {"url": site.redirect_to(BLOCKED)}),
         ("browser_navigate", {"url": "file:///etc/passwd"}),
