@@ -146,6 +146,33 @@ def test_docs_example_prints_what_the_page_shows(example: Example, tmp_path: Pat
     assert not failures, "\n\n".join(failures) + "\n(MIROCTL_DOCS_UPDATE=1 writes the printed output into the page)"
 
 
+FIDELITY_SCRIPT = """miroctl --version; echo "exit $?"
+miroctl list --config nowhere.yaml; echo "exit $?"
+echo 'not json' | miroctl call --stdio "python -c pass" t --args -; echo "exit $?"
+miroctl call demo >/dev/null 2>errors.txt & wait $!; echo "exit $?"; cat errors.txt
+(trap '' INT; miroctl --help | head -n 3); echo "exit $?"
+"""
+
+
+@pytest.mark.process
+def test_a_command_through_the_fork_server_prints_and_exits_as_the_console_script_does(
+    tmp_path: Path, fork_server: str | None
+) -> None:
+    if fork_server is None:
+        pytest.skip("MIROCTL_DOCS_COLD=1: no fork server")
+    printed = []
+    for name, socket_path in (("warm", fork_server), ("cold", None)):
+        scratch = tmp_path / name / "scratch"
+        scratch.mkdir(parents=True)
+        env = scratch_env(tmp_path / name / "space", socket_path)
+        done = subprocess.run(
+            ["bash", "-c", FIDELITY_SCRIPT], cwd=scratch, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+        )
+        printed.append((done.returncode, done.stdout.decode().replace(str(tmp_path / name), "$SPACE")))
+    assert printed[0] == printed[1]
+    assert "exit 2" in printed[0][1] and "exit 0" in printed[0][1]
+
+
 def run_block(example: Example, tmp_path: Path, fork_socket: str | None) -> tuple[list[list[str]], list[str]]:
     """Run one console block in a new scratch directory; its refreshed outputs and its mismatches."""
     blocks = docs.parse(example.page.read_text())
