@@ -9,7 +9,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -24,6 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = str(ROOT / "tests" / "servers" / "fixture.py")
 LEGACY = str(ROOT / "tests" / "servers" / "legacy.py")
 HOSTILE = str(ROOT / "tests" / "servers" / "hostile.py")
+WEBTOOLS = str(ROOT / "tests" / "servers" / "webtools.py")
 HEALTHY_STARTUP = 30.0  # generous: a loaded 2-core machine must never flake a healthy server
 
 
@@ -46,9 +47,13 @@ def hostile_yaml(name: str, *broken: str, **fields: Any) -> dict[str, Any]:
 
 
 def in_memory(spec: ServerSpec) -> ServerSpec:
-    """A healthy fixture server's spec as the same server in this process (the memory transport); any other
-    spec (another server, a mode that breaks the start, HTTP) unchanged, as a process."""
-    if spec.error or spec.transport != "stdio" or spec.command != sys.executable or spec.args[:1] != (FIXTURE,):
+    """A healthy fixture or webtools server's spec as the same server in this process (the memory transport);
+    any other spec (another server, a mode that breaks the start, HTTP) unchanged, as a process."""
+    if spec.error or spec.transport != "stdio" or spec.command != sys.executable:
+        return spec
+    if spec.args[:1] == (WEBTOOLS,):
+        return _webtools_in_memory(spec)
+    if spec.args[:1] != (FIXTURE,):
         return spec
     from tests.servers import fixture
 
@@ -60,6 +65,35 @@ def in_memory(spec: ServerSpec) -> ServerSpec:
         opts.name, only, environ={**os.environ, **spec.env}, cwd=spec.cwd, instructions=opts.instructions
     )
     return replace(spec, transport="memory", target=target, command=None, args=())
+
+
+def _webtools_in_memory(spec: ServerSpec) -> ServerSpec:
+    """tests/servers/webtools.py in this process, with the environment its process would get; one whose
+    starts fail on purpose (--fail-starts) stays a process."""
+    from miroctl.sessions.processes import child_environment
+    from tests.servers import webtools
+
+    opts = webtools.options(list(spec.args[1:]))
+    if opts.fail_starts:
+        return spec
+    target = webtools.build(opts.name, opts, environ=_Environment(lambda: child_environment(spec)))
+    return replace(spec, transport="memory", target=target, command=None, args=())
+
+
+class _Environment(Mapping[str, str]):
+    """The environment a server process would be given, read when a tool asks (a run sets TASK_ID late)."""
+
+    def __init__(self, make: Callable[[], dict[str, str]]) -> None:
+        self._make = make
+
+    def __getitem__(self, key: str) -> str:
+        return self._make()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._make())
+
+    def __len__(self) -> int:
+        return len(self._make())
 
 
 _IN_MEMORY = {"on": False}  # fixture_spec's servers run in this process (set per test by servers_in_memory)

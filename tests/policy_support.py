@@ -15,9 +15,7 @@ from typing import Any
 from miroctl.base.models import ServerSpec
 from miroctl.config.loader import Config, Profile
 from miroctl.config.sections import Sections
-from tests.conftest import HEALTHY_STARTUP, ROOT
-
-WEBTOOLS = str(ROOT / "tests" / "servers" / "webtools.py")
+from tests.conftest import HEALTHY_STARTUP, WEBTOOLS
 
 
 def webtools_spec(name: str, *args: str, **fields: Any) -> ServerSpec:

@@ -2,7 +2,10 @@
 
 Each console block runs in its own scratch directory holding the page's file= blocks written above it, with
 miroctl on PATH, COLUMNS=100, NO_COLOR=1 and HOME/XDG dirs inside the scratch space. A mismatch fails with a
-diff naming the page and line. MIROCTL_DOCS_UPDATE=1 writes the printed outputs into the pages instead.
+diff naming the page and line, at its first run. MIROCTL_DOCS_UPDATE=1 writes the printed outputs into the
+pages instead. The `miroctl` on PATH is a client of this worker's fork server (tests/forkserver.py): a real
+process running the console entry, without the interpreter's start and the libraries' import;
+MIROCTL_DOCS_COLD=1 starts each as the plain console script.
 """
 
 from __future__ import annotations
@@ -14,16 +17,19 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from tests import docs_support as docs
+from tests import forkserver
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 UPDATE = os.environ.get("MIROCTL_DOCS_UPDATE") == "1"
+COLD = os.environ.get("MIROCTL_DOCS_COLD") == "1"
 COMMAND_TIMEOUT = 300
 COMING = {"auth.md", "bench.md", "lint.md", "editor-configs.md", "record-replay.md", "deploy.md", "performance.md"}
 COMING |= {"passthrough.md"}
@@ -48,12 +54,45 @@ def examples() -> list[Example]:
     return found
 
 
-def scratch_env(space: Path) -> dict[str, str]:
-    """A small, fixed environment: miroctl and python of this test run first on PATH, HOME and XDG in `space`."""
+@pytest.fixture(scope="session")
+def fork_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str | None]:
+    """This worker's warm start for `miroctl` (tests/forkserver.py): the path of its socket, or None with
+    MIROCTL_DOCS_COLD=1 (each command a new interpreter, as the console script starts)."""
+    if COLD:
+        yield None
+        return
+    # A short path: a Unix socket's path has at most 107 bytes.
+    directory = Path(tempfile.mkdtemp(prefix="miroctl-fork-", dir="/tmp" if os.path.isdir("/tmp") else None))
+    path = str(directory / "socket")
+    env = scratch_env(tmp_path_factory.mktemp("fork-server"), None)
+    server = subprocess.Popen(
+        [sys.executable, "-P", "-m", "tests.forkserver", path],
+        cwd=ROOT,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        start_new_session=True,
+    )
+    assert server.stdout is not None
+    assert server.stdout.readline() == b"listening\n", "the docs' fork server did not start"
+    try:
+        yield path
+    finally:
+        server.terminate()
+        server.wait()
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def scratch_env(space: Path, fork_socket: str | None) -> dict[str, str]:
+    """A small, fixed environment: miroctl and python of this test run first on PATH, HOME and XDG in `space`.
+    The `miroctl` there is the fork server's client when one runs, else the console script's own start."""
     bin_dir = space / "bin"
     bin_dir.mkdir(parents=True, exist_ok=True)
     launcher = bin_dir / "miroctl"
-    launcher.write_text(f"#!{sys.executable} -P\nfrom miroctl.launch.entry import main\n\nmain()\n")
+    if fork_socket is None:
+        launcher.write_text(f"#!{sys.executable} -P\nfrom miroctl.launch.entry import main\n\nmain()\n")
+    else:
+        launcher.write_text(forkserver.client_script(fork_socket))
     launcher.chmod(0o755)
     for name in ("python", "python3"):
         # A script, never a symlink: Python finds its venv from the path it was started by, so through a
@@ -98,8 +137,8 @@ def run(command: docs.Command, cwd: Path, env: dict[str, str]) -> tuple[list[str
 @pytest.mark.process
 @pytest.mark.timeout(COMMAND_TIMEOUT)  # a block runs several commands, each a real miroctl and its servers
 @pytest.mark.parametrize("example", examples(), ids=str)
-def test_docs_example_prints_what_the_page_shows(example: Example, tmp_path: Path) -> None:
-    outputs, failures = run_block(example, tmp_path)
+def test_docs_example_prints_what_the_page_shows(example: Example, tmp_path: Path, fork_server: str | None) -> None:
+    outputs, failures = run_block(example, tmp_path, fork_server)
     if UPDATE:
         if failures:
             docs.rewrite(example.page, example.block, outputs)
@@ -107,13 +146,40 @@ def test_docs_example_prints_what_the_page_shows(example: Example, tmp_path: Pat
     assert not failures, "\n\n".join(failures) + "\n(MIROCTL_DOCS_UPDATE=1 writes the printed output into the page)"
 
 
-def run_block(example: Example, tmp_path: Path) -> tuple[list[list[str]], list[str]]:
+FIDELITY_SCRIPT = """miroctl --version; echo "exit $?"
+miroctl list --config nowhere.yaml; echo "exit $?"
+echo 'not json' | miroctl call --stdio "python -c pass" t --args -; echo "exit $?"
+miroctl call demo >/dev/null 2>errors.txt & wait $!; echo "exit $?"; cat errors.txt
+(trap '' INT; miroctl --help | head -n 3); echo "exit $?"
+"""
+
+
+@pytest.mark.process
+def test_a_command_through_the_fork_server_prints_and_exits_as_the_console_script_does(
+    tmp_path: Path, fork_server: str | None
+) -> None:
+    if fork_server is None:
+        pytest.skip("MIROCTL_DOCS_COLD=1: no fork server")
+    printed = []
+    for name, socket_path in (("warm", fork_server), ("cold", None)):
+        scratch = tmp_path / name / "scratch"
+        scratch.mkdir(parents=True)
+        env = scratch_env(tmp_path / name / "space", socket_path)
+        done = subprocess.run(
+            ["bash", "-c", FIDELITY_SCRIPT], cwd=scratch, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+        )
+        printed.append((done.returncode, done.stdout.decode().replace(str(tmp_path / name), "$SPACE")))
+    assert printed[0] == printed[1]
+    assert "exit 2" in printed[0][1] and "exit 0" in printed[0][1]
+
+
+def run_block(example: Example, tmp_path: Path, fork_socket: str | None) -> tuple[list[list[str]], list[str]]:
     """Run one console block in a new scratch directory; its refreshed outputs and its mismatches."""
     blocks = docs.parse(example.page.read_text())
     block = blocks[example.block]
     # A path of fixed length (Rich wraps long lines at the same places in every run), shown as $PWD.
     scratch = Path(tempfile.mkdtemp(prefix="miroctl-docs-", dir="/tmp" if os.path.isdir("/tmp") else None))
-    env = scratch_env(tmp_path / "space")
+    env = scratch_env(tmp_path / "space", fork_socket)
     env["XDG_RUNTIME_DIR"] = str(scratch / ".run")  # the daemons' sockets: a short path of the block's own
     try:
         return run_commands(example, blocks, block, scratch, env)

@@ -126,7 +126,6 @@ def test_list_names_servers_to_list_and_rejects_unknown_ones(write_config):
     assert [s["name"] for s in parse_json(result.stdout)["servers"]] == ["alpha"]
 
 
-@pytest.mark.process
 def test_list_hides_blacklisted_tools(write_config):
     path = write_config({"alpha": fixture_yaml("alpha", "--tools", "add,echo")}, tool_blacklist=[["alpha", "echo"]])
     result = CliRunner().invoke(app, ["list", "--json", "--config", str(path)])
@@ -134,7 +133,7 @@ def test_list_hides_blacklisted_tools(write_config):
     assert [t["name"] for t in parse_json(result.stdout)["servers"][0]["tools"]] == ["add"]
     human = CliRunner().invoke(app, ["list", "--config", str(path)], env={"COLUMNS": "200"})
     assert human.exit_code == 0
-    assert "alpha  stdio · 1 tool · " in human.stdout and "echo" not in human.stdout
+    assert "alpha  memory · 1 tool · " in human.stdout and "echo" not in human.stdout
 
 
 def test_list_reports_a_missing_env_var_and_a_missing_command_as_config_and_not_found(write_config, monkeypatch):

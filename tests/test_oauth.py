@@ -102,12 +102,11 @@ def test_a_revoked_refresh_token_exits_3_with_the_hint_and_never_waits_for_a_bro
     protected.control("expire")
     protected.control("revoke")
     age_record(auth_dir)
-    started = time.monotonic()
+    # A call that waited for a browser would wait for one forever (nobody comes): the per-test timeout fails it.
     called = run(auth_dir, "call", "demo", "whoami", "--json", "--config", str(cfg))
     assert called.returncode == 3, called.stderr
     envelope = parse_json(called.stdout)
     assert envelope["error"] == HINT and envelope["error_kind"] == "auth"
-    assert time.monotonic() - started < 45
     human = run(auth_dir, "call", "demo", "whoami", "--config", str(cfg))
     assert human.returncode == 3
     assert f"miroctl: auth: {HINT}" in human.stderr
@@ -133,11 +132,10 @@ def test_reset_forgets_the_stored_login(protected, tmp_path):
 )
 def test_a_ci_run_without_tokens_fails_at_once_without_touching_the_network(tmp_path, command, code):
     # Nothing listens at this URL: an answer other than "auth required" would mean miroctl tried to connect.
+    # A login would wait 300 s for a browser: far past the per-test timeout, which fails a command that waits.
     cfg = config(tmp_path, f"http://127.0.0.1:{free_port()}/mcp")
-    started = time.monotonic()
     result = run(tmp_path / "auth", *command, "--json", "--config", str(cfg))
     assert result.returncode == code, result.stderr
-    assert time.monotonic() - started < 90  # far below the 300 s a login waits (the machine may be loaded)
     document = parse_json(result.stdout)
     failure = document["failure"] if command[0] == "call" else document["servers"][0]["failure"]
     assert failure["kind"] == "auth" and failure["message"] == HINT

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
@@ -204,10 +203,10 @@ def test_a_uri_matches_a_template_only_when_its_expressions_can_be_filled_in_to_
 
 
 def test_a_hostile_template_costs_a_scan_of_the_uri_not_a_backtracking_search():
+    # No clock: a backtracking search of forty expressions over 20,000 characters would not end in anyone's
+    # lifetime, and the per-test timeout fails it.
     template = "{a}" + "a{b}" * 40 + "x"
-    started = time.perf_counter()
     assert not expands(template, "a" * 20_000)
-    assert time.perf_counter() - started < 1
 
 
 # ---------------------------------------------------------------------------------------------- --via read, prompt

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import threading
-import time
 
 import anyio
 
@@ -90,13 +89,12 @@ def _feed_in_background(parts: list[bytes]) -> int:
 def test_a_very_long_line_is_read_in_linear_time():
     size = 48 * 1024 * 1024
     read_end = _feed_in_background([b"x" * size + b"\n", b'{"next": 1}\n'])
-    started = time.monotonic()
+    # No clock: re-splitting the buffer on every read takes minutes here, and the per-test timeout fails that.
     try:
         lines = anyio.run(_collect, read_end)
     finally:
         os.close(read_end)
     assert [len(line) for line in lines] == [size, 11]
-    assert time.monotonic() - started < 10  # re-splitting the buffer on every read takes minutes here
 
 
 def test_a_line_over_the_size_cap_is_dropped_and_the_next_line_still_arrives(capfd):

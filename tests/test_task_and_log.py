@@ -13,6 +13,7 @@ from tests.conftest import parse_json
 from tests.policy_support import log_lines, memory_spec, pool, webtools_spec, webtools_yaml
 
 
+@pytest.mark.process  # the server process's environment is the point
 def test_task_id_from_the_command_line_reaches_the_server_as_TASK_ID(write_config):
     path = write_config({"web": webtools_yaml("web")})
     result = CliRunner().invoke(

@@ -2,7 +2,6 @@
 request never waits out its timeout for an answer that was dropped."""
 
 import sys
-import time
 
 import pytest
 from typer.testing import CliRunner
@@ -20,23 +19,22 @@ CASES = {
 
 
 def call(server: list[str], tool: str):
-    started = time.monotonic()
-    result = CliRunner().invoke(app, ["call", *server, tool, "--json", "--timeout", "60"])
-    return result, time.monotonic() - started
+    # A timeout beyond the per-test timeout: an answer dropped and waited for fails the test instead of
+    # ending as a timeout (exit 4).
+    return CliRunner().invoke(app, ["call", *server, tool, "--json", "--timeout", "600"])
 
 
-def check(result, elapsed: float, tool: str) -> None:
+def check(result, tool: str) -> None:
     code, text = CASES[tool]
     assert result.exit_code == code, result.stderr
     envelope = parse_json(result.stdout)
     assert (envelope.get("result") or envelope.get("error")).startswith(text)
-    assert elapsed < 30, f"{tool} took {elapsed:.1f}s: the answer was dropped and the timeout waited out"
 
 
 @pytest.mark.parametrize("tool", CASES)
 def test_over_stdio_an_unparsable_answer_fails_its_call_at_once_or_is_read_leniently(tool):
-    result, elapsed = call(["--stdio", f"{sys.executable} {HOSTILE}"], tool)
-    check(result, elapsed, tool)
+    result = call(["--stdio", f"{sys.executable} {HOSTILE}"], tool)
+    check(result, tool)
 
 
 @pytest.fixture(scope="module")
@@ -51,8 +49,8 @@ def hostile_http():
 
 @pytest.mark.parametrize("tool", ["deep", "truncated"])
 def test_over_http_an_unparsable_answer_fails_its_call_at_once_with_a_one_line_cause(hostile_http, tool):
-    result, elapsed = call(["--url", hostile_http], tool)
-    check(result, elapsed, tool)
+    result = call(["--url", hostile_http], tool)
+    check(result, tool)
 
 
 @pytest.fixture(scope="module")
@@ -67,8 +65,8 @@ def hostile_sse():
 
 @pytest.mark.parametrize("tool", CASES)
 def test_over_legacy_sse_an_unparsable_answer_fails_its_call_at_once_or_is_read_leniently(hostile_sse, tool):
-    result, elapsed = call(["--url", hostile_sse], tool)
-    check(result, elapsed, tool)
+    result = call(["--url", hostile_sse], tool)
+    check(result, tool)
 
 
 def test_an_sse_message_that_is_json_but_not_json_rpc_becomes_the_error_for_its_id():
@@ -85,7 +83,7 @@ def test_an_sse_message_that_is_json_but_not_json_rpc_becomes_the_error_for_its_
 
 
 def test_a_lone_surrogate_over_http_is_named_as_the_cause(hostile_http):
-    result, _ = call(["--url", hostile_http], "surrogate")
+    result = call(["--url", hostile_http], "surrogate")
     assert result.exit_code == 1
     assert parse_json(result.stdout)["error"].startswith(
         "the answer to surrogate could not be parsed: unexpected end of hex escape"

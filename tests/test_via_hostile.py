@@ -83,7 +83,7 @@ def test_a_gateway_that_accepts_and_never_answers_costs_the_timeout_plus_the_mar
         "  hint: is it stuck? `miroctl check --via` or its /healthz shows its servers' states",
     ]
     assert out == ""
-    assert 0.9 < elapsed < 10
+    assert elapsed > 0.9  # it waited the timeout and the margin (a loaded machine only waits longer)
 
 
 def test_a_silent_gateway_is_awaited_the_timeout_plus_a_small_margin_which_the_message_names(capsys, monkeypatch):

@@ -81,6 +81,7 @@ class Tally:
     refusal: CallOutcome | None = None
     interrupted: bool = False
     missed: int = 0  # open loop: calls due that could not start in time (the backlog was full, or time was up)
+    clock: Callable[[], float] = time.perf_counter  # seconds; a test gives a clock its calls advance
 
     @property
     def completed(self) -> int:
@@ -93,7 +94,7 @@ class Tally:
     def elapsed(self) -> float:
         if self.started is None:
             return 0.0
-        return (self.finished if self.finished is not None else time.perf_counter()) - self.started
+        return (self.finished if self.finished is not None else self.clock()) - self.started
 
     def rate(self) -> float:
         elapsed = self.elapsed()
@@ -107,7 +108,7 @@ class Tally:
             outcome = await call()
         finally:
             self.in_flight -= 1
-        self.latencies_ms.append((time.perf_counter() - since) * 1000)
+        self.latencies_ms.append((self.clock() - since) * 1000)
         if outcome.error_kind is not None:
             self.errors[outcome.error_kind] += 1
             self.samples.setdefault(outcome.error_kind, outcome.error or "")
@@ -121,7 +122,7 @@ async def run(plan: Plan, call: CallFn, tally: Tally) -> None:
         if outcome.error_kind in REFUSALS:
             tally.refusal = outcome
             return
-    tally.started = time.perf_counter()
+    tally.started = tally.clock()
     try:
         async with anyio.create_task_group() as tg:
             if plan.rate:
@@ -131,7 +132,7 @@ async def run(plan: Plan, call: CallFn, tally: Tally) -> None:
                 for _ in range(plan.concurrency):
                     tg.start_soon(_worker, plan, _stopping(call, tally, tg.cancel_scope), tally, issued)
     finally:
-        tally.finished = time.perf_counter()
+        tally.finished = tally.clock()
 
 
 def _stopping(call: CallFn, tally: Tally, scope: anyio.CancelScope) -> CallFn:
@@ -160,7 +161,7 @@ async def _worker(plan: Plan, call: CallFn, tally: Tally, issued: _Issued) -> No
             if issued.count >= plan.requests:
                 return
             issued.count += 1
-        now = time.perf_counter()
+        now = tally.clock()
         if now >= deadline:
             return
         await tally.one(call, now)
@@ -190,7 +191,7 @@ async def _open_loop(plan: Plan, call: CallFn, tally: Tally) -> None:
         async with send:
             released = 0
             while released < total:
-                now = time.perf_counter()
+                now = tally.clock()
                 # every call scheduled before now (all the rest once the deadline has passed) is due
                 due = total if now >= deadline else min(total, math.floor((now - started) * rate) + 1)
                 room = BACKLOG - send.statistics().current_buffer_used
@@ -199,13 +200,13 @@ async def _open_loop(plan: Plan, call: CallFn, tally: Tally) -> None:
                 tally.missed += max(0, due - released - room)
                 released = due
                 if released < total:
-                    await anyio.sleep(max(SCHEDULER_TICK, started + released / rate - time.perf_counter()))
+                    await anyio.sleep(max(SCHEDULER_TICK, started + released / rate - tally.clock()))
 
 
 async def _slot(receive: MemoryObjectReceiveStream[float], call: CallFn, tally: Tally, deadline: float) -> None:
     async with receive:
         async for scheduled in receive:
-            if time.perf_counter() >= deadline:
+            if tally.clock() >= deadline:
                 tally.missed += 1  # still waiting when the time was up
             else:
                 await tally.one(call, scheduled)

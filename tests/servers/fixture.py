@@ -248,6 +248,18 @@ def build(name: str, only: set[str] | None, environ=None, cwd=None, instructions
     if only is not None and "sleepy" in only:
         server.tool()(_logged(sleepy, environ))
 
+    async def hold(path: str) -> str:
+        """Answer once the file `path` exists: a call in flight for as long as the test wants (listed only when
+        named in --tools)."""
+        import anyio
+
+        while not await anyio.Path(path).exists():
+            await anyio.sleep(0.01)
+        return "released"
+
+    if only is not None and "hold" in only:
+        server.tool()(_logged(hold, environ))
+
     return server
 
 

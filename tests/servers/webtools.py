@@ -25,7 +25,9 @@ def count(path: str | None, line: str) -> int:
         return sum(1 for text in handle if text.rstrip("\n") == line)
 
 
-def build(name: str, opts: argparse.Namespace):
+def build(name: str, opts: argparse.Namespace, environ=None):
+    """The server. Given `environ` it runs in the test's own process (the memory transport): `env` reads it
+    instead of the process's, and the tools that kill their server refuse."""
     from mcp.server.mcpserver import MCPServer
     from mcp.server.mcpserver.exceptions import ToolError
     from mcp.types import ToolAnnotations
@@ -93,6 +95,8 @@ def build(name: str, opts: argparse.Namespace):
         return _crash_once("crash_once_unannotated")
 
     def _crash_once(tool: str) -> str:
+        if environ is not None:
+            raise ToolError(f"{tool} needs a server process: mark the test `process`")
         first = count(opts.record, f"call {tool} {{}}") == 0
         called(tool)
         if first:
@@ -113,7 +117,7 @@ def build(name: str, opts: argparse.Namespace):
     def env(name: str) -> str:
         """Return an environment variable of the server process."""
         called("env", name=name)
-        return os.environ.get(name, "<unset>")
+        return (os.environ if environ is None else environ).get(name, "<unset>")
 
     @server.tool()
     def fail(message: str) -> str:
@@ -129,13 +133,17 @@ def build(name: str, opts: argparse.Namespace):
     return server
 
 
-def main() -> None:
+def options(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser()
     parser.add_argument("--name", default="webtools")
     parser.add_argument("--record", default=None)
     parser.add_argument("--fail-starts", type=int, default=0)
     parser.add_argument("--scrape-error", default="upstream refused the page (HTTP 451)")
-    opts = parser.parse_args()
+    return parser.parse_args(argv)
+
+
+def main() -> None:
+    opts = options()
     starts = count(opts.record, "start")
     record(opts.record, "start")
     if starts < opts.fail_starts:
