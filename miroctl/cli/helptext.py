@@ -81,6 +81,11 @@ EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
         ("miroctl config import cursor", "write Cursor's servers as miroctl server files"),
         ("miroctl list -c claude-code", "or use one client's servers directly"),
     ),
+    "install": (
+        ("miroctl install claude-code", "add miroctl serve to Claude Code (~/.claude.json)"),
+        ("miroctl install cursor --profile research --print", "show the entry; change nothing"),
+        ("miroctl install vscode --scope project --remove", "take it out of .vscode/mcp.json"),
+    ),
     "config sources": (
         ("miroctl config sources", "every editor's and client's MCP config found here and in HOME"),
         ("miroctl config sources --client cursor --json", "one client's, as JSON"),
@@ -107,6 +112,7 @@ EXIT_CODES = {
     "bench": "0 error rate within --max-error-rate, 1 above it, 2 usage, 3 unavailable, 5 denied, 6 not found, 130",
     "replay": "0 stopped by end of input, 2 not a readable recording, 130/143 stopped by Ctrl-C/SIGTERM",
     "config": "0 done, 1 a source has a problem or nothing was written, 2 usage",
+    "install": "0 added, replaced, already there or removed, 2 usage or unreadable file, 6 nothing to remove",
     "config sources": "0 every source read, 1 a source has a problem, 2 usage",
     "config import": "0 files written, 1 no server could be imported, 2 a file exists (use --force) or no such source",
 }
