@@ -65,9 +65,9 @@ def google_search(
 
     Returns JSON: the organic results (title, link, snippet, position, date when known), and when
     Google has them a knowledge graph, an answer box, "people also ask" and related searches; plus
-    "backend" (serper or ddgs) and "dropped_by_url_rules", the number of results removed because their
-    pages may not be used. A quoted query with no results is retried once without the quotes (said in
-    "notes"). No results at all, a refused key or an unreachable service is a tool error saying why.
+    "backend" (serper or ddgs) and "dropped_by_url_rules", the number of results the URL rules removed.
+    A quoted query with no results is retried once without the quotes (said in "notes"). No results at
+    all, a refused key or an unreachable service is a tool error saying why.
     """
     query = q.strip()
     if not query:
