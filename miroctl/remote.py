@@ -143,10 +143,10 @@ class GatewayClient:
             ) from None
         except (OSError, http.client.HTTPException) as exc:
             reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
-            raise ServerUnavailable(
-                f"cannot reach the gateway at {self.url}: {reason}",
-                hint="is `miroctl serve --transport http` running there?",
-            ) from None
+            hint = "is `miroctl serve --transport http` running there?"
+            if os.environ.get(URL_ENV) == self.url:
+                hint += f" (${URL_ENV} names it: `unset {URL_ENV}` to use the servers directly)"
+            raise ServerUnavailable(f"cannot reach the gateway at {self.url}: {reason}", hint=hint) from None
         finally:
             connection.close()
         if status != 200:

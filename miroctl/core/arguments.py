@@ -6,6 +6,7 @@ import functools
 import json
 import math
 import re
+import shlex
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -54,7 +55,10 @@ def load_base(source: str | None, stdin: IO[str] | None = None) -> dict[str, Any
     try:
         value = loads(text)
     except json.JSONDecodeError as exc:
-        raise ArgumentError(f"{where}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+        raise ArgumentError(
+            f"{where}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}",
+            hint="""one JSON object, in single quotes, keys and strings in double quotes: --args '{"key": "value"}'""",
+        ) from None
     except ValueError as exc:
         raise ArgumentError(f"{where}: invalid JSON: {exc}") from None
     if not isinstance(value, dict):
@@ -62,11 +66,17 @@ def load_base(source: str | None, stdin: IO[str] | None = None) -> dict[str, Any
     return value
 
 
-def split_pair(pair: str) -> tuple[str, str, bool]:
-    """`key=value` (coerced by schema) or `key:=json` (raw JSON) -> (key, text, is_json)."""
+def split_pair(pair: str, parameters: Sequence[str] | None = None, shows: str | None = None) -> tuple[str, str, bool]:
+    """`key=value` (coerced by schema) or `key:=json` (raw JSON) -> (key, text, is_json). A bare value's error
+    names the one parameter it can be meant for, when `parameters` (the tool's, if known) has exactly one,
+    else the command that `shows` them."""
     eq = pair.find("=")
     if eq <= 0:
-        raise ArgumentError(f"argument {pair!r} is not key=value (or key:=json)")
+        if parameters is not None and len(parameters) == 1 and eq < 0:
+            hint = f"did you mean {shlex.quote(f'{parameters[0]}={pair}')}?"
+        else:
+            hint = f"name the parameter: NAME={pair}" + (f" (`{shows}` shows the names)" if shows else "")
+        raise ArgumentError(f"argument {pair!r} is not key=value (or key:=json)", hint=hint)
     if pair[eq - 1] == ":" and eq > 1:
         return pair[: eq - 1], pair[eq + 1 :], True
     return pair[:eq], pair[eq + 1 :], False
