@@ -30,6 +30,7 @@ EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
         ("miroctl list", "the default profile's servers and their tools"),
         ("miroctl call tool-system disk_usage path=/", "call one tool with one argument"),
         ("miroctl check --json", "probe every server, as JSON for a script"),
+        ("miroctl --install-completion", "Tab completion of servers, tools and key="),
     ),
     "list": (
         ("miroctl list", "every default server and its tools"),
@@ -188,7 +189,15 @@ class WordedCommand(_InWords, TyperCommand):
 
 
 class WordedGroup(_InWords, TyperGroup):
-    """The top-level group, worded the same way."""
+    """The top-level group, worded the same way; Typer's two completion options are left to the examples,
+    where `--install-completion` is shown whole (in the options table a 60-column screen cuts it)."""
+
+    def get_params(self, ctx: click.Context) -> list[click.Parameter]:
+        params = super().get_params(ctx)
+        for param in params:
+            if param.name in ("install_completion", "show_completion") and hasattr(param, "hidden"):
+                param.hidden = True
+        return params
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
