@@ -103,7 +103,7 @@ def list_(
     if gateway_url and not extras:  # MIROCTL_URL set: resources and prompts come from the servers directly
         raise typer.Exit(remote.list_servers(gateway_url, servers or [], out=out, schema=schema, brief=brief))
     loaded = load_config(config, stdio, url, header, out, startup_timeout, env, agent, launch=_launch(ctx))
-    servers, tool = list_target(servers or [], loaded)
+    servers, tool = list_target(servers or [], loaded, adhoc=bool(stdio or url))
     shown = View(schema=schema or tool is not None, brief=brief, connection=_connection(ctx))
     specs = loaded.select(servers)
     check_log(loaded, log)

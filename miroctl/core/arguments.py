@@ -405,15 +405,16 @@ def signature(tool: ToolInfo) -> str:
     return f"{tool.name}({', '.join(parts)})"
 
 
-def list_target(words: list[str], config: Config) -> tuple[list[str], str | None]:
+def list_target(words: list[str], config: Config, adhoc: bool = False) -> tuple[list[str], str | None]:
     """What `list` is asked for: servers, or one tool in detail (the tool's name, else None). One tool is
-    `SERVER TOOL` when the second word names no server, `SERVER.TOOL`, or `TOOL` alone when the config has
-    one server (`list --stdio CMD TOOL`, `list --url URL TOOL`), as `call` reads the same words."""
+    `SERVER TOOL` when the second word names no server, `SERVER.TOOL`, or `TOOL` alone for the one ad-hoc
+    server (`list --stdio CMD TOOL`, `list --url URL TOOL`), as `call` reads the same words. Any other single
+    word is a server's name (a typo of one is answered as such)."""
     if len(words) == 2 and config.get(words[0]) is not None and config.get(words[1]) is None:
         return [words[0]], words[1]
     if len(words) == 1 and config.get(words[0]) is None and "=" not in words[0]:
         server, tool, _ = split_target(words, config)
-        if server is not None and tool:
+        if server is not None and tool and (adhoc or tool != words[0]):
             return [server], tool
     return words, None
 

@@ -114,7 +114,8 @@ def _tools_table(out: Output, tools: Sequence[ToolInfo]) -> Table | Text:
     width = out.out.width
     params = {tool.name: parameter_lines(out, tool) for tool in tools}
     lines = [p for found in params.values() for p in found]
-    tool_w = max(len("tool"), *(len(out.safe(t.name)) for t in tools))  # a tool's name is never broken
+    # A tool's name is never broken, unless it is longer than the screen (then no layout keeps it whole).
+    tool_w = max(len("tool"), *(n for n in (len(out.safe(t.name)) for t in tools) if n <= width - 4))
     full = max((len(name) + 2 + len(kind) for name, kind in lines), default=0)
     least = max((len(name) + 1 for name, _ in lines), default=0)
     room = width - FRAME - tool_w
@@ -126,7 +127,7 @@ def _tools_table(out: Output, tools: Sequence[ToolInfo]) -> Table | Text:
     if description_w < DESCRIPTION_MIN:
         return _stacked_table(out, tools, params, width, (least, full))
     table = Table(expand=False, box=box.HEAVY_HEAD)
-    table.add_column("tool", style="cyan", width=tool_w, no_wrap=True)
+    table.add_column("tool", style="cyan", width=tool_w, overflow="fold")
     table.add_column("description", max_width=description_w)
     table.add_column(PARAMETERS, width=params_w, overflow="fold")
     for tool in tools:
@@ -150,7 +151,7 @@ def _stacked_table(
 ) -> Table | Text:
     """Too narrow for three columns: the description under the tool's name, the parameters beside it."""
     least, full = params_range
-    longest_tool = max(len(out.safe(t.name)) for t in tools)
+    longest_tool = max(n for n in (len(out.safe(t.name)) for t in tools) if n <= width - 4) if tools else 0
     params_w = max(least, 10, min(full, width - 7 - max(longest_tool, DESCRIPTION_MIN)))
     tool_w = max(10, width - 7 - params_w)
     if tool_w < longest_tool:
