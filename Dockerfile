@@ -14,7 +14,7 @@ COPY pyproject.toml README.md ./
 COPY miroctl ./miroctl
 COPY servers ./servers
 COPY config ./config
-RUN pip install '.[metrics]' \
+RUN pip install '.[metrics,markitdown]' \
     && rm -rf /src \
     && useradd --create-home --uid 10001 --user-group miroctl \
     && mkdir -p /var/lib/miroctl/sandboxes /var/lib/miroctl/downloads /var/lib/miroctl/planner \
