@@ -130,6 +130,13 @@ def test_install_keeps_the_comments_and_tables_of_codex_config_toml(home):
     assert tomllib.loads(text)["mcp_servers"]["miroctl"] == {"command": MIROCTL, "args": ["serve"]}
 
 
+def test_a_new_file_is_private_in_home_and_readable_by_the_team_in_the_project(home):
+    assert invoke("install", "cursor")[0] == 0
+    assert invoke("install", "cursor", "--scope", "project")[0] == 0
+    assert (home / ".cursor/mcp.json").stat().st_mode & 0o777 == 0o600
+    assert (Path.cwd() / ".cursor/mcp.json").stat().st_mode & 0o777 == 0o644
+
+
 def test_installing_again_changes_nothing_and_writes_no_backup(home):
     assert invoke("install", "cursor")[0] == 0
     code, stdout, _ = invoke("install", "cursor")

@@ -104,7 +104,7 @@ def write(change: Change) -> Path | None:
             f"{path} is a symbolic link: miroctl does not write through it",
             hint="add the entry by hand where the link points (--print shows it)",
         )
-    mode = 0o600
+    mode = 0o644 if change.location.scope == "project" else 0o600  # a project's file is shared; HOME's is not
     backup = None
     if change.original is not None:
         mode = path.stat().st_mode & 0o777
