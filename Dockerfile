@@ -21,7 +21,7 @@ COPY servers ./servers
 COPY config ./config
 # A virtual environment, so that a base whose system Python refuses pip installs (PEP 668) works too.
 RUN python3 -m venv /opt/miroctl \
-    && /opt/miroctl/bin/pip install '.[metrics]' \
+    && /opt/miroctl/bin/pip install '.[metrics,markitdown]' \
     && rm -rf /src \
     && useradd --create-home --uid 10001 --user-group miroctl \
     && mkdir -p /var/lib/miroctl/sandboxes /var/lib/miroctl/downloads /var/lib/miroctl/planner \

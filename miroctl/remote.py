@@ -186,12 +186,13 @@ class GatewayClient:
             ) from None
         except (OSError, http.client.HTTPException) as exc:
             reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
-            raise ServerUnavailable(
-                f"cannot reach the gateway at {self.url}: {reason}",
-                hint="`miroctl daemon status` shows the daemons"
-                if self.socket_path
-                else "is `miroctl serve --transport http` running there?",
-            ) from None
+            if self.socket_path:
+                hint = "`miroctl daemon status` shows the daemons"
+            else:
+                hint = "is `miroctl serve --transport http` running there?"
+                if os.environ.get(URL_ENV) == self.url:
+                    hint += f" (${URL_ENV} names it: `unset {URL_ENV}` to use the servers directly)"
+            raise ServerUnavailable(f"cannot reach the gateway at {self.url}: {reason}", hint=hint) from None
         finally:
             connection.close()
         if status != 200:

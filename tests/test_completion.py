@@ -157,3 +157,25 @@ def test_in_bash_a_completed_key_is_followed_by_no_space_and_other_words_are(poo
     assert key.splitlines() == ["compopt -o nospace", "reply text="]
     assert tools.splitlines() == ["reply echo"]
     assert dotted.splitlines() == ["reply alpha.text"]
+
+
+@pytest.fixture
+def bundled(tmp_path, monkeypatch):
+    """The bundled default profile, on a machine where nothing was ever listed (an empty tool cache)."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("MIROCTL_CONFIG", raising=False)
+    monkeypatch.delenv("MIROCTL_URL", raising=False)
+
+
+def test_on_a_fresh_machine_the_bundled_servers_complete_by_their_short_names_tools_and_parameters(bundled):
+    assert complete("call", "sys") == ["system"]
+    assert "tool-system" in complete("call", "") and "reading" in complete("call", "")
+    assert complete("call", "system", "top") == ["top_processes"]
+    assert complete("call", "reading", "read_file", "") == ["uri="]
+    assert complete("call", "system.top_processes", "sort_by=cpu", "") == ["limit=", "sample_seconds="]
+
+
+def test_after_key_equals_the_values_of_an_enum_complete(bundled):
+    assert complete("call", "system", "top_processes", "sort_by=") == ["sort_by=cpu", "sort_by=memory"]
+    assert complete("call", "tool-system", "top_processes", "sort_by=m") == ["sort_by=memory"]
+    assert complete("call", "system", "top_processes", "limit=") == []  # no enum: nothing to offer

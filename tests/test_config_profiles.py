@@ -32,7 +32,10 @@ def test_an_unknown_name_is_a_config_error_that_lists_the_bundled_profiles(tmp_p
     with pytest.raises(ConfigError) as raised:
         find_config("resarch", tmp_path)
     assert raised.value.message == "config file not found: resarch (from --config)"
-    assert raised.value.hint == "bundled profiles: default, miroflow, mirothinker, research"
+    assert raised.value.hint == "did you mean 'research'? (a bundled profile)"
+    with pytest.raises(ConfigError) as far:
+        find_config("nothing-like-it", tmp_path)
+    assert far.value.hint == "bundled profiles: default, miroflow, mirothinker, research"
     with pytest.raises(ConfigError):
         find_config("../research", tmp_path)  # a path is a path, never a profile name
 

@@ -55,13 +55,16 @@ def test_help_groups_options_in_panels(command):
 
 def test_help_shows_bracketed_text_as_written():
     text = help_of("call")
-    assert "[env: MIROCTL_URL, unless --config/--stdio/--url is given]" in " ".join(text.split()).replace("│ ", "")
+    assert "[env: MIROCTL_URL, unless servers are named another way]" in " ".join(text.split()).replace("│ ", "")
 
 
 @pytest.mark.parametrize(("command", "example"), [(c, line) for c, lines in EXAMPLES.items() for line, _ in lines])
 def test_every_help_example_is_a_command_line_miroctl_accepts(command, example):
     words = shlex.split(example)
     assert words[0] == "miroctl"
+    if words[1:] == ["--install-completion"]:  # an option of the app itself, not a command
+        assert "install_completion" in {p.name for p in GROUP.params}
+        return
     name, *args = words[1:]
     sub = TOP[name]
     if hasattr(sub, "commands"):  # a group: the example names one of its commands
@@ -86,3 +89,21 @@ def test_the_one_command_app_of_a_cold_call_or_list_answers_as_the_whole_app(wor
     alone = CliRunner().invoke(root.only(words[0]), words, env={"COLUMNS": "100"})
     assert alone.exit_code == whole.exit_code
     assert (alone.stdout, alone.stderr) == (whole.stdout, whole.stderr)
+
+
+# bench's `--max-error-rate` beside its other options needs 61 columns; every other help fits in 60.
+FITS_60 = [command for command in ["", *COMMANDS] if command != "bench"]
+
+
+@pytest.mark.parametrize("command", FITS_60)
+def test_help_at_60_columns_cuts_no_option_name_or_word(command):
+    result = CliRunner().invoke(app, [*command.split(), "--help"], env={"COLUMNS": "60"})
+    assert result.exit_code == 0, result.output
+    assert "…" not in result.stdout
+    assert max(len(line) for line in result.stdout.splitlines()) <= 60
+
+
+def test_the_root_help_shows_install_completion_whole_among_its_examples():
+    shown = CliRunner().invoke(app, ["--help"], env={"COLUMNS": "60"}).stdout
+    assert "miroctl --install-completion" in [line.strip() for line in shown.splitlines()]
+    assert "--show-completion" not in shown

@@ -82,7 +82,7 @@ def findings_of(document, server):
 
 
 def test_strict_check_of_unportable_tools_exits_7_with_path_problem_and_fix_for_each(profile):
-    result = check(profile(bad=UNPORTABLE), "--strict", "--json")
+    result = check(profile(bad=UNPORTABLE), "--strict=openai,anthropic,gemini,openai-strict", "--json")
     assert result.exit_code == ExitCode.LINT == 7
     document = validate(parse_json(result.stdout))  # the check schema, lint findings included
     found = findings_of(document, "bad")
@@ -102,7 +102,23 @@ def test_strict_check_of_unportable_tools_exits_7_with_path_problem_and_fix_for_
     } <= by_place
     assert all(f["problem"] and f["fix"] and f["providers"] for f in found)
     assert document["summary"]["lint_findings"] == len(found)
+    assert document["strict"] == ["openai", "anthropic", "gemini", "openai-strict"]
+
+
+def test_a_bare_strict_takes_optional_parameters_and_open_objects_as_every_provider_does_by_default(profile):
+    optional = {"type": "object", "properties": {"path": {"type": "string"}, "limit": {"type": "integer"}}}
+    result = check(profile(good=[{**PORTABLE, "inputSchema": optional}]), "--strict", "--json")
+    assert result.exit_code == 0, result.stdout
+    document = parse_json(result.stdout)
     assert document["strict"] == ["openai", "anthropic", "gemini"]
+    assert findings_of(document, "good") == []
+    strict_mode = check(profile(good=[{**PORTABLE, "inputSchema": optional}]), "--strict=openai-strict", "--json")
+    assert strict_mode.exit_code == 7
+    found = findings_of(parse_json(strict_mode.stdout), "good")
+    assert {(f["rule"], tuple(f["providers"])) for f in found} == {
+        ("openai-additional-properties", ("openai-strict",)),
+        ("openai-required", ("openai-strict",)),
+    }
 
 
 def test_strict_for_some_providers_reports_only_what_they_reject(profile):
@@ -190,7 +206,7 @@ def test_the_lock_records_findings_and_against_fails_only_on_new_ones(profile, t
 def test_findings_a_lock_no_longer_sees_are_listed_in_the_diff(profile, tmp_path):
     config = profile(bad=UNPORTABLE)
     lock = tmp_path / "tools.lock.json"
-    check(config, "--strict", "--lock", str(lock))
+    check(config, "--strict=all,openai-strict", "--lock", str(lock))
     narrower = check(config, "--strict=anthropic", "--against", str(lock))
     assert narrower.exit_code == 0, narrower.stdout
     assert "lint finding no longer reported: fetch input_schema.properties.url.format openai-format" in narrower.stdout
@@ -241,7 +257,7 @@ def test_the_suggested_name_is_accepted_by_every_provider(name, fixed):
 
 def test_a_gemini_name_may_hold_a_dot_that_openai_rejects():
     (finding,) = lint.lint_tool(tool({**STRICT_OBJECT, "properties": {}}, name="fs.read"), lint.PROVIDERS)
-    assert finding.providers == ("openai", "anthropic")
+    assert finding.providers == ("openai", "anthropic", "openai-strict")
 
 
 def test_a_huge_description_is_a_finding_for_every_provider():
@@ -256,7 +272,7 @@ def test_ref_and_defs_are_fine_for_openai_but_not_for_gemini():
         "required": ["p"],
         "$defs": {"P": {"type": "string"}},
     }
-    assert lint.lint_tool(tool(schema), ["openai"]) == []
+    assert lint.lint_tool(tool(schema), ["openai", "openai-strict"]) == []
     assert rules(lint.lint_tool(tool(schema), ["gemini"])) == ["gemini-keyword"]
 
 
@@ -264,13 +280,15 @@ def test_a_hostile_deeply_nested_schema_is_walked_without_blowing_the_stack():
     schema: dict = {"type": "string"}
     for _ in range(3000):
         schema = {"type": "object", "properties": {"a": schema}, "required": ["a"], "additionalProperties": False}
-    found = lint.lint_tool(tool(schema), ["openai"])
+    found = lint.lint_tool(tool(schema), ["openai-strict"])
     assert rules(found) == ["openai-depth"]
 
 
 def test_a_schema_that_breaks_every_rule_is_summed_up_after_fifty_findings():
     properties = {f"p{i}": {"type": "string", "maxLength": 3} for i in range(80)}
-    found = lint.lint_tool(tool({**STRICT_OBJECT, "properties": properties, "required": list(properties)}), ["openai"])
+    found = lint.lint_tool(
+        tool({**STRICT_OBJECT, "properties": properties, "required": list(properties)}), ["openai-strict"]
+    )
     assert len(found) == lint.MAX_PER_TOOL + 1
     assert found[-1].problem == "30 more"
 

@@ -203,5 +203,5 @@ def test_list_schema_shows_full_descriptions_and_each_parameter(write_config):
     result = CliRunner().invoke(app, ["list", "--schema", "--config", str(path)], env={"COLUMNS": "200"})
     assert result.exit_code == 0
     assert "Returns exactly what it was given." in result.stdout
-    assert "text*  string  required" in result.stdout
-    assert "miroctl call alpha echo text='<text>'" in result.stdout
+    assert "text*  string\n" in result.stdout
+    assert f"miroctl call -c {path} alpha echo text='<text>'" in result.stdout

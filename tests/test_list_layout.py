@@ -79,12 +79,23 @@ def test_list_keeps_parameter_names_types_and_resource_uris_whole_at_narrow_widt
     assert LONG_URI in result.stdout
 
 
-def test_list_at_80_columns_shortens_a_long_description_instead_of_the_parameters(tmp_path, write_config):
+def test_list_on_an_80_column_terminal_shortens_a_long_description_instead_of_the_parameters(tmp_path, write_config):
+    path = _sandbox(tmp_path, write_config)
+    terminal = {"COLUMNS": "80", "TTY_COMPATIBLE": "1", "NO_COLOR": "1"}
+    result = CliRunner().invoke(app, ["list", "-c", str(path)], env=terminal)
+    assert result.exit_code == 0
+    shown = re.sub(r"\x1b\[[0-9;]*m", "", result.stdout)  # a terminal gets bold and dim
+    assert "sandbox_file_path*: string" in shown and "code_to_execute_now*: string" in shown
+    assert "Network access follows" not in shown and "…" in shown
+
+
+def test_list_into_a_file_or_pipe_keeps_the_whole_description_wrapped_and_never_cuts_it(tmp_path, write_config):
     path = _sandbox(tmp_path, write_config)
     result = CliRunner().invoke(app, ["list", "-c", str(path)], env={"COLUMNS": "80"})
     assert result.exit_code == 0
-    assert "sandbox_file_path*: string" in result.stdout and "code_to_execute_now*: string" in result.stdout
-    assert "Network access follows" not in result.stdout and "…" in result.stdout
+    assert "…" not in result.stdout
+    cells = [line.split("│")[2].strip() for line in result.stdout.splitlines() if line.count("│") == 4]
+    assert " ".join(cell for cell in cells if cell) == LONG_DESCRIPTION
 
 
 def test_list_server_tool_shows_every_parameter_nested_and_output_schemas_and_an_example(tmp_path, write_config):
@@ -93,16 +104,17 @@ def test_list_server_tool_shows_every_parameter_nested_and_output_schemas_and_an
     assert result.exit_code == 0, result.stderr
     out = result.stdout
     assert "Network access follows the sandbox's own rules." in out  # the whole description
-    assert "sandbox_file_path*  string  required" in out and "Where the code is written" in out
-    assert "timeout_seconds  integer  optional  default: 30" in out
-    assert 'interpreter_mode  string  optional  default: "safe"' in out and 'one of: "fast", "safe"' in out
-    assert re.search(r"[├└]── env_vars  object  optional", out)  # nested properties as a tree
+    assert "parameters (* required)" in out
+    assert "sandbox_file_path*  string\n" in out and "Where the code is written" in out
+    assert "timeout_seconds  integer  default: 30" in out
+    assert 'interpreter_mode  string  default: "safe"' in out and 'one of: "fast", "safe"' in out
+    assert re.search(r"[├└]── env_vars  object\n", out)  # nested properties as a tree
     assert "any other key: string" in out
     assert "output (structured content)" in out and "stdout_text  string" in out
     assert '"properties"' not in out  # no raw JSON
     example = next(line.strip() for line in out.splitlines() if line.strip().startswith("miroctl call"))
     assert example == (
-        "miroctl call sandbox run_python_code sandbox_file_path='<sandbox_file_path>' "
+        f"miroctl call -c {path} sandbox run_python_code sandbox_file_path='<sandbox_file_path>' "
         "code_to_execute_now='<code_to_execute_now>' retry_count=3"
     )
 
@@ -119,7 +131,7 @@ def test_the_example_call_line_runs_as_pasted_into_a_shell(tmp_path, write_confi
     shown = CliRunner().invoke(app, ["list", "sandbox", "run_python_code", "-c", str(path)])
     example = next(line.strip() for line in shown.stdout.splitlines() if line.strip().startswith("miroctl call"))
     script = example.replace("miroctl", f"{shlex.quote(sys.executable)} -m miroctl", 1) + " --json"
-    env = {**os.environ, "MIROCTL_CONFIG": str(path), "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}  # the line itself names the config (-c)
     done = subprocess.run(["bash", "-c", script], capture_output=True, text=True, env=env, timeout=120)
     assert done.returncode == 0, done.stderr
     assert parse_json(done.stdout)["structured_content"] == {"stdout_text": "", "exit_code": 0}

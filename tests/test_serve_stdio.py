@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import pty
 import signal
 import subprocess
 import sys
@@ -217,3 +219,20 @@ async def test_a_server_that_ignores_the_end_of_its_input_is_stopped_before_the_
         assert len(tagged_processes(leak_tag)) == 2  # the server and the grandchild it detached
     assert status.read_text() == "0"
     assert tagged_processes(leak_tag) == []
+
+
+@pytest.mark.process
+def test_stdio_serve_on_a_terminal_says_it_waits_for_a_host_and_a_pipe_hears_nothing_of_it(tmp_path, leak_tag):
+    config = write_pool(tmp_path, pool_files(leak_tag))
+    master, terminal = pty.openpty()
+    try:
+        with running("--config", str(config), stdin=terminal) as gateway:
+            gateway.wait_for("waiting for an MCP host on stdin: a host's config starts this")
+    finally:
+        os.close(master)
+        os.close(terminal)
+    with running("--config", str(config), stdin=subprocess.PIPE) as piped:
+        piped.wait_for(r"miroctl serve: \d+ tools from 2 of 2 servers")
+        piped.proc.stdin.close()  # type: ignore[union-attr]
+        assert piped.proc.wait(timeout=30) == 0
+        assert "waiting for an MCP host" not in piped.stderr

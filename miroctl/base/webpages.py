@@ -1,4 +1,5 @@
-"""Fetching a page under limits and turning documents into Markdown with MarkItDown.
+"""Fetching a page under limits and turning documents into Markdown with MarkItDown (or, when the
+`markitdown` extra is not installed, with miroctl.base.plainpages: text as it is, HTML through markdownify).
 
 One implementation for every place that reads the web for a model: the scrape fallback in the core and
 the bundled reading, scrape and wayback servers. A fetch checks every redirect against the caller's URL
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
+from miroctl.base import plainpages
 from miroctl.base.text import human_bytes
 
 MAX_REDIRECTS = 5
@@ -99,6 +101,12 @@ def _read(response: Any, url: str, max_bytes: int, limit_name: str | None) -> by
 def page_to_markdown(page: Page, docintel_endpoint: str | None = None) -> str:
     """A fetched page as Markdown, converted by what its content type and URL say it is."""
     extension = posixpath.splitext(urlsplit(page.url).path)[1] or None
+    if not markitdown_installed():
+        if docintel_endpoint:
+            raise PageError(
+                f"cannot convert {page.url} with Document Intelligence without MarkItDown: {plainpages.INSTALL_HINT}"
+            )
+        return _plain(page.body, page.content_type, extension, page.url)
     info = _stream_info(page.content_type, url=page.url, extension=extension)
     converter = _converter(docintel_endpoint)
     return _converted(page.url, lambda: converter.convert_stream(io.BytesIO(page.body), stream_info=info))
@@ -106,20 +114,42 @@ def page_to_markdown(page: Page, docintel_endpoint: str | None = None) -> str:
 
 def bytes_to_markdown(body: bytes, content_type: str, shown_as: str) -> str:
     """A document given as bytes of a content type (a data: URI's) as Markdown; `shown_as` names it in messages."""
+    if not markitdown_installed():
+        return _plain(body, content_type, None, shown_as)
     info = _stream_info(content_type)
     converter = _converter(None)
     return _converted(shown_as, lambda: converter.convert_stream(io.BytesIO(body), stream_info=info))
 
 
-def _stream_info(content_type: str, **known: Any) -> Any:
-    """MarkItDown's description of a stream: the MIME type and charset a Content-Type names, and `known`."""
+def _content_type(content_type: str) -> tuple[str | None, str | None]:
+    """The MIME type and charset a Content-Type names."""
     mimetype, _, params = content_type.partition(";")
     charset = next((p.split("=", 1)[1].strip() for p in params.split(";") if p.strip().startswith("charset=")), None)
-    return _markitdown().StreamInfo(mimetype=mimetype.strip() or None, charset=charset, **known)
+    return mimetype.strip() or None, charset
+
+
+def _stream_info(content_type: str, **known: Any) -> Any:
+    """MarkItDown's description of a stream: the MIME type and charset a Content-Type names, and `known`."""
+    mimetype, charset = _content_type(content_type)
+    return _markitdown().StreamInfo(mimetype=mimetype, charset=charset, **known)
+
+
+def _plain(body: bytes, content_type: str, extension: str | None, source: str) -> str:
+    mimetype, charset = _content_type(content_type)
+    try:
+        return plainpages.to_markdown(body, mimetype, charset, extension, source)
+    except plainpages.NotPlain as exc:
+        raise PageError(str(exc)) from None
 
 
 def file_to_markdown(path: Path, shown_as: str) -> str:
     """A local file as Markdown; `shown_as` names it in messages."""
+    if not markitdown_installed():
+        try:
+            body = path.read_bytes()
+        except OSError as exc:
+            raise PageError(f"cannot read {shown_as}: {exc.strerror or exc}") from None
+        return _plain(body, "", path.suffix or None, shown_as)
     converter = _converter(None)
     return _converted(shown_as, lambda: converter.convert_local(str(path)))
 
@@ -150,6 +180,15 @@ def _conversion_failure(source: str, exc: Any) -> str:
                 f"(pip install 'markitdown[{extra}]')"
             )
     return f"cannot convert {source}: {one_line(causes[0]) if causes else 'unknown error'}"
+
+
+def markitdown_installed() -> bool:
+    """Whether MarkItDown (the `markitdown` extra) can be imported here."""
+    try:
+        _markitdown()
+    except ImportError:
+        return False
+    return True
 
 
 @functools.cache

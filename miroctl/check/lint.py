@@ -1,8 +1,9 @@
 """`check --strict`: tool-schema portability findings for the model providers agents send tools to.
 
 A finding names the server, the tool, the JSON path inside the tool, the problem, a suggested fix and the
-providers that would reject it (the rules are in lint_rules). `--strict` checks for every provider,
-`--strict=openai,gemini` for those only. Findings are data: the check's exit code is 7 when the only thing
+providers that would reject it (the rules are in lint_rules). `--strict` checks for every provider as it
+takes tools by default, `--strict=openai,gemini` for those only, `--strict=openai-strict` for OpenAI's
+strict mode. Findings are data: the check's exit code is 7 when the only thing
 wrong is findings (a failing server keeps its own code).
 """
 
@@ -15,6 +16,7 @@ from miroctl.base.errors import UsageError
 from miroctl.base.models import ToolInfo
 from miroctl.base.text import suggest
 from miroctl.check.lint_rules import (
+    DEFAULT,
     EVERY,
     PROVIDERS,
     Problem,
@@ -68,13 +70,13 @@ class Finding:
 
 
 def parse_providers(text: str) -> tuple[str, ...]:
-    """`all` (what a bare --strict means) or a comma list of providers; UsageError for an unknown name."""
-    names = [part.strip().lower() for part in text.split(",") if part.strip()]
-    if not names or names == ["all"]:
-        return PROVIDERS
+    """A comma list of providers, `all` standing for what a bare --strict means (openai, anthropic, gemini);
+    UsageError for an unknown name."""
+    given = [part.strip().lower() for part in text.split(",") if part.strip()] or ["all"]
+    names = [name for part in given for name in (DEFAULT if part == "all" else (part,))]
     for name in names:
         if name not in PROVIDERS:
-            hint = suggest(name, PROVIDERS) or f"choose from: all, {', '.join(PROVIDERS)}"
+            hint = suggest(name, PROVIDERS) or f"choose from: all ({', '.join(DEFAULT)}), {', '.join(PROVIDERS)}"
             raise UsageError(f"--strict={text}: {name!r} is not a provider ", hint=hint)
     return tuple(p for p in PROVIDERS if p in names)
 

@@ -1,7 +1,9 @@
 """What each model provider accepts in a tool's name and input schema, as rules over one tool.
 
 The tables follow the providers' own documentation (late 2026):
-- OpenAI strict function calling (Structured Outputs): every object has `additionalProperties: false` and lists
+- OpenAI function calling takes any JSON Schema object as parameters; names match ^[a-zA-Z0-9_-]{1,64}$.
+- OpenAI strict function calling (Structured Outputs, `strict: true`, provider `openai-strict`: a client's
+  choice, so named on its own and not part of a bare --strict): every object has `additionalProperties: false` and lists
   every property in `required` (optional ones are made nullable instead); `anyOf` is the only composition;
   `format` takes only date-time, time, date, duration, email, hostname, ipv4, ipv6 and uuid; the keywords in
   OPENAI_UNSUPPORTED are rejected; at most 10 levels of nesting; names match ^[a-zA-Z0-9_-]{1,64}$.
@@ -20,11 +22,17 @@ import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
-PROVIDERS = ("openai", "anthropic", "gemini")
+PROVIDERS = ("openai", "anthropic", "gemini", "openai-strict")
+# What a bare --strict lints for: each provider as it takes tools by default. OpenAI's strict mode is a client's
+# opt-in that also refuses optional parameters; a server cannot meet it without making every parameter
+# required for every other client, so it is asked for by name.
+DEFAULT = ("openai", "anthropic", "gemini")
 EVERY = frozenset(PROVIDERS)
+_TYPED = frozenset({"openai", "openai-strict", "gemini"})  # a nested schema without a type is refused
 
 NAME_RULES = {
     "openai": re.compile(r"^[a-zA-Z0-9_-]{1,64}$"),
+    "openai-strict": re.compile(r"^[a-zA-Z0-9_-]{1,64}$"),
     "anthropic": re.compile(r"^[a-zA-Z0-9_-]{1,64}$"),
     "gemini": re.compile(r"^[a-zA-Z_][a-zA-Z0-9_.:-]{0,63}$"),
 }
@@ -144,15 +152,15 @@ def _node(
     budget[0] -= 1
     if budget[0] < 0 or depth > MAX_DEPTH:
         return
-    if depth > 1 and not any(k in node for k in ("type", *TYPED_BY)) and providers & {"openai", "gemini"}:
+    if depth > 1 and not any(k in node for k in ("type", *TYPED_BY)) and providers & _TYPED:
         yield Problem(
             child(path, "type"),
             "missing-type",
-            providers & {"openai", "gemini"},
+            providers & _TYPED,
             "no type",
             "add a type (string, number, integer, boolean, array or object)",
         )
-    if "openai" in providers:
+    if "openai-strict" in providers:
         yield from _openai(node, path, depth)
     if "gemini" in providers:
         yield from _gemini(node, path)
@@ -185,7 +193,7 @@ def _is_object(node: Mapping[str, object]) -> bool:
 
 
 def _openai(node: Mapping[str, object], path: str, depth: int) -> Iterator[Problem]:
-    only = frozenset({"openai"})
+    only = frozenset({"openai-strict"})
     if depth == OPENAI_MAX_DEPTH + 1:
         yield Problem(path, "openai-depth", only, f"nested deeper than {OPENAI_MAX_DEPTH} levels", "flatten the schema")
     if _is_object(node):

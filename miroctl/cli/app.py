@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from miroctl.cli import auth, bench, check, config, daemon, prompt, read, replay, serve
+from miroctl.cli import auth, bench, check, config, daemon, install, prompt, read, replay, serve
 from miroctl.cli.helptext import WordedCommand, epilog
 from miroctl.cli.root import add_simple, new_app
 
@@ -17,4 +17,5 @@ app.command(cls=WordedCommand, epilog=epilog("auth"))(auth.auth)
 app.command("bench", cls=WordedCommand, epilog=epilog("bench"))(bench.bench_)
 app.add_typer(config.app)
 app.add_typer(daemon.app)
+app.command(cls=WordedCommand, epilog=epilog("install"))(install.install)
 app.command(cls=WordedCommand, epilog=epilog("replay"))(replay.replay)

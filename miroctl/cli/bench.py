@@ -139,8 +139,7 @@ def bench_(
     log: LogOpt = None,
     via: ViaOpt = None,
 ) -> None:
-    """Call one tool many times at once; latency percentiles, throughput, errors by kind (exit 1 above
-    --max-error-rate)."""
+    """Call one tool many times at once: latency percentiles, throughput, errors by kind."""
     out = boundary.output(json_mode)
     if (duration is None) == (requests is None):
         raise UsageError("bench needs exactly one of --duration SECONDS and --requests N")

@@ -29,7 +29,8 @@ from miroctl.cli.options import (
     YesOpt,
     seconds,
 )
-from miroctl.core import batch
+from miroctl.config.loader import Config
+from miroctl.core import batch, toolcache
 from miroctl.core.arguments import load_base, split_pair, split_target
 from miroctl.core.manager import Manager
 from miroctl.launch.handoff import Launch
@@ -180,7 +181,7 @@ def call(
     check_log(loaded, log)
     server, tool, pairs = split_target(target or [], loaded)
     for pair in pairs:
-        split_pair(pair)
+        split_pair(pair, *_parameters(loaded, server, tool))
     base = load_base(args)
 
     with out.live(f"call {server + '.' if server else ''}{tool}" if tool else f"call {server}") as view:
@@ -234,3 +235,12 @@ def _batch(out: Output, manager: Manager, text: str, jobs: int, timeout: float |
 def _launch(ctx: typer.Context) -> Launch | None:
     """What the console entry handed over (the configuration its early start read), when it ran this."""
     return ctx.obj if isinstance(ctx.obj, Launch) else None
+
+
+def _parameters(loaded: Config, server: str | None, tool: str) -> tuple[list[str] | None, str | None]:
+    """The tool's parameter names if a listing of its server was cached (nothing is started for them), and
+    the command that shows them."""
+    spec = loaded.get(server) if server else None
+    surface = toolcache.lookup(spec) if spec is not None and tool else None
+    shows = f"miroctl list {server} {tool}" if server and tool else None
+    return (surface or {}).get(tool), shows

@@ -43,8 +43,8 @@ StrictOpt = Annotated[
     typer.Option(
         "--strict",
         rich_help_panel=CHECK,
-        help="Also lint the tools' names and schemas for model providers: --strict (all of them) or "
-        "--strict=openai,anthropic,gemini; findings alone exit 7.",
+        help="Also lint the tools' names and schemas for model providers (openai, anthropic, gemini; "
+        "--strict=gemini for one, =openai-strict for OpenAI's strict mode); findings alone exit 7.",
     ),
 ]
 StrictForOpt = Annotated[str | None, typer.Option("--strict-for", hidden=True)]

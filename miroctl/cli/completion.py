@@ -1,8 +1,10 @@
 """Shell completion of server names, tool names (`SERVER TOOL` and `SERVER.TOOL`) and `key=` parameters.
 
-Server names come from the config the command line names; tools and parameters from the cache that `list`
-and `check` fill (miroctl.core.toolcache). A Tab press never starts a server: a server not listed yet
-completes no tools until `miroctl list` has seen it. Nothing here may fail loudly: any problem means
+Server names come from the config the command line names (and `reading` for `tool-reading`, as the docs
+write them); tools and parameters from the cache that `list` and `check` fill (miroctl.core.toolcache), and
+for the bundled servers from the surfaces miroctl ships (miroctl.core.surfaces), which also give the values
+an enum allows after `key=`. A Tab press never starts a server: another server not listed yet completes no
+tools until `miroctl list` has seen it. Nothing here may fail loudly: any problem means
 no suggestions. A completed `key=` is followed by no space in bash (see miroctl.cli.typer_private).
 """
 
@@ -18,7 +20,7 @@ import typer
 from miroctl.base.models import ServerSpec
 from miroctl.cli.typer_private import bash_without_space_after_equals
 from miroctl.config.loader import Config, load
-from miroctl.core import toolcache
+from miroctl.core import surfaces, toolcache
 from miroctl.remote import URL_ENV
 
 bash_without_space_after_equals()  # before any script is shown, installed or sourced
@@ -94,12 +96,29 @@ def _known(ctx: typer.Context) -> tuple[list[str], Callable[[str], toolcache.Sur
     config = _config(ctx)
     if config is None:
         return None
-    specs = {spec.name: spec for spec in config.servers}
-    return list(specs), lambda name: _tools(specs.get(name)), words
+    return _names(config), lambda name: _tools(config.get(name)), words
+
+
+def _names(config: Config) -> list[str]:
+    """Every server's name, and after them the short names (`reading` for `tool-reading`) that name one."""
+    names = [spec.name for spec in config.servers]
+    short = [n.removeprefix("tool-") for n in names if n.startswith("tool-") and n.removeprefix("tool-") not in names]
+    return names + short
 
 
 def _tools(spec: ServerSpec | None) -> toolcache.Surface:
-    return (toolcache.lookup(spec) or {}) if spec is not None else {}
+    if spec is None:
+        return {}
+    cached = toolcache.lookup(spec)
+    if cached is not None:
+        return cached
+    return {tool: list(parameters) for tool, parameters in surfaces.shipped(spec).items()}
+
+
+def _values(config: Config | None, server: str, tool: str, key: str) -> list[str]:
+    """The values an enum allows for a bundled server's parameter (as shipped), for `key=<Tab>`."""
+    spec = config.get(server) if config is not None else None
+    return surfaces.shipped(spec).get(tool, {}).get(key, [])
 
 
 @_quiet
@@ -141,7 +160,11 @@ def call_target(ctx: typer.Context, incomplete: str) -> list[str]:
     else:  # TOOL alone: the server whose cached tools have it
         tool = first
         server = next((name for name in names if tool in tools_of(name)), None)
-    if "=" in incomplete or server is None:
+    if server is None:
         return []
+    if "=" in incomplete:
+        key, _, partial = incomplete.partition("=")
+        values = _values(None if _via(ctx)[0] else _config(ctx), server, tool, key)
+        return [f"{key}={value}" for value in values if value.startswith(partial)]
     given = {word.split("=", 1)[0].removesuffix(":") for word in words if "=" in word}
     return [f"{name}=" for name in tools_of(server).get(tool, []) if name not in given]

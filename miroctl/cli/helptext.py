@@ -30,6 +30,7 @@ EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
         ("miroctl list", "the default profile's servers and their tools"),
         ("miroctl call tool-system disk_usage path=/", "call one tool with one argument"),
         ("miroctl check --json", "probe every server, as JSON for a script"),
+        ("miroctl --install-completion", "Tab completion of servers, tools and key="),
     ),
     "list": (
         ("miroctl list", "every default server and its tools"),
@@ -97,6 +98,11 @@ EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
         ("miroctl config import cursor", "write Cursor's servers as miroctl server files"),
         ("miroctl list -c claude-code", "or use one client's servers directly"),
     ),
+    "install": (
+        ("miroctl install claude-code", "add miroctl serve to Claude Code (~/.claude.json)"),
+        ("miroctl install cursor --profile research --print", "show the entry; change nothing"),
+        ("miroctl install vscode --scope project --remove", "take it out of .vscode/mcp.json"),
+    ),
     "config sources": (
         ("miroctl config sources", "every editor's and client's MCP config found here and in HOME"),
         ("miroctl config sources --client cursor --json", "one client's, as JSON"),
@@ -127,6 +133,7 @@ EXIT_CODES = {
     "daemon stop": "0 stopped (or none was running), 2 usage or config, 4 a daemon did not exit in time",
     "daemon logs": "0 printed (or no log yet), 2 usage or config",
     "config": "0 done, 1 a source has a problem or nothing was written, 2 usage",
+    "install": "0 added, replaced, already there or removed, 2 usage or unreadable file, 6 nothing to remove",
     "config sources": "0 every source read, 1 a source has a problem, 2 usage",
     "config import": "0 files written, 1 no server could be imported, 2 a file exists (use --force) or no such source",
 }
@@ -202,7 +209,15 @@ class WordedCommand(_InWords, TyperCommand):
 
 
 class WordedGroup(_InWords, TyperGroup):
-    """The top-level group, worded the same way."""
+    """The top-level group, worded the same way; Typer's two completion options are left to the examples,
+    where `--install-completion` is shown whole (in the options table a 60-column screen cuts it)."""
+
+    def get_params(self, ctx: click.Context) -> list[click.Parameter]:
+        params = super().get_params(ctx)
+        for param in params:
+            if param.name in ("install_completion", "show_completion") and hasattr(param, "hidden"):
+                param.hidden = True
+        return params
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

@@ -30,8 +30,9 @@ from miroctl.cli.options import (
     ViaOpt,
 )
 from miroctl.config.loader import Config
+from miroctl.core.arguments import list_target
 from miroctl.launch.handoff import Launch
-from miroctl.render.listing import list_tables
+from miroctl.render.listing import View, list_tables
 from miroctl.render.output import Output
 from miroctl.sessions.connectors import SDK
 
@@ -42,7 +43,7 @@ def list_(
         list[str] | None,
         typer.Argument(
             metavar="SERVER",
-            help="Servers to list (default: the profile's), or SERVER TOOL for one tool in detail.",
+            help="Servers to list (default: the profile's), or SERVER TOOL (SERVER.TOOL) for one tool in detail.",
             show_default=False,
             autocompletion=completion.servers,
         ),
@@ -54,6 +55,14 @@ def list_(
             "--schema",
             rich_help_panel=OUTPUT,
             help="Each tool in detail: parameters, nested and output schemas, an example call.",
+        ),
+    ] = False,
+    brief: Annotated[
+        bool,
+        typer.Option(
+            "--brief",
+            rich_help_panel=OUTPUT,
+            help="One line per tool: name(parameter*: type, ...) and its description's first sentence.",
         ),
     ] = False,
     resources: Annotated[
@@ -89,12 +98,15 @@ def list_(
     extras = frozenset(name for name, asked in (("resources", resources), ("prompts", prompts)) if asked)
     if via and extras:
         raise UsageError("--resources and --prompts are not served through a gateway", hint="drop --via")
+    if brief and schema:
+        raise UsageError("--brief and --schema do not go together", hint="--brief: one line per tool; --schema: all")
     check_record(record, via)
     gateway_url = remote.resolve_via(via, bool(config or agent or stdio or url or record))
     if gateway_url and not extras:  # MIROCTL_URL set: resources and prompts come from the servers directly
-        raise typer.Exit(remote.list_servers(gateway_url, servers or [], out=out, schema=schema))
+        raise typer.Exit(remote.list_servers(gateway_url, servers or [], out=out, schema=schema, brief=brief))
     loaded = load_config(config, stdio, url, header, out, startup_timeout, env, agent, launch=_launch(ctx))
-    servers, tool = _tool_target(loaded, servers or [])
+    servers, tool = list_target(servers or [], loaded, adhoc=bool(stdio or url))
+    shown = View(schema=schema or tool is not None, brief=brief, connection=_connection(ctx))
     specs = loaded.select(servers)
     check_log(loaded, log)
 
@@ -121,7 +133,7 @@ def list_(
         except Interrupted as exc:
             stopped, entries = exc, _in_order(answered, specs)
     if stopped is not None:
-        _show_answered(out, loaded, entries, tool, schema)
+        _show_answered(out, loaded, entries, tool, shown)
         raise stopped  # after the servers that answered: the interruption's line and exit code
     remember(specs, {entry.server: entry.tools for entry in entries if entry.ok})
     if tool is not None:
@@ -129,7 +141,7 @@ def list_(
     if json_mode:
         out.json(list_document(loaded.source, entries))
     else:
-        list_tables(out, entries, schema=schema or tool is not None)
+        list_tables(out, entries, shown)
     raise typer.Exit(0 if all(e.healthy for e in entries) else 1)
 
 
@@ -139,7 +151,7 @@ def _in_order(entries: list[ServerTools], specs: list[ServerSpec]) -> list[Serve
     return sorted(entries, key=lambda entry: order.get(entry.server, len(order)))
 
 
-def _show_answered(out: Output, loaded: Config, entries: list[ServerTools], tool: str | None, schema: bool) -> None:
+def _show_answered(out: Output, loaded: Config, entries: list[ServerTools], tool: str | None, shown: View) -> None:
     """An interrupted listing: the servers that had answered, as `list` shows them (nothing if none had)."""
     if tool is not None:
         entries = [replace(e, tools=tuple(t for t in e.tools if t.name == tool)) if e.ok else e for e in entries]
@@ -148,14 +160,19 @@ def _show_answered(out: Output, loaded: Config, entries: list[ServerTools], tool
     if out.json_mode:
         out.json(list_document(loaded.source, entries))
     else:
-        list_tables(out, entries, schema=schema or tool is not None)
+        list_tables(out, entries, shown)
 
 
-def _tool_target(loaded: Config, words: list[str]) -> tuple[list[str], str | None]:
-    """`list SERVER TOOL` (one tool in detail) when the second word names no server; else server names."""
-    if len(words) == 2 and loaded.get(words[0]) is not None and loaded.get(words[1]) is None:
-        return [words[0]], words[1]
-    return words, None
+def _connection(ctx: typer.Context) -> tuple[str, ...]:
+    """The options that chose the servers, as words a `miroctl call` line needs to reach the same ones."""
+    words: list[str] = []
+    for option, name in (("-c", "config"), ("--agent", "agent")):
+        if ctx.params.get(name):
+            words += [option, ctx.params[name]]
+    for option, name in (("--stdio", "stdio"), ("--url", "url"), ("--header", "header"), ("--env", "env")):
+        for value in ctx.params.get(name) or ():
+            words += [option, value]
+    return tuple(words)
 
 
 def _only_tool(entry: ServerTools, tool: str) -> ServerTools:

@@ -53,7 +53,11 @@ UrlOpt = Annotated[
 HeaderOpt = Annotated[
     list[str] | None,
     typer.Option(
-        "--header", "-H", metavar="'NAME: VALUE'", rich_help_panel=CONNECTION, help="A header for --url servers."
+        "--header",
+        "-H",
+        metavar="HEADER",
+        rich_help_panel=CONNECTION,
+        help="A header for --url servers: 'Name: value' (repeatable).",
     ),
 ]
 EnvOpt = Annotated[
@@ -63,8 +67,8 @@ EnvOpt = Annotated[
         "-e",
         metavar="NAME=VALUE",
         rich_help_panel=CONNECTION,
-        help="NAME=value in the environment of --stdio servers (repeatable; they inherit only HOME, PATH, "
-        "SHELL, TERM, USER, LOGNAME, LANG, LC_ALL, TMPDIR, XDG_CACHE_HOME and MIROCTL_SERVER_CACHE).",
+        help="NAME=value in the environment of --stdio servers, which inherit only a few variables (PATH, "
+        "HOME, ...: see the docs) (repeatable).",
     ),
 ]
 JsonOpt = Annotated[
@@ -102,7 +106,7 @@ ViaOpt = Annotated[
         metavar="URL",
         rich_help_panel=CONNECTION,
         help="Go through a running `miroctl serve --transport http` at this URL (fast: no SDK, warm "
-        "servers). [env: MIROCTL_URL, unless --config/--stdio/--url is given]",
+        "servers). [env: MIROCTL_URL, unless servers are named another way]",
     ),
 ]
 NoDaemonOpt = Annotated[

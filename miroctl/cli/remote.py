@@ -66,16 +66,16 @@ def call(
     return int(outcome.exit_code)
 
 
-def list_servers(via: str, servers: list[str], *, out: Output, schema: bool = False) -> int:
+def list_servers(via: str, servers: list[str], *, out: Output, schema: bool = False, brief: bool = False) -> int:
     """`miroctl list ... --via URL`: the gateway's list document, as `list` prints it; the exit code."""
     document = GatewayClient(via).list_tools(servers)
     entries = readable(via, lambda: list_from_dict(document))
     if out.json_mode:
         out.json(document)
     else:
-        from miroctl.render.listing import list_tables  # noqa: PLC0415 - Rich's tables only when a list is drawn
+        from miroctl.render.listing import View, list_tables  # noqa: PLC0415 - Rich's tables only when a list is drawn
 
-        list_tables(out, entries, schema=schema)
+        list_tables(out, entries, View(schema=schema, brief=brief, connection=("--via", via)))
     listed = {entry.server: entry.tools for entry in entries if entry.ok}
     toolcache.store_gateway(via, listed, every=not servers)  # for shell completion, as `list` does directly
     return 0 if all(entry.healthy for entry in entries) else 1

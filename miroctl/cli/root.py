@@ -65,7 +65,7 @@ def main(
         bool,
         typer.Option(
             "--traceback",
-            help="On an error, also show where it came from (anywhere on the command line). [env: MIROCTL_TRACEBACK]",
+            help="On an error, also show where it came from (anywhere on the command line).",
         ),
     ] = False,
     config: Annotated[

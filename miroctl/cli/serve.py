@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import os
 import socket
+import sys
 from dataclasses import replace
 from typing import Annotated, Any
 
@@ -370,6 +371,12 @@ async def _serve(
     """Report what is served, then serve it until the caller stops (stdio: until stdin ends)."""
     if http is None:
         _ready(out, gateway, "stdio", None)
+        if not out.json_mode and sys.stdin.isatty():  # someone typed `miroctl serve` to see what it does
+            out.note(
+                "waiting for an MCP host on stdin: a host's config starts this (`miroctl install CLIENT` "
+                "writes one); Ctrl-C stops",
+                "dim",
+            )
         await serve_stdio(gateway)
         return
     settings, sock = http

@@ -38,4 +38,4 @@ def work(reading: Reading, url: str, out: Output) -> Callable[[], int]:
         return lambda: remote.read(url, words, out=out, timeout=timeout, save_dir=text("save_dir"))
     if reading.command == "prompt":
         return lambda: remote.prompt(url, words, out=out, timeout=timeout, save_dir=text("save_dir"))
-    return lambda: remote.list_servers(url, words, out=out, schema=reading.flag("schema"))
+    return lambda: remote.list_servers(url, words, out=out, schema=reading.flag("schema"), brief=reading.flag("brief"))

@@ -128,7 +128,9 @@ def find_config(explicit: str | None, cwd: Path | None = None) -> Path:
                 return bundled
             origin = "--config" if explicit else "$MIROCTL_CONFIG"
             names = ", ".join(bundled_profiles())
-            raise ConfigError(f"config file not found: {given} (from {origin})", hint=f"bundled profiles: {names}")
+            near = suggest(given, bundled_profiles())
+            hint = f"{near} (a bundled profile)" if near else f"bundled profiles: {names}"
+            raise ConfigError(f"config file not found: {given} (from {origin})", hint=hint)
         return path / "miroctl.yaml" if path.is_dir() else path
     for candidate in (cwd / "miroctl.yaml", cwd / "config" / "miroctl.yaml"):
         if candidate.is_file():

@@ -6,6 +6,7 @@ import functools
 import json
 import math
 import re
+import shlex
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -57,7 +58,10 @@ def load_base(source: str | None, stdin: IO[str] | None = None) -> dict[str, obj
     try:
         value = loads(text)
     except json.JSONDecodeError as exc:
-        raise ArgumentError(f"{where}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+        raise ArgumentError(
+            f"{where}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}",
+            hint="""one JSON object, in single quotes, keys and strings in double quotes: --args '{"key": "value"}'""",
+        ) from None
     except ValueError as exc:
         raise ArgumentError(f"{where}: invalid JSON: {exc}") from None
     if not isinstance(value, dict):
@@ -65,11 +69,17 @@ def load_base(source: str | None, stdin: IO[str] | None = None) -> dict[str, obj
     return value
 
 
-def split_pair(pair: str) -> tuple[str, str, bool]:
-    """`key=value` (coerced by schema) or `key:=json` (raw JSON) -> (key, text, is_json)."""
+def split_pair(pair: str, parameters: Sequence[str] | None = None, shows: str | None = None) -> tuple[str, str, bool]:
+    """`key=value` (coerced by schema) or `key:=json` (raw JSON) -> (key, text, is_json). A bare value's error
+    names the one parameter it can be meant for, when `parameters` (the tool's, if known) has exactly one,
+    else the command that `shows` them."""
     eq = pair.find("=")
     if eq <= 0:
-        raise ArgumentError(f"argument {pair!r} is not key=value (or key:=json)")
+        if parameters is not None and len(parameters) == 1 and eq < 0:
+            hint = f"did you mean {shlex.quote(f'{parameters[0]}={pair}')}?"
+        else:
+            hint = f"name the parameter: NAME={pair}" + (f" (`{shows}` shows the names)" if shows else "")
+        raise ArgumentError(f"argument {pair!r} is not key=value (or key:=json)", hint=hint)
     if pair[eq - 1] == ":" and eq > 1:
         return pair[: eq - 1], pair[eq + 1 :], True
     return pair[:eq], pair[eq + 1 :], False
@@ -403,6 +413,20 @@ def signature(tool: ToolInfo) -> str:
             default = f" = {json.dumps(prop['default'])}" if "default" in prop else ""
             parts.append(f"{name}?: {kind}{default}")
     return f"{tool.name}({', '.join(parts)})"
+
+
+def list_target(words: list[str], config: Config, adhoc: bool = False) -> tuple[list[str], str | None]:
+    """What `list` is asked for: servers, or one tool in detail (the tool's name, else None). One tool is
+    `SERVER TOOL` when the second word names no server, `SERVER.TOOL`, or `TOOL` alone for the one ad-hoc
+    server (`list --stdio CMD TOOL`, `list --url URL TOOL`), as `call` reads the same words. Any other single
+    word is a server's name (a typo of one is answered as such)."""
+    if len(words) == 2 and config.get(words[0]) is not None and config.get(words[1]) is None:
+        return [words[0]], words[1]
+    if len(words) == 1 and config.get(words[0]) is None and "=" not in words[0]:
+        server, tool, _ = split_target(words, config)
+        if server is not None and tool and (adhoc or tool != words[0]):
+            return [server], tool
+    return words, None
 
 
 def split_target(words: list[str], config: Config) -> tuple[str | None, str, list[str]]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from miroctl.base.errors import ArgumentError
 from miroctl.base.models import ToolInfo
@@ -90,11 +90,12 @@ def _quoted(key: str, sign: str, text: str) -> str:
     return shlex.quote(f"{key}{sign}{text}")
 
 
-def example_call(server: str, tool: ToolInfo) -> str:
-    """`miroctl call SERVER TOOL key=value ...` with every required parameter, ready to paste into a shell."""
+def example_call(server: str, tool: ToolInfo, connection: Sequence[str] = ()) -> str:
+    """`miroctl call [CONNECTION] SERVER TOOL key=value ...` with every required parameter, ready to paste into
+    a shell; `connection` is the options that name the server's config (`--stdio CMD`, `-c FILE`...)."""
     schema = tool.input_schema
     properties = schemas.properties(schema)
-    words = ["miroctl", "call", shlex.quote(server), shlex.quote(tool.name)]
+    words = ["miroctl", "call", *map(shlex.quote, connection), shlex.quote(server), shlex.quote(tool.name)]
     for name in required(schema):
         prop = properties.get(name, {})
         words.append(pair(name, example_value(prop, schema, name), prop, schema))

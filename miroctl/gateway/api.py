@@ -50,8 +50,9 @@ def call_task(data: object) -> str | None:
 async def call_document(body: object, gateway: Gateway) -> dict[str, object]:
     """POST /v1/call: the envelope of `call --json`, secrets masked."""
     request = call_request(body, gateway)
+    shows = f"miroctl list {request.server} {request.tool}" if request.server and request.tool else None
     for pair in request.pairs:
-        args_.split_pair(pair)
+        args_.split_pair(pair, shows=shows)
     outcome = await gateway.call(request, task_id=call_task(body))
     return gateway.masker.data(outcome.to_dict())
 

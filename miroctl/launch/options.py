@@ -111,6 +111,7 @@ OPTIONS: tuple[Option, ...] = (
     _opt("--save-dir", "save_dir", "value", _FETCH, check=directory, warm=True, early="skip"),
     _opt("--no-autocorrect", "no_autocorrect", "flag", frozenset({CALL}), warm=True, early="skip"),
     _opt("--schema", "schema", "flag", frozenset({LIST}), warm=True, early="skip"),
+    _opt("--brief", "brief", "flag", frozenset({LIST}), warm=True, early="skip"),
     _opt("--args -a", "args", "value", frozenset({CALL}), warm=True),  # stdin is the call's, not read early
     _opt("--config -c", "config", "value", _ALL, early="read"),
     _opt("--mode", "mode", "value", _CALL_LIST, check=mode, early="read"),

@@ -1,14 +1,17 @@
 """`list`: one table per server (tools, then resources, templates and prompts when asked); failures in place.
 
 What a user types is never cut: tool and parameter names and types, and resource URIs, keep their whole
-width; descriptions wrap or shorten to make room, and a screen too narrow for a table gets the same
-facts as indented lines. One tool in detail is render/tooldetail.py.
+width; descriptions get the room left, at least half of it, wrap, and are shortened (… at the end) only on
+a terminal; a screen too narrow for a table gets the same facts as indented lines. `--brief` is one
+signature line per tool. One tool in detail is render/tooldetail.py.
 """
 
 from __future__ import annotations
 
+import re
 import textwrap
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from rich import box
@@ -23,22 +26,38 @@ from miroctl.render.tooldetail import tool_detail
 
 FRAME = 10  # a three-column table's borders and padding
 DESCRIPTION_MIN = 16  # narrower than this, the description goes under the tool name instead
-DESCRIPTION_LINES = 3  # a description longer than this many lines of its column is shortened (… at the end)
-PARAMETERS = "parameters (* required)"
+DESCRIPTION_SHARE = 0.5  # the description's least share of what the tool names leave; the types wrap first
+DESCRIPTION_LINES = 3  # on a terminal, a description longer than this many lines is shortened (… at the end)
+PARAMETERS = "parameters*"  # * marks a required parameter, in every table and signature
+_SENTENCE = re.compile(r"(.+?[.!?])(?=\s+[A-Z(`\"']|$)")
 
 
-def list_tables(out: Output, entries: Iterable[ServerTools], *, schema: bool = False) -> None:
+@dataclass(frozen=True)
+class View:
+    """How `list` shows the tools: a table (default), each in detail (`schema`) or one line each (`brief`);
+    `connection` is the options an example `miroctl call` line needs to reach the same server."""
+
+    schema: bool = False
+    brief: bool = False
+    connection: tuple[str, ...] = ()
+
+
+def list_tables(out: Output, entries: Iterable[ServerTools], view: View | None = None) -> None:
     """One table per healthy server (each tool in detail with `schema`); failing servers in place."""
+    view = view or View()
     for entry in entries:
         if not entry.ok:
             _failed_server(out, entry)
             continue
         out.out.print(_title(out, entry))
-        if schema:
+        if view.schema:
             for tool in entry.tools:
-                tool_detail(out, entry.server, tool)
+                tool_detail(out, entry.server, tool, view.connection)
+        elif entry.tools and view.brief:
+            _brief(out, entry.tools)
         elif entry.tools:
-            out.out.print(_tools_table(out, entry.tools))
+            drawn = _tools_table(out, entry.tools)
+            out.out.print(drawn, soft_wrap=isinstance(drawn, Text))  # lines: wrapped already, names whole
         else:
             out.out.print(Text("  no tools", style="dim"))
         _rejected(out, entry)
@@ -63,29 +82,64 @@ def parameter_lines(out: Output, tool: ToolInfo) -> list[tuple[str, str]]:
     ]
 
 
-def _tools_table(out: Output, tools: Sequence[ToolInfo]) -> Table:
-    """tool | description | parameters, sized so that names and types keep their whole width."""
+def signature(out: Output, tool: ToolInfo) -> str:
+    """`name(a*: string, b: integer)`: the tool as it is called, * marking what is required."""
+    return f"{out.safe(tool.name)}({', '.join(f'{name}: {kind}' for name, kind in parameter_lines(out, tool))})"
+
+
+def first_sentence(text: str) -> str:
+    """The text up to its first full stop that ends a sentence (the whole text when there is none)."""
+    match = _SENTENCE.match(text)
+    return match.group(1) if match else text
+
+
+def _brief(out: Output, tools: Sequence[ToolInfo]) -> None:
+    """One line per tool: its signature, then its first sentence; on a terminal wrapped under itself, never
+    inside a word (a name stays whole), elsewhere one line each for grep."""
+    for tool in tools:
+        sentence = first_sentence(out.safe(tool.summary))
+        line = signature(out, tool) + (f" — {sentence}" if sentence else "")
+        pieces = [line]
+        if out.out.is_terminal:
+            pieces = textwrap.wrap(
+                line, out.out.width, subsequent_indent="    ", break_long_words=False, break_on_hyphens=False
+            )
+        for piece in pieces:
+            out.out.print(Text(piece), soft_wrap=True)
+
+
+def _tools_table(out: Output, tools: Sequence[ToolInfo]) -> Table | Text:
+    """tool | description | parameters, sized so that names and types keep their whole width and the
+    descriptions get at least half of what is left; narrower screens stack, then fall back to lines."""
     width = out.out.width
     params = {tool.name: parameter_lines(out, tool) for tool in tools}
     lines = [p for found in params.values() for p in found]
-    tool_w = min(max(len(out.safe(t.name)) for t in tools), max(12, width // 4))
+    # A tool's name is never broken, unless it is longer than the screen (then no layout keeps it whole).
+    tool_w = max(len("tool"), *(n for n in (len(out.safe(t.name)) for t in tools) if n <= width - 4))
     full = max((len(name) + 2 + len(kind) for name, kind in lines), default=0)
     least = max((len(name) + 1 for name, _ in lines), default=0)
-    params_w = max(full, least, 10)
-    if width - FRAME - tool_w - params_w < DESCRIPTION_MIN:  # the type goes under its name instead
-        params_w = max(least, 10, width - FRAME - tool_w - DESCRIPTION_MIN)
-    description_w = width - FRAME - tool_w - params_w
+    room = width - FRAME - tool_w
+    params_w = max(full, least, len(PARAMETERS))
+    wanted = max(DESCRIPTION_MIN, int(room * DESCRIPTION_SHARE))
+    if room - params_w < wanted:  # the types go under their names, for the descriptions
+        params_w = max(least, len(PARAMETERS), room - wanted)
+    description_w = room - params_w
     if description_w < DESCRIPTION_MIN:
         return _stacked_table(out, tools, params, width, (least, full))
     table = Table(expand=False, box=box.HEAVY_HEAD)
     table.add_column("tool", style="cyan", width=tool_w, overflow="fold")
     table.add_column("description", max_width=description_w)
-    table.add_column(PARAMETERS if params_w >= len(PARAMETERS) else "parameters*", width=params_w, overflow="fold")
+    table.add_column(PARAMETERS, width=params_w, overflow="fold")
     for tool in tools:
-        room = max(DESCRIPTION_LINES, len(params[tool.name]))
-        summary = _shortened(out.safe(tool.summary), description_w, room)
+        summary = _described(out, tool, description_w, max(DESCRIPTION_LINES, len(params[tool.name])))
         table.add_row(Text(out.safe(tool.name)), Text(summary), _parameters(params[tool.name]))
     return table
+
+
+def _described(out: Output, tool: ToolInfo, width: int, lines: int) -> str:
+    """The tool's summary: whole when stdout is a file or a pipe, shortened to `lines` on a terminal."""
+    summary = out.safe(tool.summary)
+    return _shortened(summary, width, lines) if out.out.is_terminal else summary
 
 
 def _stacked_table(
@@ -94,22 +148,42 @@ def _stacked_table(
     params: Mapping[str, list[tuple[str, str]]],
     width: int,
     params_range: tuple[int, int],
-) -> Table:
+) -> Table | Text:
     """Too narrow for three columns: the description under the tool's name, the parameters beside it."""
     least, full = params_range
-    longest_tool = max(len(out.safe(t.name)) for t in tools)
+    longest_tool = max(n for n in (len(out.safe(t.name)) for t in tools) if n <= width - 4) if tools else 0
     params_w = max(least, 10, min(full, width - 7 - max(longest_tool, DESCRIPTION_MIN)))
     tool_w = max(10, width - 7 - params_w)
+    if tool_w < longest_tool:
+        return _tool_lines(out, tools, params)
     table = Table(expand=False, box=box.HEAVY_HEAD)
     table.add_column("tool / description", width=tool_w, overflow="fold")
-    table.add_column("parameters*", width=params_w, overflow="fold")
+    table.add_column(PARAMETERS, width=params_w, overflow="fold")
     for tool in tools:
         cell = Text(out.safe(tool.name), style="cyan")
         if tool.summary:
             room = max(DESCRIPTION_LINES, len(params[tool.name]) - 1)
-            cell.append("\n" + _shortened(out.safe(tool.summary), tool_w, room), style="")
+            cell.append("\n" + _described(out, tool, tool_w, room), style="")
         table.add_row(cell, _parameters(params[tool.name]))
     return table
+
+
+def _tool_lines(out: Output, tools: Sequence[ToolInfo], params: Mapping[str, list[tuple[str, str]]]) -> Text:
+    """Too narrow for a table: each tool's name alone on its line, its description and parameters under it."""
+    text = Text()  # wrapped here, so that a name is never broken
+    width = max(20, out.out.width - 4)
+    for index, tool in enumerate(tools):
+        if index:
+            text.append("\n")
+        text.append(out.safe(tool.name), style="cyan")
+        summary = _described(out, tool, width, DESCRIPTION_LINES)
+        for line in textwrap.wrap(summary, width, break_long_words=False):
+            text.append("\n    " + line)
+        for name, kind in params[tool.name]:
+            text.append("\n    ")
+            text.append(name, style="bold" if name.endswith("*") else "")
+            text.append(": " + kind, style="dim")
+    return text
 
 
 def _shortened(text: str, width: int, lines: int) -> str:

@@ -42,3 +42,19 @@ def import_report(out: Output, written: Sequence[tuple[str, str, Sequence[str]]]
             out.note(f"warning: {name}: {where} is a literal credential in the source, kept in {path}")
     for line in skipped:
         out.note(f"not imported: {line}")
+
+
+def install_report(out: Output, action: str, name: str, where: str, runs: str, backup: str | None) -> None:
+    """What `install` did to the client's file, then what the entry runs and where the old file was kept;
+    unwrapped, so that a path can be copied whole."""
+    lines = {
+        "added": f"added {name} to {where}",
+        "replaced": f"replaced {name} in {where}",
+        "unchanged": f"{name} is already in {where}; nothing changed",
+        "removed": f"removed {name} from {where}",
+    }
+    out.text(lines[action])
+    if action != "removed":
+        out.text(f"  runs: {runs}")
+    if backup:
+        out.text(f"  backup: {backup}")

@@ -1,13 +1,16 @@
-"""One tool in detail (`list SERVER TOOL`, `list --schema`): its whole description, each parameter with type,
-required, default, enum and description, nested schemas as a tree, the output schema, and a ready-to-paste
-`miroctl call` line.
+"""One tool in detail (`list SERVER TOOL`, `list --schema`): its whole description (dedented as a docstring
+is), each parameter with type, `*` when required, default, enum and description, nested schemas as a tree,
+the output schema, and a `miroctl call` line that runs as pasted (it carries the options that chose the
+server: --config, --stdio, --url, ...).
 """
 
 from __future__ import annotations
 
+import inspect
 import json
+import re
 import textwrap
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rich.text import Text
@@ -20,32 +23,49 @@ from miroctl.render.output import Output
 
 MAX_DEPTH = 6  # nested schemas deeper than this are summarised as "…"
 MAX_ENUM = 20
+_LIST_ITEM = re.compile(r"\s*(?:[-*+•]|\d+[.)])\s")
 
 
-def tool_detail(out: Output, server: str, tool: ToolInfo) -> None:
+def tool_detail(out: Output, server: str, tool: ToolInfo, connection: Sequence[str] = ()) -> None:
     """Everything needed to call one tool, top to bottom."""
     heading = Text(out.safe(tool.name), style="bold cyan")
     if tool.title and tool.title != tool.name:
         heading.append(f"  {out.safe(tool.title)}", style="bold")
     heading.append(f"  ({out.safe(server)})", style="dim")
     out.out.print(heading)
-    for line in _indented(out.safe(tool.description.strip()), out.out.width):
+    for line in _indented(out.safe(inspect.cleandoc(tool.description)), out.out.width):
         out.out.print(Text(line))
     out.out.print(_schema_tree(out, "parameters (* required)", tool.input_schema, "no parameters"))
     if tool.output_schema:
         out.out.print(_schema_tree(out, "output (structured content)", tool.output_schema, "any JSON value"))
     out.out.print(Text("example:", style="bold"))
     # soft_wrap: the line is never broken by miroctl, so it pastes whole whatever the width
-    out.out.print(Text("  " + out.safe(example_call(server, tool)), style="green"), soft_wrap=True)
+    out.out.print(Text("  " + out.safe(example_call(server, tool, connection)), style="green"), soft_wrap=True)
     out.out.print()
 
 
 def _indented(text: str, width: int) -> list[str]:
-    """The whole text, its own line breaks kept, wrapped two spaces in (no padding to the screen's width)."""
+    """The whole text wrapped two spaces in (no padding to the screen's width): the lines of a paragraph
+    flow together, as a docstring's do; blank lines, list items and indented lines keep their place."""
     lines: list[str] = []
-    for line in text.splitlines():
-        lines += textwrap.wrap(line, max(20, width - 2), initial_indent="  ", subsequent_indent="  ") or [""]
+    for line in _paragraphs(text):
+        indent = "  " + line[: len(line) - len(line.lstrip())]
+        lines += textwrap.wrap(
+            line.strip(), max(20, width - len(indent)), initial_indent=indent, subsequent_indent=indent
+        ) or [""]
     return lines if text else []
+
+
+def _paragraphs(text: str) -> list[str]:
+    """The text's lines with each run of plain lines (no list marker, no indent) joined into one."""
+    out: list[str] = []
+    for line in text.splitlines():
+        plain = bool(line.strip()) and not line[:1].isspace() and not _LIST_ITEM.match(line)
+        if plain and out and out[-1].strip() and not out[-1][:1].isspace():
+            out[-1] += " " + line.strip()
+        else:
+            out.append(line)
+    return out
 
 
 def _schema_tree(out: Output, label: str, schema: Mapping[str, Any], empty: str) -> Tree:
@@ -74,7 +94,6 @@ def _add_property(
     resolved = schemas.resolve(prop, root)
     label = Text(out.safe(name) + ("*" if required else ""), style="bold" if required else "")
     label.append("  " + out.safe(_type(resolved, root)), style="cyan")
-    label.append("  required" if required else "  optional", style="yellow" if required else "dim")
     if "default" in resolved:
         label.append(f"  default: {out.safe(_json(resolved['default']))}", style="dim")
     branch = tree.add(label)

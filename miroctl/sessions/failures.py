@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import signal
+from urllib.parse import urlsplit
 
 from miroctl.base.errors import AuthRequired
 from miroctl.base.models import Failure, ServerSpec, Step
@@ -115,6 +116,17 @@ def died_during(wire: Wire, step: Step) -> Failure:
     return Failure("crashed", reason, hint=_stderr_hint(tail), phase=step.phase, during=step.what, stderr_tail=tail)
 
 
+def _endpoint_hint(status: int, wire: Wire) -> str | None:
+    """For an answer that says "no such endpoint" (404, 405, 501) from a URL that does not end in /mcp or
+    /sse: where MCP servers usually answer."""
+    url = wire.spec.url or ""
+    path = urlsplit(url).path.rstrip("/")
+    if status not in (404, 405, 501) or path.endswith(("/mcp", "/sse")):
+        return None
+    base = url.split("?", 1)[0].rstrip("/")
+    return f"not an MCP endpoint? try {base}/mcp (streamable HTTP) or {base}/sse (SSE)"
+
+
 def _http_failure(exc: BaseException, wire: Wire, step: Step, tail: tuple[str, ...]) -> Failure | None:
     status = wire.http_status
     if status == 401 and _oauth_challenge(wire):
@@ -128,7 +140,13 @@ def _http_failure(exc: BaseException, wire: Wire, step: Step, tail: tuple[str, .
     if status in (401, 403):
         return Failure("auth", _refused(status, wire), hint=_token_hint(wire.spec), phase=step.phase, during=step.what)
     if status is not None:
-        return Failure("http", f"HTTP {status} from {wire.spec.url}", phase=step.phase, during=step.what)
+        return Failure(
+            "http",
+            f"HTTP {status} from {wire.spec.url}",
+            hint=_endpoint_hint(status, wire),
+            phase=step.phase,
+            during=step.what,
+        )
     name = type(exc).__name__
     if name in ("ConnectError", "ConnectTimeout"):
         return Failure(

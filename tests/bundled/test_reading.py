@@ -154,6 +154,34 @@ def test_a_pdf_converts_and_a_missing_extra_is_named_in_the_error(root: Path, tm
     assert got[1].ok and got.starts == 1
 
 
+@pytest.mark.process  # the extra is hidden from a fresh interpreter: this one has imported it already
+def test_without_the_markitdown_extra_text_csv_json_and_html_still_read_and_a_pdf_names_the_extra(
+    root: Path, tmp_path: Path
+):
+    minimal_pdf(root / "doc.pdf", "Hello PDF")
+    (root / "notes.md").write_text("# Notes\n\nMeet at *noon*.\n")
+    hidden = hide_module(tmp_path / "shadow", "markitdown")
+    lean = bundled_spec("reading", {"READING_ROOT": str(root), "PYTHONPATH": hidden})
+    got = session(
+        lean,
+        ("read_file", {"uri": "notes.md"}),
+        ("read_file", {"uri": "table.csv"}),
+        ("read_file", {"uri": "data.json"}),
+        ("read_file", {"uri": "page.html"}),
+        ("convert_to_markdown", {"uri": "data:text/html,<p><b>bold</b></p>"}),
+        ("read_file", {"uri": "doc.pdf"}),
+    )
+    assert [o.exit_code for o in got.outcomes[:5]] == [0] * 5, [o.error for o in got.outcomes]
+    assert got[0].result == "# Notes\n\nMeet at *noon*.\n"
+    assert "| name | count |" in got[1].result and "| beta | 2 |" in got[1].result
+    assert '"answer": 42' in got[2].result
+    assert "# Title here" in got[3].result and "* one" in got[3].result
+    assert got[4].result.strip() == "**bold**"
+    assert got[5].error_kind == "tool_error"
+    assert "(application/pdf) without MarkItDown: pip install 'miroctl[markitdown]'" in got[5].error
+    assert got.starts == 1
+
+
 def test_a_file_over_the_size_limit_is_refused(root: Path, monkeypatch):
     (root / "big.txt").write_text("x" * 5000)
     monkeypatch.setenv("READING_ROOT", str(root))

@@ -1,0 +1,149 @@
+"""`list --brief` (one signature line per tool), the detail view of one tool however the server was named
+(SERVER TOOL, SERVER.TOOL, --stdio CMD TOOL, --url URL TOOL) with a call line that runs as pasted, and
+tables that never break a tool name and never cut a description that goes to a file."""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+import sys
+
+import pytest
+from typer.testing import CliRunner
+
+from miroctl.cli.app import app
+from miroctl.render.listing import first_sentence
+from tests.conftest import FIXTURE, ROOT, fixture_yaml, parse_json
+from tests.surface_support import surface_yaml, tool
+
+ECHO = f"{sys.executable} {FIXTURE} --name alpha --tools echo,add"
+TERMINAL = {"TTY_COMPATIBLE": "1", "NO_COLOR": "1"}
+LONG_NAME = "summarise_every_document_in_the_shared_folder"
+INDENTED = """Summarise the documents.
+
+    Each document of the folder is read and
+    summarised in one paragraph.
+    """
+
+
+def invoke(*words: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
+    result = CliRunner().invoke(app, list(words), env=env)
+    return result.exit_code, re.sub(r"\x1b\[[0-9;]*m", "", result.stdout), result.stderr
+
+
+def example_line(stdout: str) -> str:
+    return next(line.strip() for line in stdout.splitlines() if line.strip().startswith("miroctl call"))
+
+
+def runs_as_pasted(line: str, cwd: str) -> dict:
+    """The example line run by bash, as a user pasting it would (this checkout's miroctl, --json added)."""
+    script = line.replace("miroctl", f"{shlex.quote(sys.executable)} -m miroctl", 1) + " --json"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(["bash", "-c", script], capture_output=True, text=True, env=env, cwd=cwd, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return parse_json(done.stdout)
+
+
+@pytest.fixture
+def long_tools(tmp_path, write_config):
+    tools = [
+        tool(
+            LONG_NAME,
+            description=INDENTED,
+            inputSchema={"type": "object", "properties": {"folder": {"type": "string"}}},
+        ),
+        tool("ping", description="Answer pong. Nothing else.", inputSchema={"type": "object", "properties": {}}),
+    ]
+    return write_config({"docs": surface_yaml(tmp_path, tools, name="docs")})
+
+
+def test_brief_prints_one_signature_line_per_tool_with_required_marks_and_the_first_sentence(write_config):
+    path = write_config({"alpha": fixture_yaml("alpha", "--tools", "echo,add")})
+    code, stdout, _ = invoke("list", "alpha", "--brief", "-c", str(path), env={"COLUMNS": "60"})
+    assert code == 0
+    assert stdout.splitlines()[1:] == [
+        "echo(text*: string) — Echo the text back.",
+        "add(a*: integer, b: integer) — Add two integers.",
+    ]
+
+
+def test_brief_on_a_narrow_terminal_wraps_under_itself_and_keeps_each_name_whole(long_tools):
+    code, stdout, _ = invoke("list", "--brief", "-c", str(long_tools), env={"COLUMNS": "50", **TERMINAL})
+    assert code == 0
+    lines = stdout.splitlines()[1:]
+    assert lines[0] == f"{LONG_NAME}(folder:"
+    assert all(line.startswith("    ") for line in lines[1:-1])
+    assert " ".join(line.strip() for line in lines[:-1]) == f"{LONG_NAME}(folder: string) — Summarise the documents."
+    assert lines[-1] == "ping() — Answer pong."
+
+
+def test_brief_and_schema_together_exit_2_before_anything_starts(write_config):
+    path = write_config({"alpha": fixture_yaml("alpha")})
+    code, stdout, stderr = invoke("list", "--brief", "--schema", "-c", str(path))
+    assert code == 2
+    assert stdout == ""
+    assert "--brief and --schema do not go together" in stderr
+
+
+@pytest.mark.parametrize("columns", [60, 40])
+def test_a_table_never_breaks_a_tool_name_that_fits_the_screen_and_keeps_to_the_screen(long_tools, columns):
+    code, stdout, _ = invoke("list", "-c", str(long_tools), env={"COLUMNS": str(columns)})
+    assert code == 0
+    fits = len(LONG_NAME) <= columns - 4  # a name longer than the screen cannot stay whole anywhere
+    assert (LONG_NAME in stdout) is fits
+    assert all(len(line) <= columns for line in stdout.splitlines()[1:] if LONG_NAME not in line)
+    assert "…" not in stdout
+
+
+def test_list_server_dot_tool_shows_the_detail_view_with_its_description_dedented(long_tools):
+    code, stdout, _ = invoke("list", f"docs.{LONG_NAME}", "-c", str(long_tools), env={"COLUMNS": "100"})
+    assert code == 0
+    assert f"{LONG_NAME}  (docs)" in stdout
+    assert (
+        "  Summarise the documents.\n\n  Each document of the folder is read and summarised in one paragraph.\n"
+        in stdout
+    )
+    assert "parameters (* required)\n└── folder  string\n" in stdout
+    assert example_line(stdout) == f"miroctl call -c {long_tools} docs {LONG_NAME}"
+
+
+def test_list_stdio_cmd_tool_shows_the_detail_view_and_its_example_runs_when_pasted(tmp_path):
+    code, stdout, stderr = invoke("list", "--stdio", ECHO, "add")
+    assert code == 0, stderr
+    assert "add  (fixture)" in stdout
+    line = example_line(stdout)
+    assert line == f"miroctl call --stdio {shlex.quote(ECHO)} fixture add a=1"
+    assert runs_as_pasted(line, str(tmp_path))["result"] == "1"
+
+
+@pytest.mark.process
+def test_list_url_tool_shows_the_detail_view_and_its_example_runs_when_pasted(http_fixture, tmp_path):
+    url = http_fixture("web", "--tools", "echo")
+    code, stdout, stderr = invoke("list", "--url", url, "echo")
+    assert code == 0, stderr
+    line = example_line(stdout)
+    assert line.startswith(f"miroctl call --url {url} ")
+    assert line.endswith(" echo text='<text>'")
+    assert runs_as_pasted(line, str(tmp_path))["result"] == "<text>"
+
+
+def test_a_word_that_is_no_tool_of_the_one_adhoc_server_exits_6_naming_its_tools():
+    code, _, stderr = invoke("list", "--stdio", ECHO, "ad")
+    assert code == 6
+    assert "has no tool 'ad'" in stderr
+    assert "add" in stderr
+
+
+@pytest.mark.parametrize(
+    ("text", "sentence"),
+    [
+        ("Add two integers. The second is optional.", "Add two integers."),
+        ("Read a file (e.g. notes.md) and return it. More.", "Read a file (e.g. notes.md) and return it."),
+        ("No full stop at all", "No full stop at all"),
+        ("Is it up? Then say so.", "Is it up?"),
+    ],
+)
+def test_the_first_sentence_ends_at_the_first_stop_that_a_new_sentence_follows(text, sentence):
+    assert first_sentence(text) == sentence
