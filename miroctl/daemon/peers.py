@@ -23,7 +23,7 @@ def same_user_only(protocol: type[asyncio.Protocol], refused: Callable[[int, int
     """`protocol`, closing at once every connection whose peer is not this process's user (`refused(pid, uid)`
     hears of each)."""
 
-    class SameUser(protocol):  # type: ignore[misc,valid-type]
+    class SameUser(protocol):  # type: ignore[misc,valid-type]  # a class made at run time from uvicorn's protocol
         def connection_made(self, transport: Any) -> None:
             super().connection_made(transport)
             sock = transport.get_extra_info("socket")
