@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from dataclasses import replace
@@ -117,7 +118,7 @@ def test_a_call_that_times_out_is_cancelled_on_the_wire(tmp_path):
     assert outcome.error_kind == "timeout"
     call = next(m for m in received(log) if m.get("method") == "tools/call")
     cancelled = [m for m in received(log) if m.get("method") == "notifications/cancelled"]
-    assert [m["params"]["requestId"] for m in cancelled] == [call["id"]]
+    assert [m["params"] for m in cancelled] == [{"requestId": call["id"], "reason": "caller cancelled"}]  # the SDK's
 
 
 def test_structured_content_that_breaks_the_output_schema_is_refused_as_the_sdk_refuses_it(tmp_path):
@@ -250,10 +251,218 @@ async def _recorded(spec: ServerSpec, path: Path, lean_client: bool) -> list[dic
     return [line["message"] for line in lines if line["direction"] == "to_server"]
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("era", ["modern", "legacy"])
 def test_the_lean_client_sends_what_the_sdk_client_sends(tmp_path, era):
     spec = fixture_spec("fx") if era == "modern" else replace(fixture_spec("fx"), protocol="legacy")
     sdk = anyio.run(_recorded, spec, tmp_path / "sdk.ndjson", False)
     ours = anyio.run(_recorded, spec, tmp_path / "lean.ndjson", True)
     assert [m["method"] for m in ours] == [m["method"] for m in sdk]
+    assert "tools/call" in [m["method"] for m in ours]
     assert ours == sdk
+
+
+# ------------------------------------------------------------------------------------- tool-list changes
+
+
+def changing_spec(log: Path, era: str, *args: str) -> ServerSpec:
+    """plainrpc.py with a tool list that changes (grow) and listen streams it can end (end_streams)."""
+    return plain_spec(log, "--era", era, "--changes", *args)
+
+
+def complete_lines(path: Path) -> list[dict[str, Any]]:
+    """The JSON lines written so far (a line still being written is left out)."""
+    text = path.read_text() if path.exists() else ""
+    return [json.loads(line) for line in text.split("\n")[:-1] if line.strip()]
+
+
+async def until_in(path: Path, method: str, key: str | None = None) -> None:
+    """Wait until a message of `method` is written to `path` (a server's log; a record's `key` entries)."""
+    while not any((line.get(key) or {} if key else line).get("method") == method for line in complete_lines(path)):
+        await anyio.sleep(0.01)
+
+
+async def _follow(spec: ServerSpec, connector: connectors.Connector, log: Path) -> tuple[list[str], list[str]]:
+    """List; have the server add a tool and announce it; list again; have it end its listen streams."""
+    modern = "modern" in spec.args
+    config = Config(servers=(spec,), default_names=(spec.name,))
+    with anyio.fail_after(60):
+        async with Manager(config, connector=connector, follow_changes=True) as manager:
+            before = [t.name for t in (await manager.list_tools())[0].tools]
+            if modern:
+                await until_in(log, "subscriptions/listen")  # its acknowledgement precedes grow's answer
+            grown = await manager.call(CallRequest(spec.name, "grow", {"tool_name": "fresh"}))
+            assert grown.ok, grown.error
+            assert await manager.next_change(30)
+            after = [t.name for t in (await manager.list_tools())[0].tools]
+            ended = await manager.call(CallRequest(spec.name, "end_streams", {}))
+            assert ended.ok, ended.error
+            if modern:
+                await until_in(log, "notifications/cancelled")  # the client's cancel of the ended stream's request
+    return before, after
+
+
+def _listen_apart(messages: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The messages but the listen requests (sent beside the first listing, in either order), and those; the
+    stream's id ("listen-N" counts a process's streams) as "listen-*"."""
+    text = re.sub(r'"listen-\d+"', '"listen-*"', json.dumps(messages))
+    normalised = json.loads(text)
+    listens = [m for m in normalised if m.get("method") == "subscriptions/listen"]
+    return [m for m in normalised if m.get("method") != "subscriptions/listen"], listens
+
+
+@pytest.mark.parametrize("era", ["modern", "legacy"])
+def test_the_lean_client_follows_tool_changes_with_the_messages_the_sdk_client_sends(tmp_path, era):
+    lists = {}
+    for name, connector in (("sdk", connectors.SDK), ("lean", connectors.LEAN)):
+        log = tmp_path / name
+        lists[name] = anyio.run(_follow, changing_spec(log, era), connector, log)
+    before, after = lists["lean"]
+    assert "fresh" not in before and after == [*before, "fresh"]
+    assert lists["lean"] == lists["sdk"]
+    ours, sdk = received(tmp_path / "lean"), received(tmp_path / "sdk")
+    assert [m.get("method") for m in ours].count("tools/list") == 2
+    assert _listen_apart(ours) == _listen_apart(sdk)
+    if era == "modern":
+        (listen,) = [m for m in ours if m.get("method") == "subscriptions/listen"]
+        assert listen["params"]["notifications"] == {"toolsListChanged": True}
+        assert ours[-1]["params"] == {"requestId": listen["id"], "reason": "caller cancelled"}
+    else:
+        assert "subscriptions/listen" not in [m.get("method") for m in ours]
+
+
+@pytest.mark.process
+def test_a_real_sdk_servers_tool_changes_reach_the_lean_client_on_its_listen_stream(tmp_path):
+    spec = fixture_spec("g", "--tools", "grow,echo")
+    record = tmp_path / "record.ndjson"
+
+    async def main() -> tuple[list[str], list[str], Any]:
+        config = Config(servers=(spec,), default_names=("g",))
+        with anyio.fail_after(60):
+            async with Manager(config, connector=connectors.LEAN, follow_changes=True, record_path=str(record)) as m:
+                before = [t.name for t in (await m.list_tools())[0].tools]
+                await until_in(record, "notifications/subscriptions/acknowledged", key="message")
+                grown = await m.call(CallRequest("g", "grow", {"tool_name": "fresh"}))
+                assert grown.ok, grown.error
+                assert await m.next_change(30)
+                after = [t.name for t in (await m.list_tools())[0].tools]
+                connection = m.handle(spec).connection
+                return before, after, connection.session if connection else None
+
+    before, after, session = anyio.run(main)
+    assert isinstance(session, lean.LeanClient) and session.protocol_version == "2026-07-28"
+    assert sorted(before) == ["echo", "grow"]
+    assert sorted(after) == ["echo", "fresh", "grow"]
+
+
+CHANGE_PARAMS = [None, {}, {"_meta": {}}, {"_meta": None}, {"_meta": 5}, {"_meta": "x"}, {"_meta": []}, {"other": 1}]
+
+
+@pytest.mark.parametrize("version", ["2025-06-18", "2026-07-28"])
+@pytest.mark.parametrize("params", CHANGE_PARAMS, ids=range(len(CHANGE_PARAMS)))
+def test_an_unsolicited_tool_list_change_is_heeded_or_ignored_exactly_as_the_sdk_does(params, version):
+    from mcp_types.methods import parse_server_notification
+    from pydantic import ValidationError
+
+    try:
+        parse_server_notification(lean.TOOLS_CHANGED, version, params)
+        sdk = True
+    except ValidationError:
+        sdk = False
+    heard: list[str] = []
+    client = lean.LeanClient(lambda message: None, on_tools_changed=lambda: heard.append("changed"))
+    client.protocol_version = version
+    message: dict[str, Any] = {"jsonrpc": "2.0", "method": lean.TOOLS_CHANGED}
+    if params is not None:
+        message["params"] = params
+    anyio.run(client.receive, message)
+    assert bool(heard) == sdk
+
+
+async def _stream(honoured: object, event_before_ack: bool = False) -> tuple[list[str], list[dict[str, Any]]]:
+    """A listen stream acknowledged with `honoured`, then a tool change on it, then its end (the server's
+    answer): what `changed` heard, and what the client sent."""
+    sent: list[dict[str, Any]] = []
+    heard: list[str] = []
+    client = lean.LeanClient(sent.append)
+    client.protocol_version = "2026-07-28"
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(client.follow_tool_changes, lambda: heard.append("changed"))
+            await anyio.wait_all_tasks_blocked()
+            (listen,) = sent
+            stamp = {"_meta": {lean.META_SUBSCRIPTION: listen["id"]}}
+            change = {"jsonrpc": "2.0", "method": lean.TOOLS_CHANGED, "params": stamp}
+            if event_before_ack:
+                await client.receive(change)
+            ack = {"jsonrpc": "2.0", "method": lean.LISTEN_ACKNOWLEDGED, "params": {**stamp, "notifications": honoured}}
+            await client.receive(ack)
+            if not event_before_ack:
+                await client.receive(change)
+            await client.receive({"jsonrpc": "2.0", "id": listen["id"], "result": {}})
+    return heard, sent
+
+
+FILTERS = [
+    {"toolsListChanged": True},
+    {"toolsListChanged": "yes"},
+    {"toolsListChanged": 1},
+    {"toolsListChanged": False},
+    {"toolsListChanged": None},
+    {"toolsListChanged": "maybe"},
+    {"toolsListChanged": 2},
+    {"tools_list_changed": True},
+    {"toolsListChanged": False, "tools_list_changed": True},
+    {"promptsListChanged": True},
+    {"toolsListChanged": True, "promptsListChanged": "x"},
+    {"toolsListChanged": True, "resourceSubscriptions": ["a://b"]},
+    {"toolsListChanged": True, "resourceSubscriptions": "a://b"},
+    {"toolsListChanged": True, "resourceSubscriptions": [3]},
+    {"toolsListChanged": True, "taskIds": ["t"]},
+    {},
+    None,
+    [],
+]
+
+
+@pytest.mark.parametrize("honoured", FILTERS, ids=range(len(FILTERS)))
+def test_a_listen_acknowledgement_is_taken_and_honoured_exactly_as_the_sdk_takes_it(honoured):
+    from mcp.types import SubscriptionFilter
+    from pydantic import ValidationError
+
+    try:
+        sdk = SubscriptionFilter.model_validate(honoured).tools_list_changed is True
+    except ValidationError:
+        sdk = False  # not taken: the stream stays unacknowledged, its events dropped
+    heard, sent = anyio.run(_stream, honoured)
+    assert heard == (["changed"] if sdk else [])
+    assert [m.get("method") for m in sent] == ["subscriptions/listen"]  # ended by the server: nothing to cancel
+
+
+def test_a_tool_change_on_a_stream_before_its_acknowledgement_is_dropped_as_the_sdk_drops_it():
+    heard, _ = anyio.run(_stream, {"toolsListChanged": True}, True)
+    assert heard == []
+
+
+@pytest.mark.parametrize("announced", [True, False, "true", "no", 1, 0, None, "maybe", 2, "absent"])
+def test_whether_a_server_announces_tool_changes_is_read_as_the_sdk_reads_it(announced):
+    from mcp.types import ServerCapabilities
+    from pydantic import ValidationError
+
+    capabilities: dict[str, Any] = {"tools": {} if announced == "absent" else {"listChanged": announced}}
+    try:
+        tools = ServerCapabilities.model_validate(capabilities).tools
+        sdk = bool(tools is not None and tools.list_changed)
+    except ValidationError:
+        sdk = False  # the SDK refuses the whole handshake; the lean client does not follow such a server
+    client = lean.LeanClient(lambda message: None)
+    client.capabilities = capabilities
+    assert client.announces_tool_changes() == sdk
+
+
+def test_a_session_before_2026_07_28_opens_no_listen_stream():
+    sent: list[dict[str, Any]] = []
+    client = lean.LeanClient(sent.append)
+    client.protocol_version = "2025-11-25"
+    anyio.run(client.follow_tool_changes, lambda: None)
+    assert sent == []

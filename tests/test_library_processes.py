@@ -7,11 +7,13 @@ import subprocess
 import sys
 import textwrap
 
+import anyio
 import pytest
 from mcp import StdioServerParameters
 
 from miroctl import ToolManager
 from tests.conftest import FIXTURE, tagged_processes, wait_for_no_tagged
+from tests.test_lean import PLAIN, received, until_in
 
 pytestmark = pytest.mark.process
 
@@ -136,3 +138,54 @@ def test_a_server_that_dies_on_start_says_why_with_the_last_line_of_its_stderr()
         assert error.startswith("server exited with code 1")
         assert error.count(reason) == 1 and "MIROCTL_PYTHON" in error  # then the hint: which interpreter to set
     assert called["server_name"] == "dies" and "result" not in called
+
+
+def _names(definitions: list[dict[str, object]]) -> list[object]:
+    return [tool["name"] for tool in definitions[0]["tools"]]  # type: ignore[index, attr-defined]
+
+
+@pytest.mark.parametrize("era", ["modern", "legacy"])
+def test_a_second_listing_asks_the_server_again_only_after_it_announced_a_change(tmp_path, era):
+    log = tmp_path / "log"
+    params = StdioServerParameters(command=sys.executable, args=[PLAIN, "--log", str(log), "--era", era, "--changes"])
+    tm = ToolManager([{"name": "plain", "params": params}])
+
+    async def work() -> tuple[list[dict[str, object]], ...]:
+        with anyio.fail_after(60):
+            first = await tm.get_all_tool_definitions()
+            again = await tm.get_all_tool_definitions()
+            assert [m.get("method") for m in received(log)].count("tools/list") == 1  # the second was the cache
+            if era == "modern":
+                await until_in(log, "subscriptions/listen")  # its acknowledgement precedes grow's answer
+            grown = await tm.execute_tool_call("plain", "grow", {"tool_name": "fresh"})
+            assert grown == {"server_name": "plain", "tool_name": "grow", "result": "grown"}
+            after = await tm.get_all_tool_definitions()
+            await tm.close()
+        return first, again, after
+
+    first, again, after = asyncio.run(work())
+    assert again == first and "fresh" not in _names(first)
+    assert _names(after) == [*_names(first), "fresh"]
+    assert [m.get("method") for m in received(log)].count("tools/list") == 2
+
+
+def test_a_tool_manager_lists_calls_and_follows_stdio_servers_without_importing_the_mcp_sdk(tmp_path):
+    log = str(tmp_path / "log")
+    agent = textwrap.dedent(f"""
+        import asyncio, sys, types
+        from miroctl import ToolManager
+        params = types.SimpleNamespace(command=sys.executable, args=[{PLAIN!r}, "--log", {log!r}, "--era", "modern",
+                                       "--changes"])
+        async def main():
+            tm = ToolManager([{{"name": "plain", "params": params}}])
+            listed = await tm.get_all_tool_definitions()
+            called = await tm.execute_tool_call("plain", "echo", {{"text": "hi"}})
+            await tm.close()
+            sdk = sorted({{name.split(".")[0] for name in sys.modules}} & {{"mcp", "mcp_types"}})
+            print(len(listed[0]["tools"]), called["result"], sdk)
+        asyncio.run(main())
+    """)
+    done = subprocess.run([sys.executable, "-c", agent], capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["6", "hi", "[]"]
+    assert "subscriptions/listen" in [m.get("method") for m in received(tmp_path / "log")]

@@ -36,6 +36,17 @@ INITIALIZE = {
     "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
 }
 INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+LISTEN = {
+    "jsonrpc": "2.0",
+    "id": "listen-1",
+    "method": "subscriptions/listen",
+    "params": {"notifications": {"toolsListChanged": True}, "_meta": MODERN},
+}
+CANCEL_LISTEN = {
+    "jsonrpc": "2.0",
+    "method": "notifications/cancelled",
+    "params": {"requestId": "listen-1", "reason": "caller cancelled"},
+}
 
 
 class Server:
@@ -60,6 +71,14 @@ class Server:
         answer = json.loads(self.process.stdout.readline())
         assert answer["id"] == message["id"], answer
         return answer
+
+    def hear(self, message: dict[str, Any]) -> dict[str, Any]:
+        """Send `message` and read the next line the server writes (a notification)."""
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.process.stdin.write(json.dumps(message).encode() + b"\n")
+        self.process.stdin.flush()
+        heard: dict[str, Any] = json.loads(self.process.stdout.readline())
+        return heard
 
     def close(self) -> tuple[bytes, str]:
         rest, err = self.process.communicate(timeout=60)
@@ -93,6 +112,37 @@ def test_a_call_after_answers_from_the_snapshot_is_answered_by_the_real_server(t
         rest, _ = server.close()
         assert rest == b""
         assert "Memory:" in called["result"]["content"][0]["text"]
+
+
+def test_a_listen_stream_for_tool_changes_is_acknowledged_as_the_real_server_does_and_held_without_the_sdk(tmp_path):
+    first = Server(tmp_path)  # the real server answers, and the snapshot is made
+    first.ask(DISCOVER)
+    first.ask(LIST)
+    real = first.hear(LISTEN)
+    first.close()
+    second = Server(tmp_path, "-X", "importtime")
+    second.ask(DISCOVER)
+    second.ask(LIST)
+    assert second.hear(LISTEN) == real
+    second.ask(CANCEL_LISTEN)  # the client's cancel as it closes: taken here, nothing handed over
+    rest, err = second.close()
+    assert rest == b""
+    assert not {name for name in imported(err) if name.split(".")[0] in ("mcp", "mcp_types", "pydantic")}
+
+
+def test_a_held_listen_stream_is_replayed_to_the_real_server_at_a_hand_over_without_a_second_acknowledgement(
+    tmp_path,
+):
+    for _ in range(2):  # the first start makes the snapshot, the second holds the stream and then hands over
+        server = Server(tmp_path)
+        server.ask(DISCOVER)
+        server.ask(LIST)
+        acknowledged = server.hear(LISTEN)
+        called = server.ask(CALL)  # the next line is the call's answer, not the real server's own acknowledgement
+        rest, _ = server.close()
+        assert acknowledged["params"]["notifications"] == {"toolsListChanged": True}
+        assert "Memory:" in called["result"]["content"][0]["text"]
+        assert b"acknowledged" not in rest
 
 
 def test_a_legacy_handshake_answered_from_the_snapshot_is_replayed_to_the_real_server_unseen(tmp_path):

@@ -6,7 +6,9 @@ goes away (asyncio.run returning) stops its servers; the next loop opens them ag
 
 Each task id gets a Manager of its own (its servers started with that TASK_ID), reaped when idle; calls without
 one, every listing, and `persistent: true` servers go to the shared one; `session: per_call` servers get a
-fresh process for each call, as in the seeds.
+fresh process for each call, as in the seeds. Stdio servers are reached through the lean client, as the CLI's
+cold list and call reach them (it follows tool-list changes as the SDK's client does, without importing it);
+HTTP, SSE and in-process servers through the SDK's.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from miroctl.library import guard, inputs, seeds
 from miroctl.library.owner import Owner
 from miroctl.library.taskids import current_task_id
 from miroctl.policy.decisions import Policy
+from miroctl.sessions import connectors
 from miroctl.sessions.processes import sweep_orphans
 
 IDLE_TIMEOUT = 300.0  # seconds a task's servers are kept after its last call
@@ -195,7 +198,13 @@ class ToolManager:
 
     def _new_manager(self, task: str | None, run_id: str) -> Manager:
         return Manager(
-            self.config, policy=self.policy, confirm=self._confirm, task_id=task, run_id=run_id, follow_changes=True
+            self.config,
+            policy=self.policy,
+            confirm=self._confirm,
+            task_id=task,
+            run_id=run_id,
+            follow_changes=True,
+            connector=connectors.LEAN,
         )
 
     async def _follow_loop(self) -> bool:

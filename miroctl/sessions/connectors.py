@@ -1,9 +1,9 @@
 """How a session is opened: the one choice between the lean client and the SDK's, made when a Manager is built.
 
 A connector turns a server's spec into an open `Connection` (an async context manager). `SDK` always uses
-the mcp SDK's client; `LEAN` gives a stdio server that needs neither a relay (a gateway's hosts) nor
-change-following the lean client (sessions/lean.py), so that a cold list or call never imports the SDK,
-and every other session the SDK's.
+the mcp SDK's client; `LEAN` gives a stdio server that needs no relay (a gateway's hosts) the lean client
+(sessions/lean.py), which follows tool-list changes as the SDK's does, so that a cold list or call and the
+library's sessions never import the SDK, and every other session the SDK's.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ def sdk(
 
 
 class Lean:
-    """The lean client where it serves (a stdio server's tools, nothing relayed or followed), else the SDK's;
+    """The lean client where it serves (a stdio server's tools, nothing relayed), else the SDK's;
     a server the command line's early start began (`early_servers`) is adopted instead of started again."""
 
     def __init__(self, early_servers: EarlyServers | None = None) -> None:
@@ -63,8 +63,10 @@ class Lean:
         relay: Relay | None = None,
         tap: TapFn | None = None,
     ) -> Opened:
-        if spec.transport == "stdio" and relay is None and on_tools_changed is None:
-            return open_lean_connection(spec, wire, tap=tap, early_servers=self.early_servers)
+        if spec.transport == "stdio" and relay is None:
+            return open_lean_connection(
+                spec, wire, tap=tap, early_servers=self.early_servers, on_tools_changed=on_tools_changed
+            )
         return sdk(spec, wire, on_tools_changed=on_tools_changed, relay=relay, tap=tap)
 
 

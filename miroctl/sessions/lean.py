@@ -5,16 +5,19 @@ spend most of its life there while the server it started waits. This client says
 SDK's `Client(mode="auto")` says (tests/test_lean.py compares the two message by message): `server/discover`
 at the newest modern version, the `initialize` handshake as the fallback (with the SDK's retry on -32022),
 the modern `_meta` stamp on every request, progress tokens, `notifications/cancelled` for an abandoned
-call, the SDK's answers to a server's own requests (ping; sampling, elicitation and roots refused), and
-the same checks of what comes back: each listed tool alone (sessions/toolcheck.py), a call's result shape,
-and its structured content against the tool's output schema.
+call, the SDK's answers to a server's own requests (ping; sampling, elicitation and roots refused), the
+same checks of what comes back: each listed tool alone (sessions/toolcheck.py), a call's result shape, and its
+structured content against the tool's output schema; and the SDK's following of tool-list changes: a
+`subscriptions/listen` stream on a 2026-07-28 session, and the unsolicited `notifications/tools/list_changed`
+of older servers.
 
-It serves a stdio server's `list` and `call` only; the SDK keeps everything else (HTTP, SSE, OAuth, the
-gateway's relays, `check`, resources and prompts).
+It serves a stdio server's tools only (the cold `list` and `call`, the library's sessions); the SDK keeps
+everything else (HTTP, SSE, OAuth, the gateway's relays, `check`, resources and prompts).
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import time
@@ -48,7 +51,7 @@ from miroctl.sessions.session import (
     RpcError,
     ServerInfo,
 )
-from miroctl.sessions.toolcheck import output_validator
+from miroctl.sessions.toolcheck import output_validator, read_bool
 from miroctl.sessions.transports import OUTBOX_BYTES, Connection, Wire, count_noise, read_lines, stop_process
 
 __all__ = ["InvalidResult", "LeanClient", "RpcError", "ServerInfo", "check_call_result", "open_lean_connection"]
@@ -64,12 +67,27 @@ META_VERSION = "io.modelcontextprotocol/protocolVersion"
 META_CLIENT = "io.modelcontextprotocol/clientInfo"
 META_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
 META_SERVER = "io.modelcontextprotocol/serverInfo"
+META_SUBSCRIPTION = "io.modelcontextprotocol/subscriptionId"
+TOOLS_CHANGED = "notifications/tools/list_changed"
+LISTEN_ACKNOWLEDGED = "notifications/subscriptions/acknowledged"
+CANCELLED = "notifications/cancelled"
+LISTEN_IDS = itertools.count(1)  # "listen-N", process-wide as the SDK's: never one of the requests' integer ids
 
 REFUSED = {  # a server's requests that need a capability miroctl does not declare here: the SDK's answers
     "sampling/createMessage": "Sampling not supported",
     "elicitation/create": "Elicitation not supported",
     "roots/list": "List roots not supported",
 }
+
+
+@dataclass
+class _Listen:
+    """One subscriptions/listen stream, as the SDK's route keeps it: the filter the server acknowledged (events
+    before that are dropped), and its end (an answer to the request, the server's cancel, a lost connection)."""
+
+    changed: Callable[[], None]
+    honoured: JSONObject | None = None
+    ended: anyio.Event = field(default_factory=anyio.Event)
 
 
 @dataclass
@@ -86,11 +104,15 @@ Send = Callable[[Message], None]  # queues one message for the server; never wai
 class LeanClient:
     """One initialized session (a `Session`): requests out through `send`, every message in through `receive`."""
 
-    def __init__(self, send: Send, legacy: bool = False) -> None:
-        """`legacy`: the initialize handshake only, no server/discover (a server file's `protocol: legacy`)."""
+    def __init__(self, send: Send, legacy: bool = False, on_tools_changed: Callable[[], None] | None = None) -> None:
+        """`legacy`: the initialize handshake only, no server/discover (a server file's `protocol: legacy`);
+        `on_tools_changed` hears every tool-list change the server sends, on a listen stream or unsolicited (as
+        the SDK's message handler does)."""
         self._send = send
         self._legacy = legacy
-        self._pending: dict[int, _Pending] = {}
+        self._on_tools_changed = on_tools_changed
+        self._listens: dict[str, _Listen] = {}
+        self._pending: dict[int | str, _Pending] = {}
         self._next_id = 0
         self.protocol_version: str | None = None
         self.server_info: ServerInfo | None = None
@@ -183,13 +205,15 @@ class LeanClient:
         params: Mapping[str, object] | None = None,
         progress: ProgressFn | None = None,
         cancellable: bool = True,
+        ident: int | str | None = None,
     ) -> JSONObject:
-        """The result of one request; RpcError for an error answer or a lost connection. Cancelled (a
-        timeout), the server is told with notifications/cancelled, as the SDK does."""
+        """The result of one request (`ident`: its id, else the next number); RpcError for an error answer or a
+        lost connection. Cancelled (a timeout), the server is told with notifications/cancelled, as the SDK does."""
         if self.closed:
             raise RpcError(CONNECTION_CLOSED, "Connection closed")
-        self._next_id += 1
-        ident = self._next_id
+        if ident is None:
+            self._next_id += 1
+            ident = self._next_id
         body: JSONObject = dict(params or {})
         if self._stamp is not None or progress is not None:
             given = body.get("_meta")
@@ -208,7 +232,7 @@ class LeanClient:
             await pending.done.wait()
         except anyio.get_cancelled_exc_class():
             if cancellable and not self.closed and not pending.done.is_set():
-                await self.notify("notifications/cancelled", {"requestId": ident, "reason": "Request cancelled"})
+                await self.notify(CANCELLED, {"requestId": ident, "reason": "caller cancelled"})
             raise
         finally:
             self._pending.pop(ident, None)
@@ -239,6 +263,8 @@ class LeanClient:
                 self._answer(message["id"], method)
             elif method == "notifications/progress":
                 await self._progress(message.get("params"))
+            else:
+                self._notified(method, message.get("params"))
             return
         pending = self._waiting(message.get("id"))
         if pending is not None and not pending.done.is_set():
@@ -248,7 +274,39 @@ class LeanClient:
     def _waiting(self, ident: object) -> _Pending | None:
         """The request an answer's (or a progress notification's) id names, if miroctl still waits for it."""
         number = _request_id(ident)
+        if number is None and isinstance(ident, str):
+            return self._pending.get(ident)  # a listen stream's request ("listen-N")
         return self._pending.get(number) if number is not None else None
+
+    def _notified(self, method: str, params: object) -> None:
+        """A notification: a listen stream's acknowledgement, event or end is routed to it first, and a tool-list
+        change is passed on whether it rides a stream or not (the SDK's message handler hears both)."""
+        if isinstance(params, dict) and self._listens:
+            self._route(method, params)
+        if method == TOOLS_CHANGED and self._on_tools_changed is not None and _plain_params(params):
+            self._on_tools_changed()
+
+    def _route(self, method: str, params: JSONObject) -> None:
+        """The SDK's listen demultiplexing: frames stamped with a stream's id (its request's), and the server's
+        cancel of that request, which ends the stream."""
+        if method == CANCELLED:
+            ended = self._stream(params.get("requestId"))
+            if ended is not None:
+                ended.ended.set()
+            return
+        meta = params.get("_meta")
+        stream = self._stream(meta.get(META_SUBSCRIPTION)) if isinstance(meta, dict) else None
+        if stream is None or stream.ended.is_set():
+            return
+        if method == LISTEN_ACKNOWLEDGED:
+            if stream.honoured is None:  # the first acknowledgement wins
+                stream.honoured = _subscription_filter(params.get("notifications"))
+        elif method == TOOLS_CHANGED and stream.honoured is not None and stream.honoured.get("toolsListChanged"):
+            stream.changed()
+
+    def _stream(self, ident: object) -> _Listen | None:
+        """The open stream a frame names by its id (the streams' ids are strings: anything else names none)."""
+        return self._listens.get(ident) if isinstance(ident, str) else None
 
     def stray(self) -> None:
         """A line that is not JSON-RPC: before the handshake's answer it ends the start at once (the spec allows
@@ -308,10 +366,31 @@ class LeanClient:
         return bool(self._output_schemas)
 
     def announces_tool_changes(self) -> bool:
-        return False  # the lean client follows no changes (a session that must gets the SDK's client)
+        tools = self.capabilities.get("tools")
+        return isinstance(tools, dict) and read_bool(tools.get("listChanged")) is True
 
     async def follow_tool_changes(self, changed: Callable[[], None]) -> None:
-        return None
+        """The SDK's `Client.listen(tools_list_changed=True)`: a subscriptions/listen stream whose tool-list
+        changes reach `changed` once the server has acknowledged them; returns when the server ends the stream
+        (an answer, its cancel, its exit). Cancelled, the server is told. Before 2026-07-28 there are no streams:
+        changes come unsolicited, to `on_tools_changed`."""
+        if self.protocol_version not in MODERN_VERSIONS:
+            return
+        ident = f"listen-{next(LISTEN_IDS)}"
+        stream = self._listens[ident] = _Listen(changed)
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self._listen, ident, stream)
+                await stream.ended.wait()
+                tg.cancel_scope.cancel()  # the server cancelled it: the SDK cancels its request in turn
+        finally:
+            self._listens.pop(ident, None)
+
+    async def _listen(self, ident: str, stream: _Listen) -> None:
+        """The stream's request, which the server answers only to end it."""
+        with suppress(RpcError):  # an error answer or a lost connection ends it as surely as a result
+            await self._request("subscriptions/listen", {"notifications": {"toolsListChanged": True}}, ident=ident)
+        stream.ended.set()
 
     async def call_tool(
         self, name: str, arguments: Mapping[str, object], progress: ProgressFn | None = None
@@ -364,6 +443,36 @@ def _supported(exc: RpcError) -> list[str] | None:
     if exc.code != UNSUPPORTED_VERSION or not isinstance(supported, list):
         return None
     return [v for v in supported if isinstance(v, str)]
+
+
+def _plain_params(params: object) -> bool:
+    """Whether the SDK takes a list_changed notification with these params (its `_meta`, if any, an object)."""
+    return params is None or (isinstance(params, dict) and isinstance(params.get("_meta"), (dict, type(None))))
+
+
+FILTER_FLAGS = ("toolsListChanged", "promptsListChanged", "resourcesListChanged")
+
+
+def _subscription_filter(raw: object) -> JSONObject | None:
+    """An acknowledged SubscriptionFilter as the SDK reads it (flags in pydantic's lax booleans, by alias or by
+    field name), or None when the SDK would not take it (then the stream stays unacknowledged)."""
+    if not isinstance(raw, dict):
+        return None
+    honoured: JSONObject = {}
+    for flag in FILTER_FLAGS:
+        value = raw[flag] if flag in raw else raw.get(_snake(flag))
+        reading = read_bool(value)
+        if value is not None and reading is None:
+            return None
+        honoured[flag] = reading is True
+    uris = raw["resourceSubscriptions"] if "resourceSubscriptions" in raw else raw.get("resource_subscriptions")
+    if uris is not None and not (isinstance(uris, list) and all(isinstance(uri, str) for uri in uris)):
+        return None
+    return honoured
+
+
+def _snake(name: str) -> str:
+    return "".join(f"_{c.lower()}" if c.isupper() else c for c in name)
 
 
 def _text(value: object) -> str | None:
@@ -423,11 +532,16 @@ class Outbox:
 
 @asynccontextmanager
 async def open_lean_connection(
-    spec: ServerSpec, wire: Wire, tap: TapFn | None = None, early_servers: EarlyServers | None = None
+    spec: ServerSpec,
+    wire: Wire,
+    tap: TapFn | None = None,
+    early_servers: EarlyServers | None = None,
+    on_tools_changed: Callable[[], None] | None = None,
 ) -> AsyncIterator[Connection]:
     """Start a stdio server (or adopt the one `early_servers` started for it while miroctl loaded itself,
     cli/prestart.py), negotiate, and yield the session; the process is stopped on exit as the SDK path stops
-    it (close stdin, wait, SIGTERM, SIGKILL to its group)."""
+    it (close stdin, wait, SIGTERM, SIGKILL to its group). `on_tools_changed` hears the tool-list changes the
+    server sends (see LeanClient)."""
     early = early_servers.take(spec) if early_servers is not None else None
     process, stderr_path = early if early is not None else await spawn(spec)
     wire.pid, wire.spawned_at, wire.stderr_path = process.pid, time.perf_counter(), stderr_path
@@ -436,7 +550,7 @@ async def open_lean_connection(
     stdin, stdout = process.stdin, process.stdout
     assert stdin is not None and stdout is not None, "spawn opens both pipes"
     outbox = Outbox(wire, tap)
-    client = LeanClient(outbox.put, legacy=spec.protocol == "legacy")
+    client = LeanClient(outbox.put, legacy=spec.protocol == "legacy", on_tools_changed=on_tools_changed)
 
     async def write() -> None:
         await outbox.run(stdin)

@@ -167,6 +167,18 @@ def lax_bool(value: object) -> bool:
     return isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE
 
 
+def read_bool(value: object) -> bool | None:
+    """`value` as pydantic's lax mode reads a boolean (as the SDK's models do), or None when it refuses it."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, (int, float)) and value in (0, 1):
+        return value == 1
+    if isinstance(value, str):
+        text = value.lower()
+        return True if text in _TRUE else False if text in _FALSE else None
+    return None
+
+
 _VALIDATORS: dict[str, tuple[str, Callable[[object], str | None]]] = {}
 
 

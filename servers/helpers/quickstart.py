@@ -15,6 +15,11 @@ can answer `initialize`; a `miroctl list` of five of them on two cores waits for
   handshake it missed is replayed to it (its answers to the replay are dropped), then every byte of stdin
   goes to it and every byte it writes goes to stdout.
 
+A client that follows tool-list changes (miroctl's library, the SDK's `listen`) opens a `subscriptions/listen`
+stream for them: the front acknowledges it as the real server would and holds it (the server's tools change only
+once it runs); a hand-over replays it to the real server, whose second acknowledgement is dropped, and a client's
+cancel of it before then closes it here.
+
 A `list` thus never loads the SDK at all, and a `call` loads it while the tool list is already known.
 MIROCTL_SERVER_SNAPSHOTS=0 turns the front off; MIROCTL_SERVER_CACHE moves its files. Only snapshots this user
 wrote are read: a file of another user's, or one in a directory a group or other users can write to, is not.
@@ -44,6 +49,9 @@ VOLATILE = ("MIROCTL_RUN", "MIROCTL_NESTING", "TASK_ID")  # differ from run to r
 SNAPSHOT_METHODS = ("server/discover", "initialize", "tools/list")
 REPLAY_ID = "miroctl-quickstart-replay"
 META_VERSION = "io.modelcontextprotocol/protocolVersion"
+META_SUBSCRIPTION = "io.modelcontextprotocol/subscriptionId"
+TOOL_CHANGES = {"toolsListChanged": True}  # the one listen filter the front holds (a tool-following client's)
+ACKNOWLEDGED = "notifications/subscriptions/acknowledged"
 SERVERS_ROOT = Path(__file__).resolve().parents[1]  # miroctl.servers (servers/ in a checkout)
 MIROCTL_ROOT = Path(stamps.__file__).resolve().parents[1]  # the miroctl package, wherever servers/ lives
 
@@ -105,6 +113,8 @@ class Front:
         self.legacy_version: str | None = None  # negotiated by an initialize this front answered
         self.replay: list[dict[str, Any]] = []  # what the real server must hear first
         self.buffer = b""
+        self.announces = False  # the discover answered here declares tool-list changes
+        self.held: set[str] = set()  # the listen streams acknowledged here (their ids, as JSON)
 
     def _load(self) -> dict[str, Any]:
         """The snapshot, when this user wrote it: one another user could have put there (a file of someone
@@ -148,13 +158,41 @@ class Front:
         if method == "notifications/initialized" and "id" not in message:
             self.replay.append(message)
             return True
+        if method == "subscriptions/listen" or (method == "notifications/cancelled" and "id" not in message):
+            return self._listen(message)
         key = request_key(message, self.legacy_version)
         if key is None or key not in self.answers or "id" not in message:
             return False
         _write(1, {"jsonrpc": "2.0", "id": ident, "result": self.answers[key]})
+        if method == "server/discover":
+            tools = (self.answers[key].get("capabilities") or {}).get("tools")
+            self.announces = isinstance(tools, dict) and tools.get("listChanged") is True
         if method == "initialize":
             self.legacy_version = self.answers[key].get("protocolVersion")
             self.replay.append({**message, "id": REPLAY_ID})
+        return True
+
+    def _listen(self, message: dict[str, Any]) -> bool:
+        """A listen stream for tool changes acknowledged as the real server acknowledges it (then replayed to it at
+        a hand-over), or the client's cancel of one held here; anything else is the real server's."""
+        params = message.get("params")
+        params = params if isinstance(params, dict) else {}
+        ident = json.dumps(message.get("id"))
+        if message.get("method") == "notifications/cancelled":
+            cancelled = json.dumps(params.get("requestId"))
+            if cancelled not in self.held:
+                return False
+            self.held.discard(cancelled)
+            self.replay = [m for m in self.replay if json.dumps(m.get("id")) != cancelled]
+            return True
+        if not self.announces or not isinstance(message.get("id"), (str, int)) or ident in self.held:
+            return False
+        if params.get("notifications") != TOOL_CHANGES:
+            return False
+        ack = {"notifications": TOOL_CHANGES, "_meta": {META_SUBSCRIPTION: message["id"]}}
+        _write(1, {"jsonrpc": "2.0", "method": ACKNOWLEDGED, "params": ack})
+        self.held.add(ident)
+        self.replay.append(message)
         return True
 
     def hand_over(self, pending: bytes) -> None:
@@ -170,7 +208,7 @@ class Front:
         os.close(server_out)
         noting = Notes(self) if not self.answers else None
         feeder = threading.Thread(target=_feed, args=(replay + pending + self.buffer, stdin, feed, noting), daemon=True)
-        filtered = threading.Thread(target=_filter, args=(drain, stdout, noting), daemon=True)
+        filtered = threading.Thread(target=_filter, args=(drain, stdout, noting, set(self.held)), daemon=True)
         feeder.start()
         filtered.start()
         try:
@@ -275,12 +313,15 @@ def _feed(first: bytes, stdin: int, feed: int, notes: Notes | None) -> None:
         os.close(feed)
 
 
-def _filter(drain: int, stdout: int, notes: Notes | None) -> None:
-    """The real server's output to stdout, without its answers to the replay."""
+def _filter(drain: int, stdout: int, notes: Notes | None, held: set[str]) -> None:
+    """The real server's output to stdout, without its answers to the replay (the acknowledgements of the listen
+    streams `held` by the front included: the client has had one)."""
     replayed = REPLAY_ID.encode()
     try:
         for line in _lines(drain):
             if replayed in line and _is_replay_answer(line):
+                continue
+            if held and ACKNOWLEDGED.encode() in line and _acknowledges(line, held):
                 continue
             if notes is not None:
                 notes.answer(line)
@@ -306,6 +347,23 @@ def _lines(fd: int, first: bytes = b"") -> Iterator[bytes]:
             if buffer:
                 yield bytes(buffer)
             return
+
+
+def _acknowledges(line: bytes, held: set[str]) -> bool:
+    """Whether `line` acknowledges one of the `held` streams (each dropped once)."""
+    try:
+        message = json.loads(line)
+    except ValueError:
+        return False
+    if not isinstance(message, dict) or message.get("method") != ACKNOWLEDGED:
+        return False
+    params = message.get("params")
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    ident = json.dumps(meta.get(META_SUBSCRIPTION)) if isinstance(meta, dict) else None
+    if ident not in held:
+        return False
+    held.discard(ident)
+    return True
 
 
 def _is_replay_answer(line: bytes) -> bool:

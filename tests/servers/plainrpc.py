@@ -1,10 +1,14 @@
 """A stdio MCP server in plain JSON-RPC (no SDK), whose negotiation and answers the test chooses, and which
 writes every message it receives to --log: the lean client's wire behaviour is read from that log.
 
-    python plainrpc.py --log FILE [--era legacy|modern|retry] [--bad-structured]
+    python plainrpc.py --log FILE [--era legacy|modern|retry] [--bad-structured] [--changes [--honour FILTER]]
 
 Tools: echo(text) with an output schema; slow() never answers; progress(steps) sends progress first;
 asks() sends the client a ping, a sampling request and a roots request, and answers with what came back.
+With --changes it declares tools.listChanged, acknowledges each subscriptions/listen with FILTER (JSON, by default
+the tool changes it was asked for) and keeps the stream open, and offers grow(tool_name), which adds a tool and
+announces it before answering (on every open stream at 2026-07-28, unsolicited before), and end_streams(), which
+cancels the open streams' requests (a server ending its streams).
 """
 
 from __future__ import annotations
@@ -12,6 +16,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+
+SUBSCRIPTION = "io.modelcontextprotocol/subscriptionId"
 
 TOOLS = [
     {
@@ -25,12 +31,27 @@ TOOLS = [
 ]
 
 
+def done(text: str, modern: bool) -> dict[str, object]:
+    """A call's plain text result (with the resultType that 2026-07-28 requires)."""
+    return {"content": [{"type": "text", "text": text}], **({"resultType": "complete"} if modern else {})}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--log", required=True)
     parser.add_argument("--era", default="legacy")
     parser.add_argument("--bad-structured", action="store_true")
+    parser.add_argument("--changes", action="store_true")
+    parser.add_argument("--honour", default='{"toolsListChanged": true}')
     opts = parser.parse_args()
+    tools = list(TOOLS)
+    if opts.changes:
+        tools += [
+            {"name": "grow", "inputSchema": {"type": "object"}},
+            {"name": "end_streams", "inputSchema": {"type": "object"}},
+        ]
+    capabilities = {"tools": {"listChanged": True}} if opts.changes else {"tools": {}}
+    streams: list[object] = []  # the ids of the open subscriptions/listen requests
     log = open(opts.log, "a", encoding="utf-8")  # noqa: SIM115 - open for the process's life
     out = sys.stdout
     asked: dict[int, str] = {}
@@ -59,7 +80,9 @@ def main() -> None:
                 )
             continue
         if ident is None:
-            continue  # notifications: logged only
+            if method == "notifications/cancelled" and message["params"]["requestId"] in streams:
+                streams.remove(message["params"]["requestId"])
+            continue  # notifications: logged
         if method == "server/discover":
             version = message["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"]
             if opts.era == "modern" or (opts.era == "retry" and discovered):
@@ -70,7 +93,7 @@ def main() -> None:
                         "id": ident,
                         "result": {
                             "supportedVersions": ["2026-07-28"],
-                            "capabilities": {"tools": {}},
+                            "capabilities": capabilities,
                             "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "plain", "version": "2"}},
                         },
                     }
@@ -97,14 +120,19 @@ def main() -> None:
                     "id": ident,
                     "result": {
                         "protocolVersion": "2025-06-18",
-                        "capabilities": {"tools": {}},
+                        "capabilities": capabilities,
                         "serverInfo": {"name": "plain", "version": "1"},
                     },
                 }
             )
         elif method == "tools/list":
             page = {"cacheScope": "private", "resultType": "complete", "ttlMs": 0} if modern else {}
-            send({"jsonrpc": "2.0", "id": ident, "result": {**page, "tools": TOOLS}})
+            send({"jsonrpc": "2.0", "id": ident, "result": {**page, "tools": tools}})
+        elif method == "subscriptions/listen" and opts.changes:
+            streams.append(ident)
+            honoured = json.loads(opts.honour)
+            ack = {"_meta": {SUBSCRIPTION: ident}, "notifications": honoured}
+            send({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged", "params": ack})
         elif method == "tools/call":
             name, args = message["params"]["name"], message["params"].get("arguments") or {}
             if name == "echo":
@@ -120,6 +148,19 @@ def main() -> None:
                         },
                     }
                 )
+            elif name == "grow" and opts.changes:
+                tools.append({"name": args["tool_name"], "inputSchema": {"type": "object"}})
+                for stream in streams if modern else [None]:
+                    changed: dict[str, object] = {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}
+                    if stream is not None:
+                        changed["params"] = {"_meta": {SUBSCRIPTION: stream}}
+                    send(changed)
+                send({"jsonrpc": "2.0", "id": ident, "result": done("grown", modern)})
+            elif name == "end_streams" and opts.changes:
+                for stream in streams:
+                    send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": stream}})
+                streams.clear()
+                send({"jsonrpc": "2.0", "id": ident, "result": done("ended", modern)})
             elif name == "progress":
                 token = message["params"]["_meta"]["progressToken"]
                 for step in range(int(args.get("steps", 2))):
