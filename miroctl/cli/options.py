@@ -114,8 +114,8 @@ NoDaemonOpt = Annotated[
     typer.Option(
         "--no-daemon",
         rich_help_panel=CONNECTION,
-        help="Run in this process even for a `persistent: true` server, which a background daemon keeps "
-        "otherwise (see docs/daemon.md). [env: MIROCTL_DAEMON=never]",
+        help="Run in this process, without the background daemon that keeps `persistent: true` servers "
+        "(docs/daemon.md). [env: MIROCTL_DAEMON set to never]",
     ),
 ]
 ModeOpt = Annotated[
