@@ -15,7 +15,8 @@ from miroctl.config.loader import Config
 from miroctl.core.manager import Manager
 from tests.conftest import HEALTHY_STARTUP, ROOT
 
-SERVERS = sorted(p.stem for p in (ROOT / "servers").glob("*.py") if not p.stem.startswith("__"))
+# group.py serves no tools of its own: it regroups the other modules' tools under upstream's names.
+SERVERS = sorted(p.stem for p in (ROOT / "servers").glob("*.py") if not p.stem.startswith("__") and p.stem != "group")
 
 
 async def listed(spec: ServerSpec) -> ServerTools:
@@ -31,4 +32,9 @@ def test_every_tool_of_the_bundled_server_passes_check_strict(name):
     entry = anyio.run(listed, spec)
     assert entry.ok and entry.tools, entry.failure
     found = lint_pool({entry.server: entry.tools}, DEFAULT)[entry.server]
-    assert [f"{f.tool} {f.path}: {f.problem}" for f in found] == []
+    assert [f"{f.tool} {f.path}" for f in found] == KNOWN.get(name, [])
+
+
+# Findings kept on purpose, each for upstream's shape of a tool: MiroThinker's agents send custom_headers as an
+# object of header names to values, which Gemini's function declarations cannot describe.
+KNOWN = {"scrape": ["scrape_and_extract_info input_schema.properties.custom_headers.anyOf[0].additionalProperties"]}
