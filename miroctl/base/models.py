@@ -165,6 +165,19 @@ class Failure:
     stderr_tail: tuple[str, ...] = ()
     during: str | None = None  # the request or call under way, as the message names it (not in the JSON)
 
+    @classmethod
+    def at(
+        cls,
+        step: Step,
+        kind: FailureKind,
+        message: str,
+        *,
+        hint: str | None = None,
+        stderr_tail: tuple[str, ...] = (),
+    ) -> Failure:
+        """A failure during `step`: its phase, and the request or call its message names."""
+        return cls(kind, message, hint=hint, phase=step.phase, stderr_tail=stderr_tail, during=step.what)
+
     @property
     def exit_code(self) -> ExitCode:
         return ExitCode.USAGE if self.kind == "config" else ExitCode.UNAVAILABLE

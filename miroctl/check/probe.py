@@ -51,13 +51,12 @@ def _ms(since: float, until: float | None = None) -> float:
 
 
 def _timeout(step: Step, budget: Budget, tail: tuple[str, ...] = ()) -> Failure:
-    return Failure(
+    return Failure.at(
+        step,
         "timeout",
         f"no answer to {step} within the {budget.seconds:g}s timeout",
         hint=TIMEOUT_HINT,
-        phase=step.phase,
         stderr_tail=tail,
-        during=step.what,
     )
 
 

@@ -40,12 +40,11 @@ def startup_failure(exc: BaseException, wire: Wire, step: Step = INITIALIZE) -> 
     if isinstance(exc, SpawnError):
         return Failure(exc.kind, str(exc), hint=exc.hint, phase="spawn", stderr_tail=tail)
     if wire.broke_framing:
-        return Failure(
+        return Failure.at(
+            step,
             "protocol",
             _noise_reason(wire),
             hint="a stdio server must write only JSON-RPC to stdout; logs belong on stderr",
-            phase=step.phase,
-            during=step.what,
             stderr_tail=tail,
         )
     http = _http_failure(exc, wire, step, tail)
@@ -53,32 +52,29 @@ def startup_failure(exc: BaseException, wire: Wire, step: Step = INITIALIZE) -> 
         return http
     code = exc.code if isinstance(exc, RpcError) else None
     if wire.exited_on_its_own or (code == CONNECTION_CLOSED and _exited_unsignalled(wire)):
-        return Failure(
+        return Failure.at(
+            step,
             "exited",
             f"server {exit_description(wire.returncode)} before {step} finished",
             hint=_stderr_hint(tail),
-            phase=step.phase,
-            during=step.what,
             stderr_tail=tail,
         )
     if code == CONNECTION_CLOSED:
-        return Failure(
+        return Failure.at(
+            step,
             "exited",
             f"server closed the connection during {step}",
             hint=_stderr_hint(tail),
-            phase=step.phase,
-            during=step.what,
             stderr_tail=tail,
         )
     if isinstance(exc, RpcError):
         return _error_answer(exc, step, tail)
     if UNSUPPORTED_VERSION in str(exc):
         return unsupported_version(exc, step, tail)
-    return Failure(
+    return Failure.at(
+        step,
         "crashed",
         f"{step} failed: {type(exc).__name__}: {_one_line(exc)}",
-        phase=step.phase,
-        during=step.what,
         stderr_tail=tail,
     )
 
@@ -86,19 +82,17 @@ def startup_failure(exc: BaseException, wire: Wire, step: Step = INITIALIZE) -> 
 def startup_timeout(wire: Wire, seconds: float, step: Step = INITIALIZE) -> Failure:
     tail = wire.stderr_tail()
     if wire.noise_lines:
-        return Failure(
+        return Failure.at(
+            step,
             "protocol",
             _noise_reason(wire) + f", and no answer to {step} within {seconds:g}s",
             hint="a stdio server must write only JSON-RPC to stdout",
-            phase=step.phase,
-            during=step.what,
             stderr_tail=tail,
         )
-    return Failure(
+    return Failure.at(
+        step,
         "timeout",
         f"no answer to {step} within {seconds:g}s",
-        phase=step.phase,
-        during=step.what,
         hint="raise startup_timeout if the server is just slow to start",
         stderr_tail=tail,
     )
@@ -108,12 +102,12 @@ def died_during(wire: Wire, step: Step) -> Failure:
     """The server went away while a request was in flight."""
     tail = wire.stderr_tail()
     if wire.oversize or wire.flooded:
-        return Failure("protocol", _noise_reason(wire), phase=step.phase, during=step.what, stderr_tail=tail)
+        return Failure.at(step, "protocol", _noise_reason(wire), stderr_tail=tail)
     if wire.returncode is not None:
         reason = f"server {exit_description(wire.returncode)} during {step}"
     else:
         reason = f"server closed the connection during {step}"
-    return Failure("crashed", reason, hint=_stderr_hint(tail), phase=step.phase, during=step.what, stderr_tail=tail)
+    return Failure.at(step, "crashed", reason, hint=_stderr_hint(tail), stderr_tail=tail)
 
 
 def _endpoint_hint(status: int, wire: Wire) -> str | None:
@@ -130,22 +124,20 @@ def _endpoint_hint(status: int, wire: Wire) -> str | None:
 def _http_failure(exc: BaseException, wire: Wire, step: Step, tail: tuple[str, ...]) -> Failure | None:
     status = wire.http_status
     if status == 401 and _oauth_challenge(wire):
-        return Failure(
+        return Failure.at(
+            step,
             "auth",
             f"auth required: {auth_hint(wire.spec)}",
             hint=f"the server asks for an OAuth login (HTTP 401 from {wire.spec.url})",
-            phase=step.phase,
-            during=step.what,
         )
     if status in (401, 403):
-        return Failure("auth", _refused(status, wire), hint=_token_hint(wire.spec), phase=step.phase, during=step.what)
+        return Failure.at(step, "auth", _refused(status, wire), hint=_token_hint(wire.spec))
     if status is not None:
-        return Failure(
+        return Failure.at(
+            step,
             "http",
             f"HTTP {status} from {wire.spec.url}",
             hint=_endpoint_hint(status, wire),
-            phase=step.phase,
-            during=step.what,
         )
     name = type(exc).__name__
     if name in ("ConnectError", "ConnectTimeout"):
@@ -156,36 +148,32 @@ def _http_failure(exc: BaseException, wire: Wire, step: Step, tail: tuple[str, .
             phase="connect",
         )
     if "Timeout" in name:
-        return Failure("timeout", f"HTTP timeout talking to {wire.spec.url}", phase=step.phase, during=step.what)
+        return Failure.at(step, "timeout", f"HTTP timeout talking to {wire.spec.url}")
     if name in ("RemoteProtocolError", "ReadError", "WriteError", "NetworkError"):
-        return Failure(
-            "http", f"HTTP connection to {wire.spec.url} failed: {_one_line(exc)}", phase=step.phase, during=step.what
-        )
+        return Failure.at(step, "http", f"HTTP connection to {wire.spec.url} failed: {_one_line(exc)}")
     return None
 
 
 def auth_failure(exc: BaseException, wire: Wire, step: Step) -> Failure | None:
     """A login is needed: no usable token, or the SDK's OAuth flow failed (discovery, registration, token)."""
     if isinstance(exc, AuthRequired):
-        return Failure("auth", exc.message, hint=exc.hint, phase=step.phase, during=step.what)
+        return Failure.at(step, "auth", exc.message, hint=exc.hint)
     if any(cls.__name__ == "OAuthFlowError" for cls in type(exc).__mro__):  # the SDK's, not imported here
         if wire.http_status == 401 and not _oauth_challenge(wire, own_header=False):
             # The stored tokens were refused by a server that asks for no OAuth login (a login would fail the
             # same way, at its registration): it wants a token of its own.
-            return Failure(
+            return Failure.at(
+                step,
                 "auth",
                 _refused(401, wire),
                 hint="the server refused the stored OAuth tokens (from miroctl auth) and asks for no OAuth login: "
                 + send_token(wire.spec, "the token it expects"),
-                phase=step.phase,
-                during=step.what,
             )
-        return Failure(
+        return Failure.at(
+            step,
             "auth",
             f"auth required: {auth_hint(wire.spec)}",
             hint=f"OAuth failed: {_one_line(exc)[:200]}",
-            phase=step.phase,
-            during=step.what,
         )
     return None
 
@@ -250,12 +238,11 @@ def _one_line(exc: object) -> str:
 def unsupported_version(exc: BaseException, step: Step, tail: tuple[str, ...] = ()) -> Failure:
     """The server answered the handshake with a protocol version this client does not speak."""
     version = _one_line(exc).rpartition(":")[2].strip() or "?"
-    return Failure(
+    return Failure.at(
+        step,
         "protocol",
         f"server answered {step} with unsupported protocol version {version}",
         hint="the server or miroctl's mcp SDK needs updating",
-        phase=step.phase,
-        during=step.what,
         stderr_tail=tail,
     )
 
@@ -279,50 +266,45 @@ def after_initialize(exc: BaseException, wire: Wire, step: Step) -> Failure:
     if auth is not None:
         return auth
     if wire.broke_framing:
-        return Failure(
+        return Failure.at(
+            step,
             "protocol",
             _noise_reason(wire),
-            phase=step.phase,
-            during=step.what,
             stderr_tail=tail,
             hint="a stdio server must write only JSON-RPC to stdout; logs belong on stderr",
         )
     if wire.returncode is not None and (wire.exited_on_its_own or code == CONNECTION_CLOSED):
-        return Failure(
+        return Failure.at(
+            step,
             "exited",
             f"server {exit_description(wire.returncode)} after initialize, during {step}",
             hint=_stderr_hint(tail),
-            phase=step.phase,
-            during=step.what,
             stderr_tail=tail,
         )
     http = _http_failure(exc, wire, step, tail)
     if http is not None:
         return http
     if isinstance(exc, InvalidResult):
-        return Failure(
+        return Failure.at(
+            step,
             "protocol",
             f"the answer to {step} does not fit the protocol: {_one_line(exc)}",
-            phase=step.phase,
-            during=step.what,
             stderr_tail=tail,
         )
     if code == CONNECTION_CLOSED or isinstance(exc, (ConnectionError, EOFError)):
-        return Failure(
+        return Failure.at(
+            step,
             "crashed",
             f"server closed the connection during {step}",
             hint=_stderr_hint(tail),
-            phase=step.phase,
-            during=step.what,
             stderr_tail=tail,
         )
     if isinstance(exc, RpcError):
         return _error_answer(exc, step, tail)
-    return Failure(
+    return Failure.at(
+        step,
         "crashed",
         f"{step} failed: {type(exc).__name__}: {_one_line(exc)}",
-        phase=step.phase,
-        during=step.what,
         stderr_tail=tail,
     )
 
@@ -332,18 +314,16 @@ def _error_answer(exc: RpcError, step: Step, tail: tuple[str, ...]) -> Failure:
     code, message = exc.code, exc.message
     cause = unparsable(code, message)
     if cause is not None:
-        return Failure(
+        return Failure.at(
+            step,
             "protocol",
             f"the answer to {step} could not be parsed: {cause}",
-            phase=step.phase,
-            during=step.what,
             stderr_tail=tail,
         )
-    return Failure(
+    return Failure.at(
+        step,
         "protocol",
         f"{step} failed: {_one_line(message)} (error {code})",
-        phase=step.phase,
-        during=step.what,
         stderr_tail=tail,
     )
 
@@ -352,11 +332,10 @@ def stdout_noise(wire: Wire | None, step: Step) -> Failure | None:
     """A working server that still wrote non-JSON to stdout: other clients break on that."""
     if wire is None or not wire.broke_framing:
         return None
-    return Failure(
+    return Failure.at(
+        step,
         "protocol",
         _noise_reason(wire),
-        phase=step.phase,
-        during=step.what,
         stderr_tail=wire.stderr_tail(),
         hint="a stdio server must write only JSON-RPC to stdout; logs belong on stderr",
     )

@@ -291,10 +291,10 @@ class ServerHandle:
     async def failure_of(self, exc: BaseException, step: Step) -> Failure:
         """Why a request failed; a broken session is closed first, so the server's exit status is known."""
         if isinstance(exc, PagingError):
-            return Failure("protocol", str(exc), "the server's nextCursor never ends", step.phase, during=step.what)
+            return Failure.at(step, "protocol", str(exc), hint="the server's nextCursor never ends")
         if isinstance(exc, ListingError):
             tail = self.wire.stderr_tail() if self.wire else ()
-            return Failure("protocol", str(exc), None, step.phase, tail, during=step.what)
+            return Failure.at(step, "protocol", str(exc), stderr_tail=tail)
         wire = await self.lost() if closed(exc) else self.wire
         return after_initialize(exc, wire or Wire(self.spec), step)
 
