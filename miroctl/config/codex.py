@@ -13,18 +13,12 @@ from pathlib import Path
 
 from miroctl.base.errors import ConfigError
 from miroctl.config import ecosystem
-from miroctl.config.ecosystem import Template, env_ref, escape, too_large
+from miroctl.config.ecosystem import Template, env_ref, escape
 
 
 def read_toml(path: Path) -> dict[str, object]:
     """A TOML file's data; ConfigError (one line) when it is unreadable, too big or not TOML."""
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read(ecosystem.MAX_FILE_BYTES + 1)
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    if len(data) > ecosystem.MAX_FILE_BYTES:
-        raise ConfigError(f"{path}: too large for a config (over {too_large()})")
+    data = ecosystem.read_capped(path)
     try:
         return tomllib.loads(data.decode("utf-8"))
     except UnicodeDecodeError as exc:

@@ -72,8 +72,8 @@ DIALECTS = {
 }
 
 
-def read_json(path: Path) -> object:
-    """A JSON file's data; ConfigError (one line) when it is unreadable, too big or not JSON."""
+def read_capped(path: Path) -> bytes:
+    """A config file's bytes; ConfigError (one line) when it is unreadable or too big to be a config."""
     try:
         with open(path, "rb") as handle:
             data = handle.read(MAX_FILE_BYTES + 1)
@@ -81,6 +81,12 @@ def read_json(path: Path) -> object:
         raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
     if len(data) > MAX_FILE_BYTES:
         raise ConfigError(f"{path}: too large for a config (over {too_large()})")
+    return data
+
+
+def read_json(path: Path) -> object:
+    """A JSON file's data; ConfigError (one line) when it is unreadable, too big or not JSON."""
+    data = read_capped(path)
     try:
         return json.loads(data.decode("utf-8"))
     except UnicodeDecodeError as exc:

@@ -117,14 +117,7 @@ def write(change: Change) -> Path | None:
 def _read(path: Path) -> bytes | None:
     if not os.path.lexists(path):
         return None
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read(ecosystem.MAX_FILE_BYTES + 1)
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    if len(data) > ecosystem.MAX_FILE_BYTES:
-        raise ConfigError(f"{path}: too large for a config (over {ecosystem.too_large()})")
-    return data
+    return ecosystem.read_capped(path)
 
 
 def _keys(location: Location) -> tuple[str, ...]:
