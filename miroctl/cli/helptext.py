@@ -58,7 +58,6 @@ EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
         ("miroctl check --lock tools.lock", "record the tools; later: --against tools.lock"),
     ),
     "serve": (
-        ("miroctl serve", "stdio: what an MCP host's config starts"),
         ("miroctl serve --transport http --port 8765 --json", "HTTP, the ready line as JSON"),
         ("miroctl call --via http://127.0.0.1:8765 tool-system disk_usage", "call through it"),
     ),
@@ -150,7 +149,7 @@ CONNECTED = ("list", "call", "read", "prompt", "check", "serve", "bench")  # the
 MORE: dict[str, tuple[str, ...]] = {
     **{name: ("Connection options in full: miroctl help connection",) for name in CONNECTED},
     "serve": (
-        "An MCP host's config (Claude Desktop's, Cursor's, ...):",
+        "An MCP host (Claude Desktop, Cursor, ...) starts it so:",
         '  {"mcpServers": {"miroctl": {"command": "miroctl",',
         '                              "args": ["serve"]}}}',
         "HTTP limits (--max-body, ...): miroctl help http",
@@ -208,6 +207,10 @@ class _InWords:
     def get_params(self, ctx: click.Context) -> list[click.Parameter]:
         params: list[click.Parameter] = super().get_params(ctx)  # type: ignore[misc]  # with --help, added here
         in_words(params)
+        if any(getattr(param, "rich_help_panel", None) == OUTPUT for param in params):
+            for param in params:  # --help joins the Output panel rather than take a panel of its own
+                if param.name == "help":
+                    param.rich_help_panel = OUTPUT  # type: ignore[attr-defined]  # read by Typer's rich_utils
         return params
 
     def get_help(self, ctx: click.Context) -> str:
