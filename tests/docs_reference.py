@@ -8,7 +8,8 @@ tests/test_docs_reference.py fails when the page and the app disagree, and eithe
 
 Every command of the app gets a section: its usage line, then one row per argument and option with the
 option's names, its value in words and its help text (defaults, ranges and environment variables included),
-grouped as `--help` groups them. Hidden options and `--help` are left out.
+grouped as `--help` groups them. `--help` and hidden options are left out, except those hidden in a panel of
+their own (serve's HTTP limits): `--help` leaves them to `miroctl help TOPIC`, the reference keeps them.
 """
 
 from __future__ import annotations
@@ -48,15 +49,25 @@ def cell(text: str) -> str:
     return " ".join(text.replace("\\[", "[").replace("|", "\\|").split())
 
 
+def help_record(param: click.Parameter, context: click.Context) -> tuple[str, str] | None:
+    """The parameter's (names, meaning), as it would show were it not hidden."""
+    hidden = getattr(param, "hidden", False)
+    param.hidden = False  # type: ignore[attr-defined]  # click's Option and Argument both have it
+    try:
+        return param.get_help_record(context)
+    finally:
+        param.hidden = hidden  # type: ignore[attr-defined]
+
+
 def rows(command: click.Command, path: tuple[str, ...]) -> list[tuple[str, str, str]]:
     """(group, option, meaning) of each visible parameter, arguments first, then options by group."""
     context = command.make_context(" ".join(("miroctl", *path)), [], resilient_parsing=True)
     arguments: list[tuple[str, str, str]] = []
     groups: dict[str, list[tuple[str, str, str]]] = {DEFAULT_GROUP: []}
     for param in command.get_params(context):
-        if getattr(param, "hidden", False) or param.name == "help":
+        if param.name == "help" or (getattr(param, "hidden", False) and not getattr(param, "rich_help_panel", None)):
             continue
-        record = param.get_help_record(context)
+        record = help_record(param, context)
         if record is None:
             continue
         names, meaning = record

@@ -319,3 +319,13 @@ def test_calls_slower_than_the_timeout_are_counted_as_timeouts(write_config, tmp
 def started(gateway):
     """The gateway's URL once it is ready (a loaded CI machine may take minutes to start its servers)."""
     return gateway.wait_for(READY.pattern, timeout=HEALTHY_STARTUP * 6).group(1)
+
+
+@pytest.mark.parametrize(
+    ("jobs", "reason"), [("0", "0 is not in the range 1<=x<=10000"), ("many", "'many' is not a whole")]
+)
+def test_bench_with_concurrency_outside_1_to_10000_exits_2_before_starting_anything(jobs, reason):
+    result = CliRunner().invoke(app, ["bench", "-c", "/nonexistent.yaml", "load", "work", "-n", "1", "-j", jobs])
+    assert result.exit_code == 2
+    assert reason in result.stderr
+    assert "nonexistent" not in result.stderr  # refused on the command line, before the config is read

@@ -70,4 +70,10 @@ def test_each_option_in_the_reference_is_one_that_the_console_script_help_shows(
     named = set(re.findall(r"^\| [^|]+ \| `(?:-\w, )?(--[\w-]+)", section, re.MULTILINE))
     assert named, f"no options found in the section of {command}"
     shown = set(re.findall(r"--[\w-]+", done.stdout))
+    for topic in re.findall(r"miroctl help (\w+)", done.stdout):  # options the help leaves to a topic
+        explained = subprocess.run(
+            [sys.executable, "-m", "miroctl", "help", topic], capture_output=True, text=True, env=env
+        )
+        assert explained.returncode == 0, explained.stderr
+        shown |= set(re.findall(r"--[\w-]+", explained.stdout))
     assert named <= shown, f"in the reference but not in `miroctl {command} --help`: {sorted(named - shown)}"

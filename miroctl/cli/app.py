@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from miroctl.cli import auth, bench, check, config, daemon, install, prompt, read, replay, serve
+from miroctl.cli import auth, bench, check, config, daemon, install, prompt, read, replay, serve, topics
 from miroctl.cli.helptext import WordedCommand, epilog
 from miroctl.cli.root import add_simple, new_app
 
@@ -19,3 +19,4 @@ app.add_typer(config.app)
 app.add_typer(daemon.app)
 app.command(cls=WordedCommand, epilog=epilog("install"))(install.install)
 app.command(cls=WordedCommand, epilog=epilog("replay"))(replay.replay)
+app.command("help", cls=WordedCommand, epilog=epilog("help"))(topics.help_)

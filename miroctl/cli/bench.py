@@ -48,6 +48,17 @@ def _rate(text: str) -> float:
     return value
 
 
+def _jobs(text: str) -> int:
+    """1 to 10000 calls in flight (a parser, not a range: Typer's range would widen the help's columns)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise typer.BadParameter(f"{text!r} is not a whole number of calls") from None
+    if not 1 <= value <= 10000:
+        raise typer.BadParameter(f"{value} is not in the range 1<=x<=10000")
+    return value
+
+
 def _fraction(text: str) -> float:
     try:
         value = float(text)
@@ -64,7 +75,10 @@ def bench_(
         typer.Argument(help="SERVER TOOL (or SERVER.TOOL, or TOOL), then key=value pairs.", show_default=False),
     ] = None,
     concurrency: Annotated[
-        int, typer.Option("--concurrency", "-j", rich_help_panel=LOAD, min=1, max=10000, help="Calls in flight.")
+        int,
+        typer.Option(
+            "--concurrency", "-j", rich_help_panel=LOAD, parser=_jobs, metavar="N", help="Calls in flight (1 to 10000)."
+        ),
     ] = 1,
     duration: Annotated[
         float | None,

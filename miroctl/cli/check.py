@@ -162,8 +162,7 @@ def check(
             "--via",
             metavar="URL",
             rich_help_panel=CONNECTION,
-            help="Let a running `miroctl serve --transport http` at this URL probe its servers afresh. "
-            "[env: MIROCTL_URL, unless --config/--stdio/--url is given]",
+            help="A running `miroctl serve` probes its servers. [env: MIROCTL_URL]",
         ),
     ] = None,
     record: RecordOpt = None,

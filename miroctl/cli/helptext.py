@@ -58,7 +58,6 @@ EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
         ("miroctl check --lock tools.lock", "record the tools; later: --against tools.lock"),
     ),
     "serve": (
-        ("miroctl serve", "stdio: what an MCP host's config starts"),
         ("miroctl serve --transport http --port 8765 --json", "HTTP, the ready line as JSON"),
         ("miroctl call --via http://127.0.0.1:8765 tool-system disk_usage", "call through it"),
     ),
@@ -71,6 +70,11 @@ EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
         ("miroctl bench tool-system disk_usage path=/ -j 4 -n 200", "200 calls, 4 in flight"),
         ("miroctl bench tool-system disk_usage -d 30 --rate 50 --json", "30 s at 50 calls/s, as JSON"),
         ("miroctl bench tool-system disk_usage -n 100 --via http://127.0.0.1:8765", "through a gateway"),
+    ),
+    "help": (
+        ("miroctl help connection", "--config, --stdio, --url, --via, ... in full"),
+        ("miroctl help http", "serve's HTTP limits in full"),
+        ("miroctl help", "the topics"),
     ),
     "replay": (
         ("miroctl call tool-system disk_usage --record run.ndjson", "record a session first"),
@@ -127,6 +131,7 @@ EXIT_CODES = {
     "serve": "0 stopped by end of input, 2 usage or config, 130/143 stopped by Ctrl-C/SIGTERM",
     "auth": "0 logged in (or no login needed), 2 usage, 3 the login failed or was refused, 4 no answer in time",
     "bench": "0 error rate within --max-error-rate, 1 above it, 2 usage, 3 unavailable, 5 denied, 6 not found, 130",
+    "help": "0 printed, 2 no such topic",
     "replay": "0 stopped by end of input, 2 not a readable recording, 130/143 stopped by Ctrl-C/SIGTERM",
     "daemon": "0 done, 1 a daemon is dead or not answering, 2 usage, 4 a daemon did not stop in time",
     "daemon status": "0 every daemon answers (or none runs), 1 one is dead or not answering",
@@ -139,12 +144,28 @@ EXIT_CODES = {
 }
 
 
+CONNECTED = ("list", "call", "read", "prompt", "check", "serve", "bench")  # the commands with a Connection panel
+# What a command's help leaves to `miroctl help TOPIC` or the docs, under its examples (at most 60 columns).
+MORE: dict[str, tuple[str, ...]] = {
+    **{name: ("Connection options in full: miroctl help connection",) for name in CONNECTED},
+    "serve": (
+        "An MCP host (Claude Desktop, Cursor, ...) starts it so:",
+        '  {"mcpServers": {"miroctl": {"command": "miroctl",',
+        '                              "args": ["serve"]}}}',
+        "HTTP limits (--max-body, ...): miroctl help http",
+        "Connection options in full: miroctl help connection",
+    ),
+    "miroctl": ("Options that several commands share: miroctl help",),
+}
+
+
 def epilog(command: str) -> str:
-    """Examples, each under a comment saying what it does, and the exit codes; short lines, so none wraps.
+    """Examples, each under a comment saying what it does, what is explained elsewhere, and the exit codes;
+    short lines, so none wraps.
 
     The last line starts at column 0: Typer dedents the epilog by its common indent, which keeps the examples'."""
     lines = [f"  # {what}\n  {line}" for line, what in EXAMPLES[command]]
-    return "\n".join(["Examples:", *lines, f"Exit codes: {EXIT_CODES[command]}."])
+    return "\n".join(["Examples:", *lines, *MORE.get(command, ()), f"Exit codes: {EXIT_CODES[command]}."])
 
 
 def _word(param: click.Parameter) -> str | None:
@@ -186,6 +207,10 @@ class _InWords:
     def get_params(self, ctx: click.Context) -> list[click.Parameter]:
         params: list[click.Parameter] = super().get_params(ctx)  # type: ignore[misc]  # with --help, added here
         in_words(params)
+        if any(getattr(param, "rich_help_panel", None) == OUTPUT for param in params):
+            for param in params:  # --help joins the Output panel rather than take a panel of its own
+                if param.name == "help":
+                    param.rich_help_panel = OUTPUT  # type: ignore[attr-defined]  # read by Typer's rich_utils
         return params
 
     def get_help(self, ctx: click.Context) -> str:

@@ -17,9 +17,7 @@ ConfigOpt = Annotated[
         "-c",
         metavar="PROFILE",
         rich_help_panel=CONNECTION,
-        help="A profile's name (research), a profile yaml, one server yaml, an mcpServers JSON or Codex TOML file, "
-        "or a client's own configs (claude-desktop, claude-code, cursor, vscode, codex, gemini, windsurf). "
-        "[env: MIROCTL_CONFIG]",
+        help="Profile, config file or client. [env: MIROCTL_CONFIG]",
     ),
 ]
 AgentOpt = Annotated[
@@ -28,8 +26,7 @@ AgentOpt = Annotated[
         "--agent",
         metavar="NAME",
         rich_help_panel=CONNECTION,
-        help="With a MiroFlow or MiroThinker agent file as --config: whose servers to use, a sub-agent's name "
-        "(default: the main agent). [env: MIROCTL_AGENT]",
+        help="Which agent's servers, with an agent file as --config.",
     ),
 ]
 StdioOpt = Annotated[
@@ -38,7 +35,7 @@ StdioOpt = Annotated[
         "--stdio",
         metavar="COMMAND",
         rich_help_panel=CONNECTION,
-        help='An ad-hoc stdio server: "CMD ARGS" (repeatable; replaces the configured servers).',
+        help='An ad-hoc stdio server: "CMD ARGS" (repeatable).',
     ),
 ]
 UrlOpt = Annotated[
@@ -47,7 +44,7 @@ UrlOpt = Annotated[
         "--url",
         metavar="URL",
         rich_help_panel=CONNECTION,
-        help="An ad-hoc HTTP server: streamable HTTP, or SSE when the path ends in /sse (repeatable).",
+        help="An ad-hoc HTTP server, or SSE at /sse (repeatable).",
     ),
 ]
 HeaderOpt = Annotated[
@@ -67,8 +64,7 @@ EnvOpt = Annotated[
         "-e",
         metavar="NAME=VALUE",
         rich_help_panel=CONNECTION,
-        help="NAME=value in the environment of --stdio servers, which inherit only a few variables (PATH, "
-        "HOME, ...: see the docs) (repeatable).",
+        help="NAME=value for --stdio servers (repeatable).",
     ),
 ]
 JsonOpt = Annotated[
@@ -76,7 +72,7 @@ JsonOpt = Annotated[
     typer.Option(
         "--json",
         rich_help_panel=OUTPUT,
-        help="Print one JSON document on stdout, errors included (exit code unchanged).",
+        help="Print one JSON document on stdout, errors too.",
     ),
 ]
 
@@ -105,8 +101,7 @@ ViaOpt = Annotated[
         "--via",
         metavar="URL",
         rich_help_panel=CONNECTION,
-        help="Go through a running `miroctl serve --transport http` at this URL (fast: no SDK, warm "
-        "servers). [env: MIROCTL_URL, unless servers are named another way]",
+        help="Through a running `miroctl serve`. [env: MIROCTL_URL]",
     ),
 ]
 NoDaemonOpt = Annotated[
@@ -114,8 +109,7 @@ NoDaemonOpt = Annotated[
     typer.Option(
         "--no-daemon",
         rich_help_panel=CONNECTION,
-        help="Run in this process, without the background daemon that keeps `persistent: true` servers "
-        "(docs/daemon.md). [env: MIROCTL_DAEMON set to never]",
+        help="Run in this process, without the background daemon.",
     ),
 ]
 ModeOpt = Annotated[
@@ -124,7 +118,7 @@ ModeOpt = Annotated[
         "--mode",
         metavar="MODE",
         rich_help_panel=POLICY,
-        help="Permission mode: bypass, read_only, normal or ask (default: the profile's policy.mode, else normal).",
+        help="Permission mode: bypass, read_only, normal or ask.",
         show_default=False,
     ),
 ]
@@ -143,7 +137,7 @@ TaskIdOpt = Annotated[
         "--task-id",
         metavar="ID",
         rich_help_panel=POLICY,
-        help="Passed to every server as TASK_ID, so per-task state stays apart. [env: TASK_ID]",
+        help="Passed to every server as TASK_ID. [env: TASK_ID]",
     ),
 ]
 LogOpt = Annotated[
@@ -152,7 +146,7 @@ LogOpt = Annotated[
         "--log",
         metavar="FILE",
         rich_help_panel=OUTPUT,
-        help="Append one JSON line per step (start, decision, retry, fallback, end) to this file.",
+        help="Append one JSON line per step to FILE.",
     ),
 ]
 RecordOpt = Annotated[
@@ -161,7 +155,6 @@ RecordOpt = Annotated[
         "--record",
         metavar="FILE",
         rich_help_panel=OUTPUT,
-        help="Write every server's JSON-RPC traffic to FILE, one JSON line per message (secrets masked); "
-        "`miroctl replay FILE` serves it back.",
+        help="Record JSON-RPC traffic to FILE (`miroctl replay FILE`).",
     ),
 ]

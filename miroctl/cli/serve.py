@@ -66,7 +66,8 @@ def serve(
             "-T",
             metavar="stdio|http",
             rich_help_panel=SERVING,
-            help="stdio (for an MCP host that starts miroctl) or http (streamable HTTP, plus the JSON API).",
+            help="stdio (for an MCP host) or http. [default: stdio]",
+            show_default=False,
         ),
     ] = "stdio",
     host: Annotated[
@@ -75,7 +76,8 @@ def serve(
             "--host",
             metavar="HOST",
             rich_help_panel=SERVING,
-            help="Address to listen on (http); anything but loopback needs --token-env.",
+            help="Address (http). [default: 127.0.0.1]",
+            show_default=False,
         ),
     ] = "127.0.0.1",
     port: Annotated[
@@ -87,7 +89,8 @@ def serve(
             max=65535,
             metavar="PORT",
             rich_help_panel=SERVING,
-            help="Port (http); 0 picks a free one.",
+            help="Port (http; 0: a free one). [default: 8765]",
+            show_default=False,
         ),
     ] = 8765,
     token_env: Annotated[
@@ -96,13 +99,17 @@ def serve(
             "--token-env",
             metavar="NAME",
             rich_help_panel=SERVING,
-            help="Require `Authorization: Bearer` with the token held by this environment variable (http).",
+            help="Require this variable's token as Bearer (http).",
         ),
     ] = None,
     separator: Annotated[
         str,
         typer.Option(
-            "--separator", metavar="TEXT", rich_help_panel=SERVING, help="Between server and tool in exposed names."
+            "--separator",
+            metavar="TEXT",
+            rich_help_panel=SERVING,
+            help="Between server and tool in names. [default: __]",
+            show_default=False,
         ),
     ] = "__",
     lazy: Annotated[
@@ -110,8 +117,7 @@ def serve(
         typer.Option(
             "--lazy",
             rich_help_panel=SERVING,
-            help="Expose two meta-tools, list_tools and call_tool, instead "
-            "of every tool (saves a host's prompt tokens on big pools).",
+            help="Expose list_tools and call_tool, not every tool.",
         ),
     ] = False,
     plain_names: Annotated[
@@ -119,9 +125,7 @@ def serve(
         typer.Option(
             "--plain-names",
             rich_help_panel=SERVING,
-            help="Expose tools and prompts under their own names (no SERVER__ prefix), and resources under their "
-            "own URIs where one server offers them; two servers offering one tool or prompt name is an error at "
-            "start-up.",
+            help="Expose tools, prompts and resources unprefixed.",
         ),
     ] = False,
     allow_host: Annotated[
@@ -130,6 +134,7 @@ def serve(
             "--allow-host",
             metavar="HOST[:PORT]",
             rich_help_panel=HTTP,
+            hidden=True,
             help="Another Host header to accept, e.g. gateway.lan:8765 or gateway.lan:* (http).",
         ),
     ] = None,
@@ -139,13 +144,19 @@ def serve(
             "--allow-origin",
             metavar="ORIGIN",
             rich_help_panel=HTTP,
+            hidden=True,
             help="Another browser Origin to accept, e.g. https://app.example (http).",
         ),
     ] = None,
     max_body: Annotated[
         int,
         typer.Option(
-            "--max-body", min=1, metavar="BYTES", rich_help_panel=HTTP, help="Largest request body in bytes (http)."
+            "--max-body",
+            min=1,
+            metavar="BYTES",
+            rich_help_panel=HTTP,
+            hidden=True,
+            help="Largest request body in bytes (http).",
         ),
     ] = 4 * 1024 * 1024,
     read_timeout: Annotated[
@@ -155,6 +166,7 @@ def serve(
             parser=seconds,
             metavar="SECONDS",
             rich_help_panel=HTTP,
+            hidden=True,
             help="Seconds a client may take to send a request's headers (then the connection is closed), "
             "and three times that for its body (http).",
         ),
@@ -166,6 +178,7 @@ def serve(
             min=1,
             metavar="N",
             rich_help_panel=HTTP,
+            hidden=True,
             help="MCP sessions open at once; more get 503 (http).",
         ),
     ] = DEFAULT_MAX_SESSIONS,
@@ -176,6 +189,7 @@ def serve(
             parser=seconds,
             metavar="SECONDS",
             rich_help_panel=HTTP,
+            hidden=True,
             help="An MCP session with no request for this long is closed (http).",
         ),
     ] = DEFAULT_SESSION_IDLE,
@@ -186,10 +200,8 @@ def serve(
             min=0,
             metavar="SECONDS",
             rich_help_panel=SERVING,
-            help="While a server is down, look again "
-            "this often (seconds; its own backoff still applies) and tell "
-            "listening hosts when tools come or go; 0: only when a client "
-            "lists tools.",
+            help="Recheck a down server. [default: 5.0]",
+            show_default=False,
         ),
     ] = 5.0,
     grace: Annotated[
@@ -199,8 +211,8 @@ def serve(
             parser=seconds,
             metavar="SECONDS",
             rich_help_panel=SERVING,
-            help="When stopped (SIGTERM, Ctrl-C), the calls in flight get this long to finish; new connections "
-            "are refused meanwhile (http).",
+            help="Calls' time to end on stop. [default: 20.0]",
+            show_default=False,
         ),
     ] = DEFAULT_GRACE,
     config: ConfigOpt = None,
@@ -219,8 +231,7 @@ def serve(
         typer.Option(
             "--json",
             rich_help_panel=OUTPUT,
-            help="Print the ready line (transport, URL, exposed tools, servers) as one JSON document: on "
-            "stdout with http, on stderr with stdio (whose stdout is the MCP channel); errors too.",
+            help="The ready line and errors as JSON (stdio: on stderr).",
         ),
     ] = False,
 ) -> None:
