@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any
 
 import anyio
@@ -44,9 +45,45 @@ def test_run_keeps_at_most_jobs_calls_in_flight():
         return CallOutcome("s", request.tool, result="")
 
     lines = batch.parse_lines(lines_of(*({"tool": f"t{i}"} for i in range(12))))
-    outcomes = anyio.run(batch.run, lines, call, lambda _: None, 3)
-    assert len(outcomes) == 12
+    failed = anyio.run(batch.run, lines, call, lambda _: None, 3)
+    assert failed == []
     assert peak == 3
+
+
+def test_run_reads_a_line_only_while_the_lines_before_it_wait_in_a_bounded_window():
+    pulled = emitted = ahead = 0
+    parsed = batch.parse_lines(lines_of(*({"tool": f"t{i}"} for i in range(500))))
+
+    def lines() -> Iterator[batch.Line]:
+        nonlocal pulled
+        for line in parsed:
+            pulled += 1
+            yield line
+
+    async def call(request: CallRequest) -> CallOutcome:
+        await anyio.sleep(0)
+        return CallOutcome("s", request.tool, result="")
+
+    def emit(outcome: CallOutcome) -> None:
+        nonlocal emitted, ahead
+        emitted += 1
+        ahead = max(ahead, pulled - emitted)  # lines taken in and not yet answered: what the batch holds
+
+    failed = anyio.run(batch.run, lines(), call, emit, 2)
+    assert ahead <= 2 * batch.WINDOW + 2
+    assert emitted == 500 and failed == []
+
+
+def test_run_returns_only_the_outcomes_that_failed_so_exit_code_sees_them():
+    async def call(request: CallRequest) -> CallOutcome:
+        if request.tool == "bad":
+            return CallOutcome("s", "bad", error="it broke", error_kind="tool")
+        return CallOutcome("s", request.tool, result="")
+
+    lines = batch.parse_lines(lines_of({"tool": "a"}, {"tool": "bad"}, {"tool": "c"}))
+    failed = anyio.run(batch.run, lines, call, lambda _: None, 2)
+    assert [outcome.tool_name for outcome in failed] == ["bad"]
+    assert batch.exit_code(failed) == 1
 
 
 @pytest.mark.parametrize(

@@ -13,12 +13,14 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 import anyio
+from anyio.abc import TaskGroup
 
 from miroctl.base.errors import UsageError
 from miroctl.base.models import CallOutcome, CallRequest
 from miroctl.core.bodies import Body, loads
 
 DEFAULT_JOBS = 8
+WINDOW = 4  # lines started ahead of the oldest one not yet emitted, per job
 LINE_KEYS = {"server", "tool", "arguments", "timeout", "autocorrect"}
 
 CallFn = Callable[[CallRequest], Awaitable[CallOutcome]]
@@ -96,31 +98,42 @@ def _bad(number: int, server: str | None, tool: str | None, reason: str) -> Line
 
 
 async def run(lines: Iterable[Line], call: CallFn, emit: EmitFn, jobs: int = DEFAULT_JOBS) -> list[CallOutcome]:
-    """Make every call (at most `jobs` at once) and emit the envelopes in input order."""
-    items = list(lines)
-    outcomes: list[CallOutcome | None] = [None] * len(items)
-    done = [anyio.Event() for _ in items]
-    limiter = anyio.CapacityLimiter(max(1, jobs))
+    """Make every call (at most `jobs` at once), emit the envelopes in input order; the ones that failed.
 
-    async def one(index: int, line: Line) -> None:
+    A line starts only while fewer than `jobs` * WINDOW earlier lines wait for their envelope, and an envelope
+    is let go once emitted: a batch's memory does not grow with its length.
+    """
+    failed: list[CallOutcome] = []
+    limiter = anyio.CapacityLimiter(max(1, jobs))
+    send, receive = anyio.create_memory_object_stream[tuple[anyio.Event, list[CallOutcome]]](max(1, jobs) * WINDOW)
+
+    async def one(line: Line, done: anyio.Event, holder: list[CallOutcome]) -> None:
         if line.problem is not None:
-            outcomes[index] = line.problem
+            holder.append(line.problem)
         elif line.request is not None:  # a line has one of the two
             async with limiter:
-                outcomes[index] = await call(line.request)
-        done[index].set()
+                holder.append(await call(line.request))
+        done.set()
+
+    async def start(tg: TaskGroup) -> None:
+        async with send:
+            for line in lines:
+                done, holder = anyio.Event(), list[CallOutcome]()
+                await send.send((done, holder))  # waits while the window is full
+                tg.start_soon(one, line, done, holder)
 
     async with anyio.create_task_group() as tg:
-        for index, line in enumerate(items):
-            tg.start_soon(one, index, line)
-        for index in range(len(items)):
-            await done[index].wait()
-            outcome = outcomes[index]
-            if outcome is not None:
-                emit(outcome)
-    return [o for o in outcomes if o is not None]
+        tg.start_soon(start, tg)
+        async with receive:
+            async for done, holder in receive:
+                await done.wait()
+                for outcome in holder:
+                    emit(outcome)
+                    if not outcome.ok:
+                        failed.append(outcome)
+    return failed
 
 
 def exit_code(outcomes: Iterable[CallOutcome]) -> int:
-    """0 when every call succeeded, 1 when any did not (each envelope has its own exit_code)."""
+    """0 when none of `outcomes` failed, 1 when any did (each envelope has its own exit_code)."""
     return 0 if all(outcome.ok for outcome in outcomes) else 1
