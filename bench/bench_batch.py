@@ -21,31 +21,17 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+from peak import inner, peak_mb  # bench/ is on sys.path when a script there runs
+
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = ROOT / "tests" / "servers" / "fixture.py"
 SERVER = [sys.executable, str(FIXTURE), "--name", "fx", "--tools", "echo"]
-
-
-def peak_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
-
-
-def inner(words: list[str]) -> int:
-    """miroctl's command line in this process; its peak memory written to $BENCH_PEAK_FILE."""
-    from miroctl.launch.entry import run
-
-    try:
-        return run(words)
-    finally:
-        sys.stdout.flush()
-        Path(os.environ["BENCH_PEAK_FILE"]).write_text(json.dumps({"peak_mb": peak_mb()}))
 
 
 def sdk(n: int) -> int:

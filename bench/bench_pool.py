@@ -29,33 +29,19 @@ import argparse
 import asyncio
 import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+from peak import inner, peak_mb  # bench/ is on sys.path when a script there runs
+
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = ROOT / "tests" / "servers" / "fixture.py"
 # mcporter's per-server list timeout (30 s by default), as long as miroctl's --startup-timeout below
 MCPORTER_ENV = {"MCPORTER_LIST_TIMEOUT": "300000"}
 HELLO = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "floor", "version": "0"}}
-
-
-def peak_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
-
-
-def inner(words: list[str]) -> int:
-    """miroctl's command line in this process; its peak memory written to $BENCH_PEAK_FILE."""
-    from miroctl.launch.entry import run
-
-    try:
-        return run(words)
-    finally:
-        sys.stdout.flush()
-        Path(os.environ["BENCH_PEAK_FILE"]).write_text(json.dumps({"peak_mb": peak_mb()}))
 
 
 def _request(ident: int, method: str, params: dict[str, object]) -> bytes:
