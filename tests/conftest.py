@@ -140,6 +140,21 @@ def own_interpreter(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fake HOME with nothing in it, and an empty project directory as the current one: where the MCP
+    clients' configs are looked for (config sources, import, install)."""
+    home = tmp_path / "home"
+    project = tmp_path / "project"
+    home.mkdir()
+    project.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    for name in ("XDG_CONFIG_HOME", "CODEX_HOME", "APPDATA", "MIROCTL_CONFIG"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.chdir(project)
+    return home
+
+
+@pytest.fixture
 def write_config(tmp_path: Path) -> Callable[..., Path]:
     """Write a profile and its tool/*.yaml files; returns the profile's path."""
 

@@ -18,20 +18,6 @@ from miroctl.config import clients, loader
 from tests.conftest import FIXTURE
 
 
-@pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A fake HOME with nothing in it, and an empty project directory as the current one."""
-    home = tmp_path / "home"
-    project = tmp_path / "project"
-    home.mkdir()
-    project.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    for name in ("XDG_CONFIG_HOME", "CODEX_HOME", "APPDATA"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.chdir(project)
-    return home
-
-
 def write(path: Path, data: object) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(data if isinstance(data, str) else json.dumps(data))

@@ -38,20 +38,6 @@ FILES = {
 }
 
 
-@pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A fake HOME with nothing in it, and an empty project directory as the current one."""
-    home = tmp_path / "home"
-    project = tmp_path / "project"
-    home.mkdir()
-    project.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    for name in ("XDG_CONFIG_HOME", "CODEX_HOME", "APPDATA", "MIROCTL_CONFIG"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.chdir(project)
-    return home
-
-
 def where(home: Path, relative: str) -> Path:
     return home / relative[2:] if relative.startswith("~/") else Path.cwd() / relative
 
