@@ -28,6 +28,7 @@ wrote are read: a file of another user's, or one in a directory a group or other
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import json
 import os
@@ -52,6 +53,7 @@ META_VERSION = "io.modelcontextprotocol/protocolVersion"
 META_SUBSCRIPTION = "io.modelcontextprotocol/subscriptionId"
 TOOL_CHANGES = {"toolsListChanged": True}  # the one listen filter the front holds (a tool-following client's)
 ACKNOWLEDGED = "notifications/subscriptions/acknowledged"
+OUTPUT_END_WAIT = 5.0  # seconds a front waits, once the server has returned, for the end of its output
 SERVERS_ROOT = Path(__file__).resolve().parents[1]  # miroctl.servers (servers/ in a checkout)
 MIROCTL_ROOT = Path(stamps.__file__).resolve().parents[1]  # the miroctl package, wherever servers/ lives
 
@@ -202,6 +204,7 @@ class Front:
         stdin, stdout = os.dup(0), os.dup(1)
         server_in, feed = os.pipe()
         drain, server_out = os.pipe()
+        wire = os.fstat(server_out)
         os.dup2(server_in, 0)
         os.dup2(server_out, 1)
         os.close(server_in)
@@ -215,8 +218,10 @@ class Front:
             _run_server(self.name)
         finally:
             sys.stdout.flush()
-            os.close(1)  # the filter sees the end of the server's output
-            filtered.join(timeout=5)
+            _close_copies(wire)  # the filter sees the end of the server's output
+            filtered.join(timeout=OUTPUT_END_WAIT)
+            if filtered.is_alive():
+                print(f"{self.name}: the server's output did not end (a copy of it left open)", file=sys.stderr)
 
     def save(self, answers: dict[str, Any]) -> None:
         """Write the snapshot atomically (a concurrent start reads the old one or the new one, never half)."""
@@ -294,6 +299,24 @@ class Notes:
         self.answers[key] = message["result"]
         if any(k.startswith("tools/list|") for k in self.answers):
             self.front.save(self.answers)
+
+
+def _close_copies(pipe: os.stat_result) -> None:
+    """Close every write end this process holds of the pipe `pipe` describes: fd 1, and the private copy the SDK's
+    stdio server keeps of it and never closes, which would otherwise hold the filter's read open (and the
+    process's exit back) until the join's timeout."""
+    try:
+        fds = [int(name) for name in os.listdir("/dev/fd")]
+    except OSError:
+        fds = [1]
+    for fd in fds:
+        try:
+            info = os.fstat(fd)
+        except OSError:
+            continue
+        same = (info.st_dev, info.st_ino) == (pipe.st_dev, pipe.st_ino) and stat.S_ISFIFO(info.st_mode)
+        if same and fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE == os.O_WRONLY:  # not the filter's read end
+            os.close(fd)
 
 
 def _feed(first: bytes, stdin: int, feed: int, notes: Notes | None) -> None:

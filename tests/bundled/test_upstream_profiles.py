@@ -5,6 +5,8 @@ video questions on MiroThinker's tool-vqa. Servers run in this process unless th
 from __future__ import annotations
 
 import json
+import shlex
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -253,7 +255,7 @@ def test_a_bad_group_setting_is_refused_with_its_reason(tools, reason):
 @pytest.mark.process
 def test_a_group_server_with_a_bad_setting_exits_and_its_reason_is_shown(tmp_path: Path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    command = "python -P -m miroctl.servers group"
+    command = f"{shlex.quote(sys.executable)} -P -m miroctl.servers group"  # this environment, not PATH's python
     result = CliRunner().invoke(app, ["list", "--stdio", command, "--env", "GROUP_TOOLS=search", "--json"])
     assert result.exit_code == 1
     (server,) = json.loads(result.stdout)["servers"]
