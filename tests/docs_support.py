@@ -9,7 +9,9 @@
 
 Comparison strips trailing spaces and trailing blank lines and reads durations (`830 ms`, `(4.4 s)`, a JSON
 `"duration_ms": 12.5`) as equal whatever their number; the runner shows the scratch directory's path as
-`$PWD`. Nothing else is normalised.
+`$PWD`. Nothing else is normalised. A port a block shows (`--port 8765`, `127.0.0.1:8765`, `port: 8765`) is
+replaced, in its commands and the files written for it, by a free one for the run, and shown back as the page's
+in the output, so examples that show the same port never meet on the machine.
 """
 
 from __future__ import annotations
@@ -30,6 +32,9 @@ EXIT = re.compile(r"^\[exit (?P<code>\d+)\]$")
 DOTS = "..."
 DURATION = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?: ?)(?P<unit>ms|s)\b")
 JSON_DURATION = re.compile(r'(?P<key>"\w*_ms"): -?\d+(?:\.\d+)?')
+# A TCP port a page shows (`--port 8765`, `127.0.0.1:8765`, `port: 8765`): each run takes a free one in its place.
+PORT = re.compile(r"(?:--port[ =]|\bport: |(?:127\.0\.0\.1|localhost|0\.0\.0\.0):)(?P<port>\d{4,5})\b")
+NUMBER = re.compile(r"(?<![\w.])\d{4,5}(?![\w.]\w)")
 
 
 @dataclass
@@ -103,6 +108,16 @@ class Block:
                 found[-1].expected.append(text)
             continued = (continued or text.startswith("$ ")) and text.endswith("\\") and not found[-1].expected
         return found
+
+
+def ports_in(texts: list[str]) -> set[int]:
+    """The TCP ports the texts (a block's commands, the files written for it) listen on or connect to."""
+    return {int(found["port"]) for text in texts for found in PORT.finditer(text)}
+
+
+def renumbered(text: str, ports: dict[int, int]) -> str:
+    """`text` with each port of `ports` (a whole number, not a part of one) replaced by its value."""
+    return NUMBER.sub(lambda found: str(ports.get(int(found[0]), found[0])), text) if ports else text
 
 
 def parse(text: str) -> list[Block]:

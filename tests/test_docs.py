@@ -14,6 +14,7 @@ import os
 import re
 import shlex
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -118,10 +119,10 @@ def scratch_env(space: Path, fork_socket: str | None) -> dict[str, str]:
     return env
 
 
-def run(command: docs.Command, cwd: Path, env: dict[str, str]) -> tuple[list[str], int]:
+def run(script: str, cwd: Path, env: dict[str, str]) -> tuple[list[str], int]:
     try:
         done = subprocess.run(
-            ["bash", "-c", command.script],
+            ["bash", "-c", script],
             cwd=cwd,
             env=env,
             stdin=subprocess.DEVNULL,
@@ -130,7 +131,7 @@ def run(command: docs.Command, cwd: Path, env: dict[str, str]) -> tuple[list[str
             timeout=COMMAND_TIMEOUT,
         )
     except subprocess.TimeoutExpired as expired:
-        pytest.fail(f"`{command.script}` did not finish within {COMMAND_TIMEOUT} s: {expired.output!r}")
+        pytest.fail(f"`{script}` did not finish within {COMMAND_TIMEOUT} s: {expired.output!r}")
     return done.stdout.decode("utf-8", "replace").split("\n"), done.returncode
 
 
@@ -198,18 +199,30 @@ def stop_daemons(scratch: Path, env: dict[str, str]) -> None:
 def run_commands(
     example: Example, blocks: list[docs.Block], block: docs.Block, scratch: Path, env: dict[str, str]
 ) -> tuple[list[list[str]], list[str]]:
-    for written in docs.files_before(blocks, example.block):
-        target = scratch / str(written.file)
+    written = [
+        (scratch / str(file.file), "\n".join(file.body) + "\n") for file in docs.files_before(blocks, example.block)
+    ]
+    commands = block.commands()
+    ports = {port: free_port() for port in docs.ports_in([c.script for c in commands] + [t for _, t in written])}
+    shown = {run_port: page_port for page_port, run_port in ports.items()}
+    for target, text in written:
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text("\n".join(written.body) + "\n")
+        target.write_text(docs.renumbered(text, ports))
     outputs, failures = [], []
-    for command in block.commands():
-        actual, code = run(command, scratch, env)
-        actual = [line.replace(str(scratch), "$PWD") for line in actual]
+    for command in commands:
+        actual, code = run(docs.renumbered(command.script, ports), scratch, env)
+        actual = [docs.renumbered(line.replace(str(scratch), "$PWD"), shown) for line in actual]
         outputs.append(docs.refreshed(command.expected, actual, code))
         if code != command.expected_exit or not docs.matches(command.expected_output, actual):
             failures.append(docs.diff(command, actual, code, str(example)))
     return outputs, failures
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
 
 
 VENV = "python3 -m venv .venv && . .venv/bin/activate && "
@@ -265,3 +278,12 @@ def test_update_rewrites_only_its_block_and_keeps_the_dots(tmp_path: Path) -> No
     assert page.read_text() == (
         "# t\n\n```console\n$ one\nnew\n...\nend\n[exit 3]\n\n$ two\nsame\n```\n\n```console\n$ three\nx\n```\n"
     )
+
+
+def test_a_port_a_block_shows_is_replaced_for_the_run_and_shown_back_as_the_pages() -> None:
+    script = "miroctl serve --port 8765 &\nmiroctl call --via http://127.0.0.1:8765/ x n=8765 ; sleep 18765"
+    assert docs.ports_in([script, "url: http://localhost:9001/mcp\nport: 9002\n"]) == {8765, 9001, 9002}
+    assert docs.renumbered(script, {8765: 40001}) == (
+        "miroctl serve --port 40001 &\nmiroctl call --via http://127.0.0.1:40001/ x n=40001 ; sleep 18765"
+    )
+    assert docs.renumbered("v1.8765.2 and 8765.5 s", {8765: 40001}) == "v1.8765.2 and 8765.5 s"  # not ports
