@@ -28,9 +28,9 @@ from miroctl.base import escaping
 from miroctl.base.masking import Masker
 from miroctl.config.loader import load
 from miroctl.core.manager import Manager
-from miroctl.daemon.keys import origin_key
 from miroctl.daemon.peers import same_user_only
-from miroctl.daemon.places import Place, runtime_dir
+from miroctl.daemonclient.keys import config_key, origin_key
+from miroctl.daemonclient.places import Place, runtime_dir
 from miroctl.gateway.api import call_document, list_document, prompt_document, read_document
 from miroctl.gateway.http import FLUSH, api_endpoint, json_response
 from miroctl.gateway.server import Gateway
@@ -259,6 +259,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise SystemExit("--idle must be a positive number of seconds")
     place = Place(runtime_dir(), opts.key).checked()
     config = load(opts.config)
+    if config_key(config, os.getcwd(), os.environ) != opts.key:  # the files changed since the client read them
+        raise SystemExit(f"the configuration {config.source} is not the one this daemon was started for: try again")
     masker = Masker(config.secrets())
     sock = bind(place.socket)
     files = Files(place, place.socket.stat().st_ino)
