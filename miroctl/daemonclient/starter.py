@@ -22,6 +22,7 @@ from miroctl.remote import GatewayClient
 
 READY = b"ready\n"
 START_WAIT = 60.0  # seconds a new daemon may take to listen (it loads the configuration and the core first)
+STOP_WAIT = 10.0  # seconds a daemon stopped while it starts may take to exit before it is killed
 
 
 @dataclass(frozen=True)
@@ -105,6 +106,7 @@ def _spawn(place: Place, config_name: str | None, idle: float, cwd: str | None) 
     """Start the daemon in a session of its own (no terminal's Ctrl-C reaches it) and wait until it listens."""
     argv = [sys.executable, "-m", "miroctl.daemon", "--key", place.key, "--idle", repr(idle)]
     argv += ["--config", config_name] if config_name else []
+    place.rotate_log()
     read_end, write_end = os.pipe()
     log = os.open(place.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     try:
@@ -122,6 +124,9 @@ def _spawn(place: Place, config_name: str | None, idle: float, cwd: str | None) 
         os.close(log)
     try:
         _wait_ready(read_end, place, process)
+    except BaseException:  # Ctrl-C (or any failure) while it starts: no daemon is left running for its idle time
+        _stop_starting(place, process)
+        raise
     finally:
         os.close(read_end)
     # Reaped when it exits, should this process (a script's ToolManager) outlive it: no zombie is left.
@@ -146,6 +151,19 @@ def _wait_ready(fd: int, place: Place, process: subprocess.Popen[bytes]) -> None
                 hint=f"see {place.log}, or use --no-daemon",
             )
         received += chunk
+
+
+def _stop_starting(place: Place, process: subprocess.Popen[bytes]) -> None:
+    """End a daemon that has not said it listens: SIGTERM (it has started no server yet), SIGKILL after
+    STOP_WAIT; then remove its socket and record, so that the next command finds no dead daemon's leftovers."""
+    process.terminate()
+    try:
+        process.wait(STOP_WAIT)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+    place.socket.unlink(missing_ok=True)
+    place.record.unlink(missing_ok=True)
 
 
 def _last_line(place: Place) -> str:
