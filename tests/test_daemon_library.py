@@ -58,7 +58,15 @@ def count(tools: SyncToolManager) -> object:
 
 
 def own_children() -> list[psutil.Process]:
-    return [p for p in psutil.Process().children(recursive=True) if p.status() != psutil.STATUS_ZOMBIE]
+    """This process's living children (a daemon of an earlier test may just have been reaped)."""
+    alive = []
+    for proc in psutil.Process().children(recursive=True):
+        try:
+            if proc.status() != psutil.STATUS_ZOMBIE:
+                alive.append(proc)
+        except psutil.NoSuchProcess:
+            continue
+    return alive
 
 
 @pytest.mark.process
@@ -203,3 +211,13 @@ def test_a_scripts_cancelled_call_is_cancelled_inside_the_daemon_and_the_session
 async def until(check: Callable[[], bool]) -> None:
     while not check():
         await anyio.sleep(0.05)
+
+
+@pytest.mark.process
+def test_daemon_auto_keeps_a_call_of_a_server_that_is_not_persistent_in_process(shell: Here) -> None:
+    server = yaml.safe_load((shell.root / "tool" / "counter.yaml").read_text())
+    (shell.root / "tool" / "counter.yaml").write_text(yaml.safe_dump({**server, "persistent": False}))
+    with connect(None, daemon="auto") as tools:
+        assert count(tools)["result"] == "1"  # type: ignore[index]
+        assert [p.environ().get("MIROCTL_TEST_TAG") for p in own_children()] == [shell.tag]  # the server
+    assert shell.records() == []
