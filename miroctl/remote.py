@@ -125,6 +125,21 @@ class GatewayClient:
         self.token = token if token is not None else os.environ.get(TOKEN_ENV) or None
         self.timeout, self.margin = timeout or DEFAULT_WAIT, _margin()
         self.wait = self.timeout + self.margin
+        self._connection: http.client.HTTPConnection | None = None
+        self._aborted = False
+
+    def abort(self) -> None:
+        """From another thread: end the request under way (or keep one from starting); the gateway sees its
+        client leave and cancels the call, as when a command is interrupted."""
+        self._aborted = True
+        connection = self._connection
+        if connection is not None and connection.sock is not None:
+            import socket  # noqa: PLC0415 - as in _unix_connection
+
+            try:
+                connection.sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
 
     def call(self, body: Mapping[str, object]) -> dict[str, object]:
         return self._answer(self._post("/v1/call", json.dumps(body).encode()))
@@ -173,6 +188,9 @@ class GatewayClient:
         waited = f"to accept a connection within {CONNECT_TIMEOUT:g}s"
         try:
             connection.connect()
+            self._connection = connection
+            if self._aborted:
+                raise ConnectionAbortedError("the request was cancelled")
             if connection.sock is not None:
                 connection.sock.settimeout(self.wait)
                 waited = f"within {self.wait:g}s (a timeout of {self.timeout:g}s and {self.margin:g}s for the trip)"
@@ -194,6 +212,7 @@ class GatewayClient:
                     hint += f" (${URL_ENV} names it: `unset {URL_ENV}` to use the servers directly)"
             raise ServerUnavailable(f"cannot reach the gateway at {self.url}: {reason}", hint=hint) from None
         finally:
+            self._connection = None
             connection.close()
         if status != 200:
             raise self._refused(status, data)

@@ -11,10 +11,10 @@ from miroctl.base.errors import TimedOut
 from miroctl.cli import boundary
 from miroctl.cli.common import load_config
 from miroctl.cli.helptext import OUTPUT, WordedCommand, WordedGroup, epilog
-from miroctl.cli.keepalive import place_for
 from miroctl.cli.options import ConfigOpt, JsonOpt
 from miroctl.daemon import control
-from miroctl.daemon.places import Place, places, runtime_dir
+from miroctl.daemonclient.choice import place_for
+from miroctl.daemonclient.places import Place, places, runtime_dir
 from miroctl.render.daemons import daemons_table, log_lines
 from miroctl.render.output import Output
 

@@ -5,18 +5,15 @@ gateway, so that a persistent server's state lasts from one command to the next.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
 
-from miroctl.base.errors import UsageError
 from miroctl.cli import boundary, warm
 from miroctl.config.loader import Config
-from miroctl.daemon.keys import config_key, origin_key
-from miroctl.daemon.places import Place, runtime_dir
 from miroctl.daemon.routes import write_route
-from miroctl.daemon.starter import Attached, attach
+from miroctl.daemonclient.choice import LOST, idle_seconds, keeps_every, place_for
+from miroctl.daemonclient.keys import origin_key
+from miroctl.daemonclient.starter import Attached, attach
 from miroctl.launch import early
 from miroctl.launch.handoff import Launch
-from miroctl.launch.options import DAEMON_ENV, DAEMON_IDLE_ENV, seconds
 from miroctl.launch.reader import Reading
 from miroctl.render.output import Output
 
@@ -31,8 +28,7 @@ def run(launch: Launch, reading: Reading, loaded: Config) -> int:
         name = reading.text("config")
         place = place_for(loaded, name, os.environ)
         attached = attach(place, origin_key(name, os.getcwd()), name, idle_seconds(loaded, os.environ))
-        every = os.environ.get(DAEMON_ENV, "").strip().lower() == "always" or loaded.profile.daemon == "auto"
-        write_route(place, loaded, name, every, os.environ)  # the next command's short way
+        write_route(place, loaded, name, keeps_every(loaded, os.environ), os.environ)  # the next command's short way
         if attached.started:
             early.erase()
             _tell(out, attached, loaded, reading)
@@ -41,26 +37,10 @@ def run(launch: Launch, reading: Reading, loaded: Config) -> int:
     return boundary.guarded(work)
 
 
-def place_for(loaded: Config, config_name: str | None, environ: Mapping[str, str]) -> Place:
-    """Where the daemon of this configuration in this directory lives (its directory made private)."""
-    return Place(runtime_dir(dict(environ)), config_key(loaded, os.getcwd(), environ)).checked()
-
-
-def idle_seconds(loaded: Config, environ: Mapping[str, str]) -> float:
-    """$MIROCTL_DAEMON_IDLE, else the profile's `daemon_idle` (default 600)."""
-    given = environ.get(DAEMON_IDLE_ENV, "").strip()
-    if not given:
-        return loaded.profile.daemon_idle
-    try:
-        return seconds(given)
-    except ValueError as exc:
-        raise UsageError(f"{DAEMON_IDLE_ENV}: {exc}", hint="a number of seconds, e.g. 600") from None
-
-
 def _tell(out: Output, attached: Attached, loaded: Config, reading: Reading) -> None:
     """Once, when this command started the daemon: that one now keeps the servers, and how to stop it."""
     if attached.replaced_dead:
-        out.note("miroctl: the daemon that kept these servers had died: their state (pages, files, lists) was lost")
+        out.note(f"miroctl: {LOST}")
     named = loaded.get(reading.words[0]) if reading.words else None
     names = named.name if named is not None else "these servers"
     idle = f"{idle_seconds(loaded, os.environ):g}"

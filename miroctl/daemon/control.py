@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from miroctl.base.errors import MiroctlError
-from miroctl.daemon.places import Place, places
-from miroctl.daemon.starter import answers, stop
+from miroctl.daemonclient.places import Place, places
+from miroctl.daemonclient.starter import answers, stop
 from miroctl.remote import GatewayClient
 
 STATUS_WAIT = 10.0  # seconds a daemon may take to say how it is

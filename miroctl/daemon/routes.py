@@ -10,7 +10,7 @@ from pathlib import Path
 from miroctl.base import escaping
 from miroctl.base.rundir import environment_digest
 from miroctl.config.loader import Config
-from miroctl.daemon.places import Place
+from miroctl.daemonclient.places import Place
 from miroctl.launch.shortcut import file_state, route_path
 
 

@@ -28,15 +28,16 @@ from miroctl.base import escaping
 from miroctl.base.masking import Masker
 from miroctl.config.loader import load
 from miroctl.core.manager import Manager
-from miroctl.daemon.keys import origin_key
+from miroctl.daemon import keeper
 from miroctl.daemon.peers import same_user_only
-from miroctl.daemon.places import Place, runtime_dir
+from miroctl.daemonclient.keys import config_key, origin_key
+from miroctl.daemonclient.places import LOG_LIMIT, Place, runtime_dir
 from miroctl.gateway.api import call_document, list_document, prompt_document, read_document
 from miroctl.gateway.http import FLUSH, api_endpoint, json_response
 from miroctl.gateway.server import Gateway
 from miroctl.gateway.uvicorn_private import header_timed_protocol, stop_accepting
 from miroctl.policy.decisions import Policy
-from miroctl.sessions.processes import sub_run_id
+from miroctl.sessions.processes import RUN_ID, sub_run_id
 
 READY = b"ready\n"
 GRACE = 20.0  # seconds the calls in flight get when the daemon is stopped
@@ -259,14 +260,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise SystemExit("--idle must be a positive number of seconds")
     place = Place(runtime_dir(), opts.key).checked()
     config = load(opts.config)
+    if config_key(config, os.getcwd(), os.environ) != opts.key:  # the files changed since the client read them
+        raise SystemExit(f"the configuration {config.source} is not the one this daemon was started for: try again")
     masker = Masker(config.secrets())
     sock = bind(place.socket)
     files = Files(place, place.socket.stat().st_ino)
+    held, kept_by = keeper.start(RUN_ID)  # a SIGKILL of this daemon leaves no server's child behind either
     try:
         return anyio.run(_run, files, config, masker, opts, sock)
     finally:
         sock.close()
         files.forget()
+        keeper.stop(held, kept_by)
 
 
 async def _run(files: Files, config: Any, masker: Masker, opts: argparse.Namespace, sock: socket.socket) -> int:
@@ -274,7 +279,7 @@ async def _run(files: Files, config: Any, masker: Masker, opts: argparse.Namespa
     manager = Manager(config, policy=Policy.from_profile(config.profile), run_id=sub_run_id("daemon"))
     async with manager:
         gateway = Gateway(manager, list(config.servers), masker=masker)
-        gateway.observers.append(lambda outcome: log(masker, _call_line(outcome)))
+        gateway.observers.append(lambda outcome: _log_call(masker, place, outcome))
         daemon = Daemon(files, gateway, opts.idle, origin_key(opts.config, os.getcwd()), time.time())
         _write_record(daemon, opts.config)
         log(masker, f"serving {config.source} on {place.socket} (idle exit after {opts.idle:g}s)")
@@ -283,6 +288,14 @@ async def _run(files: Files, config: Any, masker: Masker, opts: argparse.Namespa
         log(masker, f"stopping every server ({daemon.reason})")
     log(masker, "stopped")
     return 0
+
+
+def _log_call(masker: Masker, place: Place, outcome: Any) -> None:
+    """The call's line, then a new log if this one has grown to its limit (the old one is kept as .log.1)."""
+    log(masker, _call_line(outcome))
+    sys.stderr.flush()
+    if place.rotate_log(into=(sys.stdout.fileno(), sys.stderr.fileno())):
+        log(masker, f"the log grew past {LOG_LIMIT // 2**20} MB: the earlier lines are in {place.old_log}")
 
 
 def _call_line(outcome: Any) -> str:

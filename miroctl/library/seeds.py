@@ -105,6 +105,13 @@ def result_of(outcome: CallOutcome, asked_server: str, config: Config) -> dict[s
     return body
 
 
+def noted(body: dict[str, object], note: str) -> dict[str, object]:
+    """The result (or error) with miroctl's note first, in brackets as the seeds' notes are: the model reads it."""
+    key = "result" if "result" in body else "error"
+    body[key] = f"[miroctl: {note}] {body[key]}"
+    return body
+
+
 def _by_alias(asked: str, used: str, config: Config) -> bool:
     """`reading` reached `tool-reading` (miroctl's short name): the seeds know no such name, so their agents
     get the note that teaches the model the server's real name."""

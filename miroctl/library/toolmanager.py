@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import os
 import uuid
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
 from dataclasses import replace
@@ -26,10 +26,12 @@ from typing import Any, Self
 import anyio
 from anyio.lowlevel import current_token
 
-from miroctl.base.models import CallOutcome, CallRequest, Failure, ProgressFn, ServerTools
+from miroctl.base.models import CallOutcome, CallRequest, Failure, ProgressFn, ServerSpec, ServerTools
 from miroctl.config.loader import Config
 from miroctl.core.manager import ConfirmFn, Manager
+from miroctl.daemonclient.choice import LOST
 from miroctl.library import guard, inputs, seeds
+from miroctl.library.daemon import DaemonChoice, DaemonLink, checked_choice
 from miroctl.library.owner import Owner
 from miroctl.library.taskids import current_task_id
 from miroctl.policy.decisions import Policy
@@ -54,11 +56,16 @@ class ToolManager:
         policy: Policy | None = None,
         confirm: ConfirmFn | None = None,
         idle_timeout: float = IDLE_TIMEOUT,
+        daemon: DaemonChoice = False,
     ) -> None:
         """`server_configs` is the seeds' list of `{"name", "params"}` (or a Config); `tool_blacklist` a set of
         (server, tool) pairs. `server_python` (or $MIROCTL_PYTHON) replaces this interpreter in the servers'
         commands; `task_var` is a ContextVar holding the current task id; `policy` and `confirm` are the
-        Manager's; a task's servers stop `idle_timeout` seconds after its last call."""
+        Manager's; a task's servers stop `idle_timeout` seconds after its last call. `daemon` sends calls to
+        the background daemon `miroctl call` uses for the same configuration ("auto": the servers the CLI
+        sends there, `persistent: true` ones; True: every server it can keep; see docs/daemon.md)."""
+        changed = {"tool_blacklist": tool_blacklist, "server_python": server_python, "policy": policy}
+        choice = checked_choice(daemon, server_configs, {**changed, "confirm": confirm})
         if isinstance(server_configs, Config):
             config = server_configs
             if tool_blacklist:
@@ -74,12 +81,16 @@ class ToolManager:
         self._run_id = f"{guard.LIBRARY_RUN}/tm-{uuid.uuid4().hex[:8]}"
         self._owners: dict[str | None, Owner] = {}
         self._loop: object | None = None
+        self._daemon = DaemonLink(self.config, self.config.source, choice) if choice is not False else None
 
     @classmethod
     def from_config(cls, source: str | os.PathLike[str] | Config | None = None, **options: Any) -> ToolManager:
         """The servers of a profile: a bundled profile's name ("research"), a path, a Config, or None for the
         config the CLI would find (--config's rules: $MIROCTL_CONFIG, ./miroctl.yaml, ..., the bundled default)."""
-        return cls(inputs.config_from_source(source), **options)
+        manager = cls(inputs.config_from_source(source), **options)
+        if manager._daemon is not None and not isinstance(source, Config):  # the name `miroctl --config` is given
+            manager._daemon.name = os.fspath(source) if source is not None else None
+        return manager
 
     @property
     def server_names(self) -> list[str]:
@@ -104,7 +115,8 @@ class ToolManager:
         if problem is not None:
             return seeds.failed(server_name, tool_name, problem)
         outcome = await self.call(server_name, tool_name, arguments or {}, task_id=task_id)
-        return seeds.result_of(outcome, server_name, self.config)
+        body = seeds.result_of(outcome, server_name, self.config)
+        return seeds.noted(body, LOST) if LOST in outcome.notes else body
 
     # ------------------------------------------------------------------------------------------ native
 
@@ -114,6 +126,23 @@ class ToolManager:
             specs = self.config.select(servers)
         except Exception as exc:  # noqa: BLE001 - an unknown name is reported as data, like every failure
             return [ServerTools(name, "unknown", failure=_failure(exc)) for name in servers]
+        link = self._daemon
+        kept = [spec for spec in specs if link is not None and link.keeps(spec)]
+        if link is None or not kept:
+            return await self._list_here(specs)
+        here = [spec for spec in specs if spec not in kept]
+        found: dict[str, ServerTools] = {}
+
+        async def listed(work: Awaitable[list[ServerTools]]) -> None:
+            found.update((entry.server, entry) for entry in await work)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(listed, link.list_tools(kept))
+            if here:
+                tg.start_soon(listed, self._list_here(here))
+        return [found[spec.name] for spec in specs if spec.name in found]
+
+    async def _list_here(self, specs: Sequence[ServerSpec]) -> list[ServerTools]:
         async with self._manager(SHARED) as manager:
             return await manager.list_tools(specs)
 
@@ -141,6 +170,8 @@ class ToolManager:
         )
         spec = self.config.get(server) if server else None
         task = current_task_id(task_id, self.task_var)
+        if self._daemon is not None and self._daemon.keeps(spec):
+            return await self._call_kept(request, spec, task)
         if spec is not None and spec.session == "per_call":
             return await self._call_fresh(request, task)
         key = SHARED if spec is not None and spec.persistent else task
@@ -149,6 +180,25 @@ class ToolManager:
                 return await manager.call(request)
         except Exception as exc:  # noqa: BLE001 - never raised to the agent: the call's envelope says why
             return CallOutcome(server, tool, error=str(exc) or type(exc).__name__, error_kind="failed")
+
+    async def _call_kept(self, request: CallRequest, spec: ServerSpec | None, task: str | None) -> CallOutcome:
+        """A call through the daemon; a persistent server's calls share its session there, task id or not."""
+        assert self._daemon is not None
+        if request.output is not None:
+            return CallOutcome(
+                request.server,
+                request.tool,
+                error="output= writes the result on this side: call without it, or with daemon=False",
+                error_kind="usage",
+            )
+        return await self._daemon.call(
+            request.server,
+            request.tool,
+            request.arguments,
+            timeout=request.timeout,
+            autocorrect=request.autocorrect,
+            task_id=None if spec is None or spec.persistent else task,
+        )
 
     async def _call_fresh(self, request: CallRequest, task: str | None) -> CallOutcome:
         """A `session: per_call` server: its own process and session for this call alone, as in the seeds."""

@@ -10,17 +10,19 @@ import select
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
 from miroctl.base.errors import ServerUnavailable
-from miroctl.daemon.places import Place, places
+from miroctl.daemonclient.places import Place, places
 from miroctl.remote import GatewayClient
 
 READY = b"ready\n"
 START_WAIT = 60.0  # seconds a new daemon may take to listen (it loads the configuration and the core first)
+STOP_WAIT = 10.0  # seconds a daemon stopped while it starts may take to exit before it is killed
 
 
 @dataclass(frozen=True)
@@ -39,18 +41,22 @@ class Attached:
 
 
 def attach(place: Place, origin: str, config_name: str | None, idle: float) -> Attached:
-    """The running daemon of `place`, or a new one started now (the lock makes two first commands start one).
-
-    The daemon is held in use until this process exits, so that it cannot leave for idleness between being
-    found here and answering the command."""
+    """The running daemon of `place`, or a new one started now, held in use until this process exits, so that
+    it cannot leave for idleness between being found here and answering the command."""
     hold_in_use(place)
+    return find_or_start(place, origin, config_name, idle)
+
+
+def find_or_start(place: Place, origin: str, config_name: str | None, idle: float, cwd: str | None = None) -> Attached:
+    """The running daemon of `place`, or a new one started now in `cwd` (the lock makes two first commands
+    start one); the caller holds it in use (`hold_in_use`, `in_use`) from before this until its answer."""
     with _locked(place):
         if answers(place):
             return Attached(str(place.socket))
         dead = place.socket.exists()
         place.socket.unlink(missing_ok=True)
         place.record.unlink(missing_ok=True)
-        pid = _spawn(place, config_name, idle)
+        pid = _spawn(place, config_name, idle, cwd)
     _replace_older(place, origin)
     return Attached(str(place.socket), started=True, replaced_dead=dead, pid=pid)
 
@@ -75,6 +81,18 @@ def hold_in_use(place: Place) -> None:
 
 
 @contextmanager
+def in_use(place: Place) -> Iterator[None]:
+    """Hold the daemon's in-use lock (shared) for the block: a long-lived client lets it leave when idle between
+    its requests."""
+    fd = os.open(place.in_use, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+@contextmanager
 def _locked(place: Place) -> Iterator[None]:
     fd = os.open(place.lock, os.O_RDWR | os.O_CREAT, 0o600)
     try:
@@ -84,10 +102,11 @@ def _locked(place: Place) -> Iterator[None]:
         os.close(fd)  # releases the lock
 
 
-def _spawn(place: Place, config_name: str | None, idle: float) -> int:
+def _spawn(place: Place, config_name: str | None, idle: float, cwd: str | None) -> int:
     """Start the daemon in a session of its own (no terminal's Ctrl-C reaches it) and wait until it listens."""
     argv = [sys.executable, "-m", "miroctl.daemon", "--key", place.key, "--idle", repr(idle)]
     argv += ["--config", config_name] if config_name else []
+    place.rotate_log()
     read_end, write_end = os.pipe()
     log = os.open(place.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     try:
@@ -98,14 +117,20 @@ def _spawn(place: Place, config_name: str | None, idle: float) -> int:
             stderr=log,
             pass_fds=(write_end,),
             start_new_session=True,
+            cwd=cwd,
         )
     finally:
         os.close(write_end)
         os.close(log)
     try:
         _wait_ready(read_end, place, process)
+    except BaseException:  # Ctrl-C (or any failure) while it starts: no daemon is left running for its idle time
+        _stop_starting(place, process)
+        raise
     finally:
         os.close(read_end)
+    # Reaped when it exits, should this process (a script's ToolManager) outlive it: no zombie is left.
+    threading.Thread(target=process.wait, name="miroctl-daemon-reaper", daemon=True).start()
     return process.pid
 
 
@@ -126,6 +151,19 @@ def _wait_ready(fd: int, place: Place, process: subprocess.Popen[bytes]) -> None
                 hint=f"see {place.log}, or use --no-daemon",
             )
         received += chunk
+
+
+def _stop_starting(place: Place, process: subprocess.Popen[bytes]) -> None:
+    """End a daemon that has not said it listens: SIGTERM (it has started no server yet), SIGKILL after
+    STOP_WAIT; then remove its socket and record, so that the next command finds no dead daemon's leftovers."""
+    process.terminate()
+    try:
+        process.wait(STOP_WAIT)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+    place.socket.unlink(missing_ok=True)
+    place.record.unlink(missing_ok=True)
 
 
 def _last_line(place: Place) -> str:

@@ -16,6 +16,7 @@ from miroctl.base.rundir import runtime_dir
 __all__ = ["Place", "places", "private_dir", "runtime_dir"]
 
 SOCKET_LIMIT = 107  # bytes in a Unix socket's path (sun_path, less its terminating NUL)
+LOG_LIMIT = 5 * 2**20  # bytes of a daemon's log before it is moved to KEY.log.1 (one old log is kept)
 
 
 def private_dir(path: Path) -> Path:
@@ -57,6 +58,25 @@ class Place:
     @property
     def log(self) -> Path:
         return self.directory / f"{self.key}.log"
+
+    @property
+    def old_log(self) -> Path:
+        return self.directory / f"{self.key}.log.1"
+
+    def rotate_log(self, into: tuple[int, ...] = ()) -> bool:
+        """Move a log of LOG_LIMIT bytes or more to `old_log` (replacing the one there) and start a new one,
+        made the descriptors `into` (the daemon's stdout and stderr); whether it did."""
+        try:
+            if self.log.stat().st_size < LOG_LIMIT:
+                return False
+            os.replace(self.log, self.old_log)
+        except OSError:  # none yet, or another process has just moved it
+            return False
+        fd = os.open(self.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        for target in into:
+            os.dup2(fd, target)
+        os.close(fd)
+        return True
 
     def checked(self) -> Place:
         """This place, its directory made private; a socket path too long for the system is a usage error."""
