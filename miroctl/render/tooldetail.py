@@ -34,7 +34,7 @@ def tool_detail(out: Output, server: str, tool: ToolInfo, connection: Sequence[s
     heading.append(f"  ({out.safe(server)})", style="dim")
     out.out.print(heading)
     for line in _indented(out.safe(inspect.cleandoc(tool.description)), out.out.width):
-        out.out.print(Text(line))
+        out.out.print(Text(line), soft_wrap=True)  # wrapped already, between words: a URL stays whole
     out.out.print(_schema_tree(out, PARAMETERS, tool.input_schema, "no parameters"))
     if tool.output_schema:
         out.out.print(_schema_tree(out, "output (structured content)", tool.output_schema, "any JSON value"))
