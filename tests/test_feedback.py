@@ -33,38 +33,6 @@ def _env() -> dict[str, str]:
     return {**env, "PYTHONPATH": str(ROOT), "TERM": "xterm-256color"}
 
 
-def on_terminal(*argv: str) -> tuple[int, str, str]:
-    """Run the real CLI with stderr on a pseudo-terminal and stdout on a pipe: (exit code, stdout, terminal)."""
-    master, slave = pty.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "miroctl", *argv],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=slave,
-        env=_env(),
-    )
-    os.close(slave)
-    seen = bytearray()
-
-    def drain() -> None:
-        while True:
-            try:
-                data = os.read(master, 65536)
-            except OSError:  # EIO: the last holder of the terminal's other end has gone
-                return
-            if not data:
-                return
-            seen.extend(data)
-
-    reader = threading.Thread(target=drain, daemon=True)
-    reader.start()
-    stdout, _ = proc.communicate(timeout=TIMEOUT)
-    reader.join(TIMEOUT)
-    os.close(master)
-    return proc.returncode, stdout.decode(), seen.decode(errors="replace")
-
-
 class Terminal:
     """The real CLI with stderr on a pseudo-terminal, read as it is drawn, so a test can wait for a line."""
 
@@ -111,6 +79,11 @@ class Terminal:
         self.reader.join(TIMEOUT)
         os.close(self.master)
         return self.proc.returncode, stdout.decode(), self.seen.decode(errors="replace")
+
+
+def on_terminal(*argv: str) -> tuple[int, str, str]:
+    """Run the real CLI with stderr on a pseudo-terminal and stdout on a pipe: (exit code, stdout, terminal)."""
+    return Terminal(*argv).finish()
 
 
 def piped(*argv: str) -> subprocess.CompletedProcess[str]:
