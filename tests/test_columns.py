@@ -37,7 +37,9 @@ def test_the_frames_of_the_heavy_and_the_light_table():
 def test_the_parameters_header_goes_on_two_lines_only_where_it_does_not_fit_on_one():
     assert parameters_header(23) == "parameters (* required)"
     assert parameters_header(22) == "parameters\n(* required)"
-    assert Column.folding(PARAMETERS, least=3, full=5) == Column(12, 12, header=23)  # "(* required)" is never split
+    short = Column.folding(PARAMETERS, least=3, full=5)
+    assert short == Column(12, 12, header=23)  # "(* required)" is never split
+    assert widths([Column.tokens("tool", ["t"]), short], 40) == [4, 23]  # one line where there is room
 
 
 def test_text_wraps_between_words_only_and_is_shortened_only_on_a_terminal():

@@ -60,9 +60,9 @@ def widths(columns: Sequence[Column], room: int, share: float = 0.5) -> list[int
     Token columns keep their full width; a folding column gives up width (down to its least) only so that
     the text gets `share` of the room the tokens leave (or all it needs, if less); the text takes the rest,
     up to its own full width; what is left widens a folding column for its header."""
-    fixed = sum(c.full for c in columns if not c.prose and c.least == c.full)
-    folding = [i for i, c in enumerate(columns) if not c.prose and c.least < c.full]
+    folding = [i for i, c in enumerate(columns) if not c.prose and (c.least < c.full or c.header > c.full)]
     prose = [i for i, c in enumerate(columns) if c.prose]
+    fixed = sum(c.full for i, c in enumerate(columns) if not c.prose and i not in folding)
     left = room - fixed
     sizes = [c.full for c in columns]
     needed = sum(columns[i].least for i in prose)
