@@ -51,11 +51,7 @@ def _check_rows(out: Output, run: CheckRun, wide: bool, reasons: bool) -> Table 
     """The table, each column sized by the column rules; None when it does not fit the screen."""
     headers = _check_headers(run, wide, reasons)
     rows = [_check_cells(out, report, _phase_columns(run), wide, reasons) for report in run.reports]
-    columns = [
-        Column.text(header, (row[i].plain for row in rows)) if header == "reason"
-        else Column.tokens(header, (row[i].plain for row in rows))
-        for i, header in enumerate(headers)
-    ]  # fmt: skip
+    columns = [_column(header, [row[i].plain for row in rows]) for i, header in enumerate(headers)]
     sizes = widths(columns, out.out.width - frame(len(columns), light=not wide))
     if sizes is None:
         return None
@@ -75,6 +71,11 @@ def _check_rows(out: Output, run: CheckRun, wide: bool, reasons: bool) -> Table 
     for row in rows:
         table.add_row(*row)
     return table
+
+
+def _column(header: str, cells: list[str]) -> Column:
+    """The reason is running text; every other cell (a name, a version, a time) is a token kept whole."""
+    return Column.text(header, cells) if header == "reason" else Column.tokens(header, cells)
 
 
 def _phase_columns(run: CheckRun) -> list[tuple[str, str]]:
