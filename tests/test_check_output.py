@@ -1,16 +1,21 @@
 """How a check is shown: the table at any terminal width, and JUnit XML that CI systems can parse."""
 
 import io
+import re
 import xml.etree.ElementTree as ET
 
+import pytest
 from rich.console import Console
+from typer.testing import CliRunner
 
 from miroctl.base.models import Failure, ServerSpec, ToolInfo
 from miroctl.check import junit
 from miroctl.check.lockfile import Change, LockCheck
 from miroctl.check.report import CheckRun, ProbeReport
+from miroctl.cli.app import app
 from miroctl.render.checks import check_table
 from miroctl.render.output import Output
+from tests.conftest import fixture_yaml
 
 REASON = "server exited with code 3 before initialize finished"
 
@@ -85,6 +90,72 @@ def test_output_that_is_not_a_terminal_keeps_the_width_columns_gives(monkeypatch
     text = rendered(CheckRun([failing()], "cfg"), 80, terminal=False)
     assert max(len(line) for line in text.splitlines()) <= 80
     assert "✗ quitter" in text and "exited: server exited with code 3" in text
+
+
+LONG_SERVER = "a-rather-long-server-name"
+PHASES = ("spawn", "init", "list", "ping", "smoke")
+
+
+def pool():
+    return CheckRun([healthy(), failing(), healthy(LONG_SERVER)], "cfg", smoke=True)
+
+
+@pytest.mark.parametrize("columns", [60, 100, 200])
+@pytest.mark.parametrize("terminal", [True, False])
+def test_check_at_60_100_and_200_columns_keeps_to_the_screen_and_never_breaks_a_name_or_a_number(
+    monkeypatch, columns, terminal
+):
+    monkeypatch.setenv("COLUMNS", str(columns))
+    text = rendered(pool(), columns, terminal=terminal)
+    assert max(len(line) for line in text.splitlines()) <= columns
+    assert "…" not in text
+    assert re.search(rf"(?<![\w-]){LONG_SERVER}(?![\w-])", text) and "2026-07-28" in text and "1.0.0" in text
+    words = set(text.split())
+    assert set(PHASES) <= words | {w.rstrip(",") for w in words}
+    assert "900" in words | {w.rstrip(",") for w in words}
+
+
+def test_check_on_a_60_column_screen_gives_each_server_a_line_with_its_facts_under_it(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "60")
+    lines = rendered(pool(), 60, terminal=False).splitlines()
+    at = lines.index(f"✓ {LONG_SERVER}")
+    assert lines[at + 1 : at + 3] == [
+        "    protocol 2026-07-28, version 1.0.0, tools 1",
+        "    spawn 5, init 900, list 3, ping n/a, smoke –",
+    ]
+    assert "    spawn 4, init ✗ 40" in lines  # the phases a failed start never reached are left out
+    assert f"✗ quitter exited: {REASON}" in " ".join(" ".join(lines).split())  # under them, wrapped
+
+
+def test_check_at_100_columns_is_one_table_with_every_phase_in_its_own_column(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "100")
+    text = rendered(pool(), 100, terminal=False)
+    header = next(line for line in text.splitlines() if line.split()[:1] == ["server"])
+    assert header.split() == ["server", "protocol", "version", "tools", *PHASES]
+    row = next(line for line in text.splitlines() if LONG_SERVER in line)
+    assert row.split() == ["✓", LONG_SERVER, "2026-07-28", "1.0.0", "1", "5", "900", "3", "n/a", "–"]
+
+
+def test_check_at_200_columns_gives_the_reason_the_room_the_other_columns_leave(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")
+    text = rendered(pool(), 200, terminal=False)
+    row = next(line for line in text.splitlines() if "quitter" in line)
+    assert "✗ unhealthy" in row and f"exited: {REASON}" in row  # whole, on the server's own line
+    narrower = rendered(pool(), 140, terminal=False)
+    cells = [line.split("│")[-2].strip() for line in narrower.splitlines() if line.count("│") == 13]
+    assert " ".join(cell for cell in cells if cell) == f"exited: {REASON}"  # wrapped between words, not cut
+
+
+@pytest.mark.parametrize("columns", [60, 100, 200])
+def test_check_of_real_servers_into_a_pipe_fits_60_100_and_200_columns(write_config, columns):
+    path = write_config({"alpha": fixture_yaml("alpha"), LONG_SERVER: fixture_yaml(LONG_SERVER)})
+    result = CliRunner().invoke(app, ["check", "-c", str(path)], env={"COLUMNS": str(columns)})
+    assert result.exit_code == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert max(len(line) for line in lines) <= columns
+    assert "…" not in result.stdout
+    assert any(re.search(rf"(^|\s)(✓ )?{LONG_SERVER}(\s|$)", line) for line in lines)
+    assert lines[-1].startswith("2 of 2 servers healthy")
 
 
 def test_server_text_in_the_table_is_shown_literally():

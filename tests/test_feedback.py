@@ -4,6 +4,7 @@ is piped or with --json, and the result on stdout is the same either way."""
 from __future__ import annotations
 
 import fcntl
+import io
 import os
 import pty
 import re
@@ -15,10 +16,13 @@ import threading
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 from typer.testing import CliRunner
 
 from miroctl.cli.app import app
-from tests.conftest import ROOT, parse_json
+from miroctl.render.progress import ServerProgress
+from miroctl.sessions.stages import StageEvent, TimeBudget
+from tests.conftest import HEALTHY_STARTUP, ROOT, parse_json
 from tests.surface_support import echo, surface_yaml
 
 TIMEOUT = 120
@@ -29,36 +33,57 @@ def _env() -> dict[str, str]:
     return {**env, "PYTHONPATH": str(ROOT), "TERM": "xterm-256color"}
 
 
-def on_terminal(*argv: str) -> tuple[int, str, str]:
-    """Run the real CLI with stderr on a pseudo-terminal and stdout on a pipe: (exit code, stdout, terminal)."""
-    master, slave = pty.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "miroctl", *argv],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=slave,
-        env=_env(),
-    )
-    os.close(slave)
-    seen = bytearray()
+class Terminal:
+    """The real CLI with stderr on a pseudo-terminal, read as it is drawn, so a test can wait for a line."""
 
-    def drain() -> None:
+    def __init__(self, *argv: str) -> None:
+        master, slave = pty.openpty()
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "miroctl", *argv],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=slave,
+            env=_env(),
+        )
+        os.close(slave)
+        self.master = master
+        self.seen = bytearray()
+        self.changed = threading.Condition()
+        self.reader = threading.Thread(target=self._drain, daemon=True)
+        self.reader.start()
+
+    def _drain(self) -> None:
         while True:
             try:
-                data = os.read(master, 65536)
+                data = os.read(self.master, 65536)
             except OSError:  # EIO: the last holder of the terminal's other end has gone
-                return
+                data = b""
+            with self.changed:
+                self.seen.extend(data)
+                self.changed.notify_all()
             if not data:
                 return
-            seen.extend(data)
 
-    reader = threading.Thread(target=drain, daemon=True)
-    reader.start()
-    stdout, _ = proc.communicate(timeout=TIMEOUT)
-    reader.join(TIMEOUT)
-    os.close(master)
-    return proc.returncode, stdout.decode(), seen.decode(errors="replace")
+    def wait_for(self, pattern: str) -> re.Match[str]:
+        """The first match of `pattern` in what the terminal shows (colours and cursor moves left out)."""
+        with self.changed:
+            found = self.changed.wait_for(
+                lambda: re.search(pattern, _plain(self.seen.decode(errors="replace"))), TIMEOUT
+            )
+        assert found, f"never drawn: {pattern!r} in {bytes(self.seen)!r}"
+        return found
+
+    def finish(self) -> tuple[int, str, str]:
+        stdout, _ = self.proc.communicate(timeout=TIMEOUT)
+        self.reader.join(TIMEOUT)
+        os.close(self.master)
+        return self.proc.returncode, stdout.decode(), self.seen.decode(errors="replace")
+
+
+def on_terminal(*argv: str) -> tuple[int, str, str]:
+    """Run the real CLI with stderr on a pseudo-terminal and stdout on a pipe: (exit code, stdout, terminal)."""
+    return Terminal(*argv).finish()
 
 
 def piped(*argv: str) -> subprocess.CompletedProcess[str]:
@@ -160,3 +185,45 @@ def test_a_server_with_a_tool_of_its_own_name_takes_the_word_as_that_tool(tmp_pa
     result = CliRunner().invoke(app, ["call", "echo", "text=hi", "-c", str(path)])
     assert result.exit_code == 0
     assert result.stdout == "hi\n"
+
+
+def _drawn(view: ServerProgress) -> str:
+    console = Console(file=io.StringIO(), force_terminal=True, width=100, color_system=None)
+    console.print(view.renderable())
+    return console.file.getvalue()  # type: ignore[attr-defined]  # the StringIO given above
+
+
+def test_a_pending_servers_line_shows_its_time_against_its_start_up_budget():
+    now = 100.0
+    view = ServerProgress(Console(file=io.StringIO()), "miroctl list", clock=lambda: now)
+    view.began = 91.0
+    wait = TimeBudget(30, 92.3)  # starting and initialising are one wait
+    view.on_stage(StageEvent("tool-reading", "starting", at=92.3, budget=wait))
+    view.on_stage(StageEvent("tool-reading", "initialising", at=95.0, budget=wait))
+    view.on_stage(StageEvent("tool-python", "listing", at=99.5, budget=TimeBudget(7.5, 99.5)))
+    view.on_stage(StageEvent("tool-system", "calling", "disk_usage", at=98.0))
+    view.on_stage(StageEvent("tool-planner", "done", ms=812, at=99.0))
+    lines = [line.rstrip() for line in _drawn(view).splitlines()]
+    assert lines[0].endswith("miroctl list  1 of 4 servers answered  9.0 s")
+    assert lines[1:] == [
+        f"  {lines[1][2]} tool-reading  initialising…  7.7 s / 30 s",
+        f"  {lines[1][2]} tool-python   listing tools…  0.5 s / 7.5 s",
+        f"  {lines[1][2]} tool-system   calling disk_usage…  2.0 s",
+        "  ✓ tool-planner  done in 812 ms",
+    ]
+
+
+def test_a_starting_server_on_a_terminal_counts_against_its_budget_until_it_answers(tmp_path, write_config, leak_tag):
+    gate = tmp_path / "gate"
+    os.mkfifo(gate)
+    server = surface_yaml(tmp_path, [echo()], name="gated", env={"MIROCTL_TEST_TAG": leak_tag})
+    command = " ".join([sys.executable, *server["args"]])
+    server.update(tool_command="sh", args=["-c", f"read go < {gate}; exec {command}"])
+    terminal = Terminal("list", "-c", str(write_config({"gated": server})))
+    terminal.wait_for(rf"gated\s+(starting|initialising)…\s+\d+\.\d s / {HEALTHY_STARTUP:g} s")
+    with gate.open("w") as opened:  # the server goes on only now: the line above was drawn while it waited
+        opened.write("go\n")
+    code, stdout, shown = terminal.finish()
+    assert code == 0
+    assert "gated  stdio · 1 tool" in stdout
+    assert re.search(r"✓ gated\s+done in \d+ ms", _plain(shown))

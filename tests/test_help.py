@@ -94,12 +94,40 @@ def test_the_one_command_app_of_a_cold_call_or_list_answers_as_the_whole_app(wor
     assert (alone.stdout, alone.stderr) == (whole.stdout, whole.stderr)
 
 
+def names_in_help(command: str) -> set[str]:
+    """What a user types and so must read whole: option names, metavars, env var names, subcommands."""
+    sub = GROUP
+    for word in command.split():
+        sub = sub.commands[word]  # type: ignore[attr-defined]
+    names = set(getattr(sub, "commands", {}))
+    for param in sub.get_params(typer.Context(sub)):  # as the help shows them (some are hidden there)
+        if getattr(param, "hidden", False):
+            continue
+        if isinstance(param, typer.core.TyperOption):
+            names.update([*param.opts, *param.secondary_opts])
+        envvars = param.envvar if isinstance(param.envvar, (list, tuple)) else [param.envvar]
+        names.update(name for name in (param.metavar, *envvars) if name)
+    return names
+
+
 @pytest.mark.parametrize("command", ["", *COMMANDS])
 def test_help_at_60_columns_cuts_no_option_name_or_word(command):
     result = CliRunner().invoke(app, [*command.split(), "--help"], env={"COLUMNS": "60"})
     assert result.exit_code == 0, result.output
     assert "…" not in result.stdout
     assert max(len(line) for line in result.stdout.splitlines()) <= 60
+
+
+@pytest.mark.parametrize("command", ["", *COMMANDS])
+def test_help_at_60_columns_breaks_no_name_metavar_or_example_across_lines(command):
+    result = CliRunner().invoke(app, [*command.split(), "--help"], env={"COLUMNS": "60"})
+    assert result.exit_code == 0, result.output
+    lines = [line.strip(" │") for line in result.stdout.splitlines()]
+    for name in names_in_help(command):
+        whole = re.compile(rf"(?<![\w-]){re.escape(name)}(?![\w-])")
+        assert any(whole.search(line) for line in lines), f"{name!r} is broken across lines"
+    for example, what in EXAMPLES[command or "miroctl"]:
+        assert example in lines and f"# {what}" in lines, f"{example!r} or its comment wraps"
 
 
 def test_the_root_help_shows_install_completion_whole_among_its_examples():

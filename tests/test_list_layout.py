@@ -61,7 +61,7 @@ def _sandbox(tmp_path, write_config):
     return write_config({"sandbox": server})
 
 
-@pytest.mark.parametrize("columns", [80, 60])
+@pytest.mark.parametrize("columns", [200, 100, 80, 60])
 def test_list_keeps_parameter_names_types_and_resource_uris_whole_at_narrow_widths(tmp_path, write_config, columns):
     path = _sandbox(tmp_path, write_config)
     result = CliRunner().invoke(app, ["list", "-c", str(path), "--resources"], env={"COLUMNS": str(columns)})
@@ -77,6 +77,18 @@ def test_list_keeps_parameter_names_types_and_resource_uris_whole_at_narrow_widt
     assert any(re.search(rf"\b{re.escape(n)}\b", result.stdout) for n in ["timeout_seconds", "interpreter_mode"])
     assert "…" not in "".join(re.findall(r"[a-z_]+\*?:", result.stdout))
     assert LONG_URI in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("columns", "header"), [(200, ["parameters (* required)"]), (40, ["parameters", "(* required)"])]
+)
+def test_list_heads_the_parameters_as_the_detail_view_does_on_two_lines_when_narrow(write_config, columns, header):
+    path = write_config({"alpha": fixture_yaml("alpha", "--tools", "echo,add")})
+    result = CliRunner().invoke(app, ["list", "-c", str(path)], env={"COLUMNS": str(columns)})
+    assert result.exit_code == 0
+    heads = [[cell.strip() for cell in line.split("┃")[1:-1]] for line in result.stdout.splitlines() if "┃" in line]
+    assert [head[-1] for head in heads] == header
+    assert "text*: string" in result.stdout and "parameters*" not in result.stdout
 
 
 def test_list_on_an_80_column_terminal_shortens_a_long_description_instead_of_the_parameters(tmp_path, write_config):

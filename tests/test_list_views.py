@@ -147,3 +147,17 @@ def test_a_word_that_is_no_tool_of_the_one_adhoc_server_exits_6_naming_its_tools
 )
 def test_the_first_sentence_ends_at_the_first_stop_that_a_new_sentence_follows(text, sentence):
     assert first_sentence(text) == sentence
+
+
+def test_the_detail_view_at_60_columns_wraps_its_description_between_words_and_keeps_a_long_url_whole(
+    tmp_path, write_config
+):
+    url = "https://docs.example.com/reference/tools/summarise-every-document-in-the-folder"
+    described = tool("fetch", description=f"Fetch the page at {url} and summarise it in one paragraph of plain text.")
+    path = write_config({"web": surface_yaml(tmp_path, [described], name="web")})
+    code, stdout, _ = invoke("list", "web", "fetch", "-c", str(path), env={"COLUMNS": "60"})
+    assert code == 0
+    lines = stdout.splitlines()
+    assert f"  {url}" in lines  # alone on its line, longer than the screen, never broken
+    assert all(len(line) <= 60 for line in lines if url not in line and not line.startswith("  miroctl call"))
+    assert "parameters (* required)" in lines

@@ -24,6 +24,7 @@ from miroctl.sessions.exchange import TimedOut, within
 from miroctl.sessions.failures import config_failure, leaf, stdout_noise
 from miroctl.sessions.listing import Listing, list_tools
 from miroctl.sessions.pool import ServerHandle, Unavailable
+from miroctl.sessions.stages import TimeBudget
 from miroctl.sessions.transports import Connection
 
 TIMEOUT_HINT = "raise --timeout (or the server's startup_timeout) if the server is just slow"
@@ -156,7 +157,7 @@ class Prober:
     async def _list(self, handle: ServerHandle, connection: Connection, report: ProbeReport, budget: Budget) -> bool:
         """Every page of tools/list; a server that cannot list its tools is not healthy."""
         began = time.perf_counter()
-        handle.stage("listing")
+        handle.stage("listing", budget=TimeBudget(budget.seconds, budget.began))  # the whole probe's budget
         answer = await within(
             connection.wire, budget.remaining(), lambda: list_tools(handle.spec.name, connection.session)
         )

@@ -40,7 +40,7 @@ EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
     "call": (
         ("miroctl call tool-reading read_file uri=README.md", "SERVER TOOL key=value"),
         ("miroctl call tool-system.disk_usage path=/ --json", "SERVER.TOOL, the envelope as JSON"),
-        ("miroctl call tool-system cpu_usage sample_seconds:=0.5 -t 10", "key:=JSON, a timeout"),
+        ("miroctl call system cpu_usage sample_seconds:=0.5 -t 10", "key:=JSON, a timeout"),
     ),
     "read": (
         ("miroctl list tool-docs --resources", "find the URIs a server offers"),
@@ -50,7 +50,7 @@ EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
     "prompt": (
         ("miroctl list tool-docs --prompts", "find the prompts a server offers"),
         ("miroctl prompt tool-docs review code='print(1)'", "fill one in with its arguments"),
-        ("miroctl prompt tool-docs review code=x focus=style --json", "its messages as JSON"),
+        ("miroctl prompt tool-docs review code=x --json", "its messages as JSON"),
     ),
     "check": (
         ("miroctl check", "probe every default server phase by phase"),
@@ -59,7 +59,7 @@ EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
     ),
     "serve": (
         ("miroctl serve --transport http --port 8765 --json", "HTTP, the ready line as JSON"),
-        ("miroctl call --via http://127.0.0.1:8765 tool-system disk_usage", "call through it"),
+        ("miroctl list --via http://127.0.0.1:8765", "its tools, through it"),
     ),
     "auth": (
         ("miroctl auth tracker", "log in to an OAuth server: opens the browser"),
@@ -68,8 +68,8 @@ EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
     ),
     "bench": (
         ("miroctl bench tool-system disk_usage path=/ -j 4 -n 200", "200 calls, 4 in flight"),
-        ("miroctl bench tool-system disk_usage -d 30 --rate 50 --json", "30 s at 50 calls/s, as JSON"),
-        ("miroctl bench tool-system disk_usage -n 100 --via http://127.0.0.1:8765", "through a gateway"),
+        ("miroctl bench tool-system disk_usage -d 30 --rate 50", "30 s at 50 calls/s"),
+        ("miroctl bench system disk_usage -n 100 --json", "the report as JSON"),
     ),
     "help": (
         ("miroctl help connection", "--config, --stdio, --url, --via, ... in full"),
@@ -98,7 +98,7 @@ EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
         ("miroctl daemon logs --all -n 0", "every daemon's whole log"),
     ),
     "config": (
-        ("miroctl config sources", "every editor's and client's MCP config found here and in HOME"),
+        ("miroctl config sources", "every client's MCP config found here and in HOME"),
         ("miroctl config import cursor", "write Cursor's servers as miroctl server files"),
         ("miroctl list -c claude-code", "or use one client's servers directly"),
     ),
@@ -108,7 +108,7 @@ EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
         ("miroctl install vscode --scope project --remove", "take it out of .vscode/mcp.json"),
     ),
     "config sources": (
-        ("miroctl config sources", "every editor's and client's MCP config found here and in HOME"),
+        ("miroctl config sources", "every client's MCP config found here and in HOME"),
         ("miroctl config sources --client cursor --json", "one client's, as JSON"),
         ("miroctl list -c cursor", "use one client's servers directly"),
     ),

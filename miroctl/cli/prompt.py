@@ -24,7 +24,7 @@ def prompt(
         typer.Argument(
             help="[SERVER] NAME [key=value ...]: the server (which may be left out when there is only one), the "
             "prompt's name (miroctl list SERVER --prompts lists them) and its arguments.",
-            metavar="[SERVER] NAME [KEY=VALUE]...",
+            metavar="SERVER NAME KEY=VALUE",
             autocompletion=completion.server_first,
             show_default=False,
         ),

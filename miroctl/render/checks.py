@@ -11,6 +11,7 @@ from rich.text import Text
 
 from miroctl.check.lockfile import LockCheck
 from miroctl.check.report import CheckRun, Phase, ProbeReport
+from miroctl.render.columns import Column, frame, widths, wrap
 from miroctl.render.output import Output
 
 _PHASE_COLUMNS = (("start", "start"), ("initialize", "init"), ("tools", "list"), ("ping", "ping"))
@@ -19,11 +20,20 @@ CHECK_WIDE = 120  # narrower terminals get the reasons under the table instead o
 
 
 def check_table(out: Output, run: CheckRun) -> None:
-    """The check as one table (a row per server), failure details under it, then lock changes and a summary."""
+    """The check as one table (a row per server), failure details under it, then lock changes and a summary.
+
+    The column rules of render/columns.py: server names, versions and times whole, the reasons in the room
+    left (under the table when there is too little); a screen too narrow for the table gets a server a line."""
     if not out.out.is_terminal and not os.environ.get("COLUMNS") and out.out.width < CHECK_LOG_WIDTH:
         out.out.width = CHECK_LOG_WIDTH
     wide = out.out.width >= CHECK_WIDE
-    out.out.print(_check_rows(out, run, wide, reasons=wide and any(not r.ok for r in run.reports)))
+    table = _check_rows(out, run, wide, reasons=wide and any(not r.ok for r in run.reports)) if wide else None
+    if table is None:  # narrower, or the wide columns leave the reasons too little room: the narrow table
+        wide, table = False, _check_rows(out, run, False, reasons=False)
+    if table is not None:
+        out.out.print(table)
+    else:
+        _check_lines(out, run)
     for report in run.reports:  # a server another interpreter ran says which
         if report.python:
             out.out.print(Text(f"{out.safe(report.server)}  python {out.safe(report.python)}", style="dim"))
@@ -37,26 +47,68 @@ def check_table(out: Output, run: CheckRun) -> None:
     out.out.print(Text(_check_summary(run), style="bold green" if run.exit_code == 0 else "bold red"))
 
 
-def _check_rows(out: Output, run: CheckRun, wide: bool, reasons: bool) -> Table:
-    columns = [*_PHASE_COLUMNS, *((("smoke", "smoke"),) if run.smoke else ())]
+def _check_rows(out: Output, run: CheckRun, wide: bool, reasons: bool) -> Table | None:
+    """The table, each column sized by the column rules; None when it does not fit the screen."""
+    headers = _check_headers(run, wide, reasons)
+    rows = [_check_cells(out, report, _phase_columns(run), wide, reasons) for report in run.reports]
+    columns = [_column(header, [row[i].plain for row in rows]) for i, header in enumerate(headers)]
+    sizes = widths(columns, out.out.width - frame(len(columns), light=not wide))
+    if sizes is None:
+        return None
     table = Table(caption=_check_caption(run, wide), caption_justify="left", expand=False)
     if not wide:  # narrow terminals: a lighter frame that gives the cells their room
         table.box, table.padding, table.collapse_padding, table.pad_edge = box.SIMPLE_HEAD, (0, 1), True, False
-    table.add_column("server", no_wrap=True, min_width=6, style="bold")
-    if wide:
-        table.add_column("status", no_wrap=True)
-    table.add_column("protocol", no_wrap=True, min_width=10)
-    table.add_column("version", overflow="fold", min_width=7)
-    table.add_column("tools", justify="right", no_wrap=True)
-    for key, header in columns:
-        table.add_column(_start_header(run) if key == "start" else header, justify="right", no_wrap=True)
-    if wide:  # below 120 columns the phases take the room (--json has every server's time)
-        table.add_column("total", justify="right", no_wrap=True)
-    if reasons:
-        table.add_column("reason", overflow="fold", min_width=16, ratio=1)
-    for report in run.reports:
-        table.add_row(*_check_cells(out, report, columns, wide, reasons))
+    for header, size in zip(headers, sizes, strict=True):
+        right = header not in ("server", "status", "protocol", "version", "reason")
+        table.add_column(
+            header,
+            width=size,
+            no_wrap=header != "reason",
+            overflow="fold",
+            justify="right" if right else "left",
+            style="bold" if header == "server" else "",
+        )
+    for row in rows:
+        table.add_row(*row)
     return table
+
+
+def _column(header: str, cells: list[str]) -> Column:
+    """The reason is running text; every other cell (a name, a version, a time) is a token kept whole."""
+    return Column.text(header, cells) if header == "reason" else Column.tokens(header, cells)
+
+
+def _phase_columns(run: CheckRun) -> list[tuple[str, str]]:
+    return [*_PHASE_COLUMNS, *((("smoke", "smoke"),) if run.smoke else ())]
+
+
+def _check_headers(run: CheckRun, wide: bool, reasons: bool) -> list[str]:
+    phases = [_start_header(run) if key == "start" else header for key, header in _phase_columns(run)]
+    # below 120 columns the phases take the room (--json has every server's time)
+    return [
+        "server",
+        *(["status"] if wide else []),
+        "protocol",
+        "version",
+        "tools",
+        *phases,
+        *(["total"] if wide else []),
+        *(["reason"] if reasons else []),
+    ]
+
+
+def _check_lines(out: Output, run: CheckRun) -> None:
+    """Too narrow for the table: each server's mark and name alone on a line, its facts indented under it."""
+    phases = _check_headers(run, wide=False, reasons=False)[4:]
+    width = out.out.width
+    for report in run.reports:
+        cells = _check_cells(out, report, _phase_columns(run), wide=False, reasons=False)
+        out.out.print(cells[0], soft_wrap=True)  # the name is never broken
+        facts = f"protocol {cells[1].plain}, version {cells[2].plain}, tools {cells[3].plain}"
+        times = ", ".join(f"{head} {cell.plain}" for head, cell in zip(phases, cells[4:], strict=True) if cell.plain)
+        for line in (*wrap(facts, width, "    ", "      "), *wrap(times, width, "    ", "      ")):
+            out.out.print(Text(line, style="dim"), soft_wrap=True)
+    out.out.print(_check_caption(run, wide=False))
 
 
 def _start_header(run: CheckRun) -> str:

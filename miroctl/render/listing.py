@@ -2,14 +2,13 @@
 
 What a user types is never cut: tool and parameter names and types, and resource URIs, keep their whole
 width; descriptions get the room left, at least half of it, wrap, and are shortened (… at the end) only on
-a terminal; a screen too narrow for a table gets the same facts as indented lines. `--brief` is one
-signature line per tool. One tool in detail is render/tooldetail.py.
+a terminal (the column rules of render/columns.py); a screen too narrow for a table gets the same facts as
+indented lines. `--brief` is one signature line per tool. One tool in detail is render/tooldetail.py.
 """
 
 from __future__ import annotations
 
 import re
-import textwrap
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -21,14 +20,13 @@ from rich.text import Text
 from miroctl.base.models import Failure, ServerTools, ToolInfo
 from miroctl.base.text import counted
 from miroctl.core import schemas
+from miroctl.render.columns import PARAMETERS, PROSE_MIN, Column, frame, parameters_header, shortened, widths, wrap
 from miroctl.render.output import Output, without_tail_line
 from miroctl.render.tooldetail import tool_detail
 
-FRAME = 10  # a three-column table's borders and padding
-DESCRIPTION_MIN = 16  # narrower than this, the description goes under the tool name instead
+DESCRIPTION_MIN = PROSE_MIN  # narrower than this, the description goes under the tool name instead
 DESCRIPTION_SHARE = 0.5  # the description's least share of what the tool names leave; the types wrap first
 DESCRIPTION_LINES = 3  # on a terminal, a description longer than this many lines is shortened (… at the end)
-PARAMETERS = "parameters*"  # * marks a required parameter, in every table and signature
 _SENTENCE = re.compile(r"(.+?[.!?])(?=\s+[A-Z(`\"']|$)")
 
 
@@ -101,45 +99,49 @@ def _brief(out: Output, tools: Sequence[ToolInfo]) -> None:
         line = signature(out, tool) + (f" — {sentence}" if sentence else "")
         pieces = [line]
         if out.out.is_terminal:
-            pieces = textwrap.wrap(
-                line, out.out.width, subsequent_indent="    ", break_long_words=False, break_on_hyphens=False
-            )
+            pieces = wrap(line, out.out.width, later="    ")
         for piece in pieces:
             out.out.print(Text(piece), soft_wrap=True)
 
 
 def _tools_table(out: Output, tools: Sequence[ToolInfo]) -> Table | Text:
-    """tool | description | parameters, sized so that names and types keep their whole width and the
-    descriptions get at least half of what is left; narrower screens stack, then fall back to lines."""
+    """tool | description | parameters by the column rules (render/columns.py): names and types whole, the
+    descriptions at least half of what is left; narrower screens stack, then fall back to lines."""
     width = out.out.width
     params = {tool.name: parameter_lines(out, tool) for tool in tools}
     lines = [p for found in params.values() for p in found]
     # A tool's name is never broken, unless it is longer than the screen (then no layout keeps it whole).
-    tool_w = max(len("tool"), *(n for n in (len(out.safe(t.name)) for t in tools) if n <= width - 4))
-    full = max((len(name) + 2 + len(kind) for name, kind in lines), default=0)
-    least = max((len(name) + 1 for name, _ in lines), default=0)
-    room = width - FRAME - tool_w
-    params_w = max(full, least, len(PARAMETERS))
-    wanted = max(DESCRIPTION_MIN, int(room * DESCRIPTION_SHARE))
-    if room - params_w < wanted:  # the types go under their names, for the descriptions
-        params_w = max(least, len(PARAMETERS), room - wanted)
-    description_w = room - params_w
-    if description_w < DESCRIPTION_MIN:
+    names = [name for name in (out.safe(t.name) for t in tools) if len(name) <= width - 4]
+    least, full = _parameter_widths(lines)
+    columns = [
+        Column.tokens("tool", names),
+        Column.text("description", (out.safe(t.summary) for t in tools)),
+        Column.folding(PARAMETERS, least, full),
+    ]
+    sizes = widths(columns, width - frame(3), DESCRIPTION_SHARE)
+    if sizes is None:
         return _stacked_table(out, tools, params, width, (least, full))
+    tool_w, description_w, params_w = sizes
     table = Table(expand=False, box=box.HEAVY_HEAD)
     table.add_column("tool", style="cyan", width=tool_w, overflow="fold")
     table.add_column("description", max_width=description_w)
-    table.add_column(PARAMETERS, width=params_w, overflow="fold")
+    table.add_column(parameters_header(params_w), width=params_w, overflow="fold")
     for tool in tools:
         summary = _described(out, tool, description_w, max(DESCRIPTION_LINES, len(params[tool.name])))
         table.add_row(Text(out.safe(tool.name)), Text(summary), _parameters(params[tool.name]))
     return table
 
 
+def _parameter_widths(lines: Sequence[tuple[str, str]]) -> tuple[int, int]:
+    """The parameters column's least width (each name whole, its type under it) and its full width."""
+    full = max((len(name) + 2 + len(kind) for name, kind in lines), default=0)
+    least = max((len(name) + 1 for name, _ in lines), default=0)
+    return least, full
+
+
 def _described(out: Output, tool: ToolInfo, width: int, lines: int) -> str:
     """The tool's summary: whole when stdout is a file or a pipe, shortened to `lines` on a terminal."""
-    summary = out.safe(tool.summary)
-    return _shortened(summary, width, lines) if out.out.is_terminal else summary
+    return shortened(out.safe(tool.summary), width, lines, out.out.is_terminal)
 
 
 def _stacked_table(
@@ -149,16 +151,22 @@ def _stacked_table(
     width: int,
     params_range: tuple[int, int],
 ) -> Table | Text:
-    """Too narrow for three columns: the description under the tool's name, the parameters beside it."""
-    least, full = params_range
-    longest_tool = max(n for n in (len(out.safe(t.name)) for t in tools) if n <= width - 4) if tools else 0
-    params_w = max(least, 10, min(full, width - 7 - max(longest_tool, DESCRIPTION_MIN)))
-    tool_w = max(10, width - 7 - params_w)
-    if tool_w < longest_tool:
+    """Too narrow for three columns: the description under the tool's name, the parameters beside it
+    (as wide as they can be); narrower still, one tool per line."""
+    names = [name for name in (out.safe(t.name) for t in tools) if len(name) <= width - 4]
+    longest_tool = max((len(name) for name in names), default=0)
+    columns = [
+        Column.text("tool / description", (), max(longest_tool, DESCRIPTION_MIN)),
+        Column.folding(PARAMETERS, *params_range),
+    ]
+    sizes = widths(columns, width - frame(2), share=0)
+    if sizes is None:
         return _tool_lines(out, tools, params)
+    params_w = sizes[1]
+    tool_w = width - frame(2) - params_w
     table = Table(expand=False, box=box.HEAVY_HEAD)
     table.add_column("tool / description", width=tool_w, overflow="fold")
-    table.add_column(PARAMETERS, width=params_w, overflow="fold")
+    table.add_column(parameters_header(params_w), width=params_w, overflow="fold")
     for tool in tools:
         cell = Text(out.safe(tool.name), style="cyan")
         if tool.summary:
@@ -177,24 +185,13 @@ def _tool_lines(out: Output, tools: Sequence[ToolInfo], params: Mapping[str, lis
             text.append("\n")
         text.append(out.safe(tool.name), style="cyan")
         summary = _described(out, tool, width, DESCRIPTION_LINES)
-        for line in textwrap.wrap(summary, width, break_long_words=False):
+        for line in wrap(summary, width):
             text.append("\n    " + line)
         for name, kind in params[tool.name]:
             text.append("\n    ")
             text.append(name, style="bold" if name.endswith("*") else "")
             text.append(": " + kind, style="dim")
     return text
-
-
-def _shortened(text: str, width: int, lines: int) -> str:
-    """The text in at most `lines` lines of `width`, ending in … when some of it is left out."""
-    wrapped = textwrap.wrap(text, width) or [""]
-    if len(wrapped) <= lines:
-        return text
-    kept = wrapped[:lines]
-    last = kept[-1]
-    kept[-1] = (last if len(last) < width else last[: width - 1].rstrip()) + "…"
-    return "\n".join(kept)
 
 
 def _parameters(lines: Sequence[tuple[str, str]]) -> Text:

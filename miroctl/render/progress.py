@@ -1,5 +1,6 @@
 """Live feedback on stderr while the core works: a line per server (starting, initialising, listing,
-calling, done in N ms, failed: class), erased when the result is printed.
+calling, done in N ms, failed: class), erased when the result is printed. A server still starting or
+listing shows the time spent against its start-up budget (`initialising… 7.7 s / 30 s`).
 
 Only on a terminal: nothing of it when stderr is piped or with --json. The first line is drawn by the
 console entry before the slow imports (launch/early.py); this display takes it over (`adopt`) and fills
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from rich.console import Console, Group
@@ -33,12 +35,14 @@ def stderr_console() -> Console:
 
 
 class ServerProgress:
-    """The live lines: a heading, then one line per server that reported a stage."""
+    """The live lines: a heading, then one line per server that reported a stage; `clock` is the clock of
+    the stage events (time.perf_counter's)."""
 
-    def __init__(self, console: Console, label: str) -> None:
+    def __init__(self, console: Console, label: str, clock: Callable[[], float] = time.perf_counter) -> None:
         self.console = console
         self.label = label
-        self.began = time.perf_counter()
+        self.clock = clock
+        self.began = clock()
         self._rows: dict[str, StageEvent] = {}
         self._message = ""
         self._lock = threading.Lock()  # events arrive in the event loop, drawing happens in Rich's thread
@@ -78,14 +82,14 @@ class ServerProgress:
         with self._lock:
             rows = list(self._rows.values())
             message = self._message
-        now = time.perf_counter()
+        now = self.clock()
         frame = _SPINNER[int(now * 10) % len(_SPINNER)]
         head = Text(f"{frame} ", style="cyan")
         head.append(visible(self.label))
         finished = sum(1 for row in rows if row.stage in ("done", "failed"))
         if len(rows) > 1:
             head.append(f"  {finished} of {len(rows)} servers answered", style="dim")
-        head.append(f"  {now - self.began:.1f}s", style="dim")
+        head.append(f"  {_seconds(now - self.began)}", style="dim")
         width = max((len(row.server) for row in rows), default=0)
         shown = sorted(rows, key=lambda row: row.stage in ("done", "failed"))[:MAX_ROWS]
         lines = [_row(row, width, frame, now, message) for row in sorted(shown, key=rows.index)]
@@ -109,8 +113,19 @@ def _row(row: StageEvent, width: int, frame: str, now: float, message: str) -> T
         line.append(f"{what} {visible(row.detail)}".strip() + "…")
         if row.stage == "calling" and message:
             line.append(f"  {message}", style="dim")
-        line.append(f"  {now - row.at:.1f}s", style="dim")
+        line.append(f"  {_spent(row, now)}", style="dim")
     return line
+
+
+def _spent(row: StageEvent, now: float) -> str:
+    """The time in this stage, or in the wait it belongs to against that wait's budget (`7.7 s / 30 s`)."""
+    if row.budget is None:
+        return _seconds(now - row.at)
+    return f"{_seconds(now - row.budget.since)} / {row.budget.seconds:g} s"
+
+
+def _seconds(seconds: float) -> str:
+    return f"{max(0.0, seconds):.1f} s"
 
 
 _active: ServerProgress | None = None

@@ -9,7 +9,6 @@ from __future__ import annotations
 import inspect
 import json
 import re
-import textwrap
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -19,6 +18,7 @@ from rich.tree import Tree
 from miroctl.base.models import ToolInfo
 from miroctl.core import schemas
 from miroctl.core.examples import example_call
+from miroctl.render.columns import PARAMETERS, wrap
 from miroctl.render.output import Output
 
 MAX_DEPTH = 6  # nested schemas deeper than this are summarised as "…"
@@ -34,8 +34,8 @@ def tool_detail(out: Output, server: str, tool: ToolInfo, connection: Sequence[s
     heading.append(f"  ({out.safe(server)})", style="dim")
     out.out.print(heading)
     for line in _indented(out.safe(inspect.cleandoc(tool.description)), out.out.width):
-        out.out.print(Text(line))
-    out.out.print(_schema_tree(out, "parameters (* required)", tool.input_schema, "no parameters"))
+        out.out.print(Text(line), soft_wrap=True)  # wrapped already, between words: a URL stays whole
+    out.out.print(_schema_tree(out, PARAMETERS, tool.input_schema, "no parameters"))
     if tool.output_schema:
         out.out.print(_schema_tree(out, "output (structured content)", tool.output_schema, "any JSON value"))
     out.out.print(Text("example:", style="bold"))
@@ -45,14 +45,13 @@ def tool_detail(out: Output, server: str, tool: ToolInfo, connection: Sequence[s
 
 
 def _indented(text: str, width: int) -> list[str]:
-    """The whole text wrapped two spaces in (no padding to the screen's width): the lines of a paragraph
-    flow together, as a docstring's do; blank lines, list items and indented lines keep their place."""
+    """The whole text wrapped two spaces in (no padding to the screen's width) between words, as every
+    description is (render/columns.py): the lines of a paragraph flow together, as a docstring's do; blank
+    lines, list items and indented lines keep their place."""
     lines: list[str] = []
     for line in _paragraphs(text):
         indent = "  " + line[: len(line) - len(line.lstrip())]
-        lines += textwrap.wrap(
-            line.strip(), max(20, width - len(indent)), initial_indent=indent, subsequent_indent=indent
-        ) or [""]
+        lines += wrap(line.strip(), max(20, width - len(indent)), indent) or [""]
     return lines if text else []
 
 

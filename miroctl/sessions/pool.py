@@ -7,6 +7,7 @@ task of the pool's task group; callers share the session object and signal the o
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeVar
@@ -29,7 +30,7 @@ from miroctl.sessions.listing import ListingError, list_tools
 from miroctl.sessions.recording import Recorder
 from miroctl.sessions.session import JSONObject, Session
 from miroctl.sessions.session import closed as session_closed
-from miroctl.sessions.stages import Stage, StageClock
+from miroctl.sessions.stages import Stage, StageClock, TimeBudget
 from miroctl.sessions.transports import Connection, Relay, Wire
 
 if TYPE_CHECKING:
@@ -114,9 +115,9 @@ class ServerHandle:
         self.call_slots = anyio.CapacityLimiter(CALLS_PER_SERVER)
         self.last_failure: Failure | None = None  # why the latest session ended or failed to start
 
-    def stage(self, stage: Stage, detail: str = "", ms: float | None = None) -> None:
+    def stage(self, stage: Stage, detail: str = "", ms: float | None = None, budget: TimeBudget | None = None) -> None:
         """Report how far this server has got (see sessions/stages.py)."""
-        self._stages(self.spec.name, stage, detail, ms)
+        self._stages(self.spec.name, stage, detail, ms, budget)
 
     @property
     def connected(self) -> bool:
@@ -208,8 +209,9 @@ class ServerHandle:
             raise Unavailable(Failure("config", problem, phase="config"))
         name = self.spec.name
         stdio = self.spec.transport == "stdio"
-        self._stages(name, "starting" if stdio else "initialising")
-        wire = Wire(self.spec, on_spawned=lambda: self._stages(name, "initialising"))
+        budget = TimeBudget(self.startup_timeout, time.perf_counter())  # the wait for the session, below
+        self._stages(name, "starting" if stdio else "initialising", budget=budget)
+        wire = Wire(self.spec, on_spawned=lambda: self._stages(name, "initialising", budget=budget))
         if self._stop_grace is not None:
             wire.stop_grace = self._stop_grace
         gen = _Generation(wire=wire)
@@ -264,7 +266,7 @@ class ServerHandle:
         if self._tools is not None:
             return self._tools
         name = self.spec.name
-        self._stages(name, "listing")
+        self._stages(name, "listing", budget=TimeBudget(self.startup_timeout, time.perf_counter()))
         listed = await self.ask_session(connection, "tools/list", self.startup_timeout, lambda s: list_tools(name, s))
         self._tools, self.rejected = listed.tools, listed.rejected
         return self._tools
