@@ -1,7 +1,7 @@
 """The gateway under load: `miroctl bench --via` at concurrency 1, 8, 32, 128 beside a raw SDK session, and the
 gateway's memory over a long run.
 
-    python bench/bench_gateway.py [--levels 1,8,32,128] [--requests 2000] [--soak 60] [--cache bench/.cache]
+    python bench/bench_gateway.py [--levels 1,8,32,128] [--requests 1000] [--soak 60] [--cache bench/.cache]
                                   [--sides via,mcp,mcporter,sdk] [--json rows.json]
 
 The upstream is @modelcontextprotocol/server-everything's `echo` (Node, over stdio), as in the other curves.
@@ -214,7 +214,7 @@ def soak(url: str, pid: int, seconds: float) -> dict[str, object]:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--levels", default="1,8,32,128")
-    parser.add_argument("--requests", type=int, default=2000, help="measured calls per side and level")
+    parser.add_argument("--requests", type=int, default=1000, help="measured calls per side and level")
     parser.add_argument("--sides", default="via,mcp,mcporter,sdk")
     parser.add_argument("--soak", type=float, default=60, help="seconds of the memory run (0: none)")
     parser.add_argument("--cache", type=Path, default=ROOT / "bench" / ".cache")

@@ -1,6 +1,6 @@
 """How the cost grows with the size of one result: 1, 20 (and 100) MB of text through miroctl, beside the SDK.
 
-    python bench/bench_large.py [--sizes 1,20] [--json rows.json]      # the full curve: --sizes 1,20,100
+    python bench/bench_large.py [--sizes 1,20] [--sdk-max 20] [--json rows.json]   # the full curve: --sizes 1,20,100
 
 For each size, round-robin (one run each), tests/servers/fixture.py's `big` tool returns N MB of text over
 stdio (its answer carries the text twice: as content and as structuredContent, as an MCPServer tool that
@@ -13,6 +13,11 @@ returns a str does), fetched by:
 - `serve`: a raw mcp SDK client that starts `miroctl serve -c CONFIG` over stdio and calls `fx__big` through
   it; the serve process's own peak (VmHWM) is read before the client closes it;
 - `sdk`: the SDK alone, a raw mcp SDK client (mcp.Client over stdio) that starts the server and calls `big`.
+
+The mcp SDK's stdio client splits its input by joining and splitting a growing string, which takes time
+quadratic in the line's length (47 s for 20 MB here), so `serve` and `sdk`, both on that client, run only up
+to --sdk-max MB. An answer of 100 MB of text is a 200 MB line, over miroctl's 64 MiB cap on one stdio line (a
+server that never ends its line must not fill the memory): the runs raise it with MIROCTL_MAX_MESSAGE_BYTES.
 
 Each is a fresh process timed whole (interpreter start, imports, the server's start where it has one); the
 client's own peak is `getrusage(RUSAGE_SELF)` of that process (miroctl through its entry point in a wrapper,
@@ -92,8 +97,10 @@ def timed(argv: list[str], env: dict[str, str], chars: int, out: Path, peak_file
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", default="1,20", help="result sizes in MB (the full curve: 1,20,100)")
+    parser.add_argument("--sdk-max", type=float, default=20, help="largest size (MB) for serve and sdk")
     parser.add_argument("--json", type=Path, help="also write the rows to this file")
     opts = parser.parse_args()
+    sizes = [float(s) for s in opts.sizes.split(",")]
     os.environ.pop("MIROCTL_URL", None)
     # here, not at the top: the wrapper processes must hold miroctl or the SDK alone
     from bench_serve import Gateway
@@ -105,20 +112,26 @@ def main() -> None:
         config = directory / "mcp.json"
         config.write_text(json.dumps({"mcpServers": {"fx": {"command": SERVER[0], "args": SERVER[1:]}}}))
         peak_file, out = directory / "peak.json", directory / "out.txt"
-        env = {"PYTHONPATH": str(ROOT), "BENCH_PEAK_FILE": str(peak_file)}
+        env = {
+            "PYTHONPATH": str(ROOT),
+            "BENCH_PEAK_FILE": str(peak_file),
+            "MIROCTL_MAX_MESSAGE_BYTES": str(int(max(sizes) * MB * 3)),  # the text twice, and the JSON around it
+        }
         gateway = Gateway(config, env)
         try:
             me = [sys.executable, __file__, "--inner", "call", "fx", "big"]
             timed([*me, "chars=10", "--via", gateway.url], env, 10, out, peak_file)  # its session is open
             print(f"gateway after one call: peak {hwm_mb(gateway.proc.pid):.1f} MB", flush=True)
-            for size in (float(s) for s in opts.sizes.split(",")):
+            skipped = {"seconds": float("nan"), "peak_mb": float("nan"), "serve_peak_mb": float("nan")}
+            for size in sizes:
                 chars = int(size * MB)
                 call = timed([*me, f"chars={chars}", "-c", str(config)], env, chars, out, peak_file)
                 via = timed([*me, f"chars={chars}", "--via", gateway.url], env, chars, out, peak_file)
                 via["gateway_peak_mb"] = hwm_mb(gateway.proc.pid)
                 client = [sys.executable, __file__, "--sdk", str(chars)]
-                serve = timed([*client, str(config)], env, chars, out, peak_file)
-                raw = timed(client, env, chars, out, peak_file)
+                through_sdk = size <= opts.sdk_max
+                serve = timed([*client, str(config)], env, chars, out, peak_file) if through_sdk else skipped
+                raw = timed(client, env, chars, out, peak_file) if through_sdk else skipped
                 rows.append({"mb": size, "call": call, "via": via, "serve": serve, "sdk": raw})
                 print(
                     f"{size:g} MB: call {call['seconds']:6.2f}s {call['peak_mb']:6.1f}MB  "
