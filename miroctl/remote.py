@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import os
+import select
+import threading
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, TypeVar
 from urllib.parse import urlencode, urlsplit
@@ -35,6 +37,7 @@ from miroctl.base.text import correction_note
 
 if TYPE_CHECKING:
     import http.client
+    import socket
 
 T = TypeVar("T")
 URL_ENV = "MIROCTL_URL"
@@ -85,6 +88,16 @@ def base_url(url: str) -> str:
     return url.removesuffix("/mcp") if url.endswith("/mcp") else url
 
 
+def _dropped(sock: socket.socket) -> bool:
+    """Whether an idle kept connection has been closed by the gateway (or has unread bytes, which it never
+    sends unasked): it is readable now."""
+    try:
+        readable, _, _ = select.select([sock], [], [], 0)
+    except (OSError, ValueError):
+        return True
+    return bool(readable)
+
+
 def _unix_connection(path: str, timeout: float) -> http.client.HTTPConnection:
     """An HTTP connection over a Unix socket that talks only to a process of this user (SO_PEERCRED)."""
     import http.client  # noqa: PLC0415 - as in GatewayClient._post
@@ -115,7 +128,9 @@ class GatewayClient:
     `timeout` is what the request may take at the gateway (a call's --timeout); the answer is awaited that
     long plus a margin, so a gateway that accepts and never answers costs a bounded wait (exit 4)."""
 
-    def __init__(self, url: str, token: str | None = None, timeout: float | None = None) -> None:
+    def __init__(
+        self, url: str, token: str | None = None, timeout: float | None = None, keep_alive: bool = False
+    ) -> None:
         self.url = base_url(url)
         self.socket_path = self.url.removeprefix(UNIX) if self.url.startswith(UNIX) else None
         parts = urlsplit("http://localhost" if self.socket_path else self.url)
@@ -125,14 +140,20 @@ class GatewayClient:
         self.token = token if token is not None else os.environ.get(TOKEN_ENV) or None
         self.timeout, self.margin = timeout or DEFAULT_WAIT, _margin()
         self.wait = self.timeout + self.margin
-        self._connection: http.client.HTTPConnection | None = None
+        # keep_alive: each thread keeps its connection for its next request (a load test's many calls), so
+        # neither end pays a TCP connection and an HTTP handshake per call; close() ends them all
+        self.keep_alive = keep_alive
+        self._kept = threading.local()
+        self._opened: list[http.client.HTTPConnection] = []
+        self._lock = threading.Lock()
+        self._current: http.client.HTTPConnection | None = None  # the request under way (abort)
         self._aborted = False
 
     def abort(self) -> None:
         """From another thread: end the request under way (or keep one from starting); the gateway sees its
         client leave and cancels the call, as when a command is interrupted."""
         self._aborted = True
-        connection = self._connection
+        connection = self._current
         if connection is not None and connection.sock is not None:
             import socket  # noqa: PLC0415 - as in _unix_connection
 
@@ -173,22 +194,55 @@ class GatewayClient:
         answer = self._post(f"/v1/batch?{query}", text.encode(), "application/jsonl")
         return [self._answer(line.encode()) for line in answer.decode(errors="replace").splitlines() if line.strip()]
 
+    def close(self) -> None:
+        """End the connections kept for further requests (keep_alive)."""
+        with self._lock:
+            opened, self._opened = self._opened, []
+        for connection in opened:
+            connection.close()
+
+    def _connection(self) -> http.client.HTTPConnection:
+        """This thread's kept connection if the gateway has not closed it meanwhile, else a new one."""
+        kept: http.client.HTTPConnection | None = getattr(self._kept, "connection", None)
+        if kept is not None:
+            self._kept.connection = None
+            if kept.sock is not None and not _dropped(kept.sock):
+                return kept
+            self._forget(kept)
+        import http.client  # noqa: PLC0415 - ~20 ms (email, ssl): only a command through a gateway pays it
+
+        kind = http.client.HTTPSConnection if self._parts.scheme == "https" else http.client.HTTPConnection
+        return (
+            _unix_connection(self.socket_path, CONNECT_TIMEOUT)
+            if self.socket_path
+            else kind(self._parts.hostname or "", self._parts.port, timeout=CONNECT_TIMEOUT)
+        )
+
+    def _keep(self, connection: http.client.HTTPConnection) -> None:
+        self._kept.connection = connection
+        with self._lock:
+            if connection not in self._opened:
+                self._opened.append(connection)
+
+    def _forget(self, connection: http.client.HTTPConnection) -> None:
+        connection.close()
+        with self._lock:
+            if connection in self._opened:
+                self._opened.remove(connection)
+
     def _post(self, path: str, body: bytes, content_type: str = "application/json") -> bytes:
         headers = {"Content-Type": content_type, "Accept": "application/json"}
         if self.token:
             headers["Authorization"] = f"Bearer {self.token}"
         import http.client  # noqa: PLC0415 - ~20 ms (email, ssl): only a command through a gateway pays it
 
-        kind = http.client.HTTPSConnection if self._parts.scheme == "https" else http.client.HTTPConnection
-        connection = (
-            _unix_connection(self.socket_path, CONNECT_TIMEOUT)
-            if self.socket_path
-            else kind(self._parts.hostname or "", self._parts.port, timeout=CONNECT_TIMEOUT)
-        )
+        connection = self._connection()
         waited = f"to accept a connection within {CONNECT_TIMEOUT:g}s"
+        keep = False
         try:
-            connection.connect()
-            self._connection = connection
+            if connection.sock is None:
+                connection.connect()
+            self._current = connection
             if self._aborted:
                 raise ConnectionAbortedError("the request was cancelled")
             if connection.sock is not None:
@@ -197,6 +251,7 @@ class GatewayClient:
             connection.request("POST", self._parts.path + path, body=body, headers=headers)
             response = connection.getresponse()
             status, data = response.status, response.read()
+            keep = self.keep_alive and not response.will_close
         except TimeoutError:
             raise TimedOut(
                 f"the gateway at {self.url} did not answer {waited}",
@@ -212,8 +267,11 @@ class GatewayClient:
                     hint += f" (${URL_ENV} names it: `unset {URL_ENV}` to use the servers directly)"
             raise ServerUnavailable(f"cannot reach the gateway at {self.url}: {reason}", hint=hint) from None
         finally:
-            self._connection = None
-            connection.close()
+            self._current = None
+            if keep and not self._aborted:
+                self._keep(connection)
+            else:
+                self._forget(connection)
         if status != 200:
             raise self._refused(status, data)
         return data

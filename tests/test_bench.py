@@ -14,8 +14,9 @@ from typer.testing import CliRunner
 from miroctl.base.models import CallOutcome
 from miroctl.cli.app import app
 from miroctl.core import bench
+from miroctl.remote import GatewayClient, outcome_from_dict
 from tests.conftest import HEALTHY_STARTUP, ROOT, parse_json
-from tests.gateway_support import READY, running, wait_until
+from tests.gateway_support import READY, CountingRelay, running, wait_until
 from tests.json_contract import validate
 
 LOADTEST = str(ROOT / "tests" / "servers" / "loadtest.py")
@@ -151,6 +152,43 @@ def test_bench_through_a_serve_gateway_counts_every_call(load):
         document = parse_json(result.stdout)
         assert document["via"] == url and document["completed"] == 12 and document["failed"] == 0
         assert stats_of(stats)["by_tool"] == {"work": 12}
+
+
+def test_bench_through_a_gateway_opens_a_connection_per_call_in_flight_not_one_per_call(load):
+    config, stats = load
+    with running("--config", str(config), "--transport", "http", "--port", "0") as gateway:
+        relay = CountingRelay(started(gateway))
+        try:
+            result = CliRunner().invoke(
+                app, ["bench", "load", "work", "ms=1", "-n", "30", "-j", "3", "--via", relay.url, "--json"]
+            )
+        finally:
+            relay.close()
+    assert result.exit_code == 0, result.stderr
+    document = parse_json(result.stdout)
+    assert document["completed"] == 30 and document["failed"] == 0
+    assert stats_of(stats)["by_tool"] == {"work": 30}
+    assert relay.accepted <= 3 + 1  # one kept by each of the 3 threads, and the check before the run
+
+
+def test_a_kept_gateway_connection_the_gateway_has_closed_is_replaced_and_the_call_made(load):
+    config, stats = load
+    body = {"target": ["load", "work", "ms=1"]}
+    with running("--config", str(config), "--transport", "http", "--port", "0") as gateway:
+        relay = CountingRelay(started(gateway))
+        client = GatewayClient(relay.url, timeout=30, keep_alive=True)
+        try:
+            answers = [client.call(body), client.call(body)]
+            kept = relay.accepted
+            relay.drop()
+            answers.append(client.call(body))
+        finally:
+            client.close()
+            relay.close()
+    assert kept == 1  # the second call went over the first call's connection
+    assert relay.accepted == 2
+    assert [outcome_from_dict(a).error for a in answers] == [None, None, None]
+    assert stats_of(stats)["by_tool"] == {"work": 3}
 
 
 def test_bench_through_a_gateway_refuses_an_unknown_tool_before_any_call(load):

@@ -31,6 +31,7 @@ from miroctl.cli.options import (
 )
 from miroctl.core import bench
 from miroctl.core.arguments import load_base, split_pair, split_target
+from miroctl.remote import GatewayClient
 from miroctl.render.bench import bench_summary, progress_line
 from miroctl.render.output import Output
 
@@ -172,14 +173,18 @@ def bench_(
     if gateway_url:
         server, tool = _names(words)
         bench.gateway_ready(gateway_url, server, tool)
-        call = bench.through_gateway(gateway_url, words, base, plan)
-        _finish(
-            out,
-            plan,
-            tally,
-            {"server": server, "tool": tool, "via": gateway_url},
-            lambda: _load(out, plan, tally, call),
-        )
+        client = GatewayClient(gateway_url, timeout=plan.timeout, keep_alive=True)
+        call = bench.through_gateway(client, words, base, plan)
+        try:
+            _finish(
+                out,
+                plan,
+                tally,
+                {"server": server, "tool": tool, "via": gateway_url},
+                lambda: _load(out, plan, tally, call),
+            )
+        finally:
+            client.close()
     loaded = load_config(config, stdio, url, header, out, startup_timeout, env)
     check_log(loaded, log)
     server_name, tool, pairs = split_target(words, loaded)

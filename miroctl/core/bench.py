@@ -240,10 +240,11 @@ async def direct(manager: Manager, request: CallRequest, concurrency: int) -> tu
     return call, route.spec.name, route.tool.name
 
 
-def through_gateway(url: str, target: list[str], base: dict[str, object], plan: Plan) -> CallFn:
+def through_gateway(client: GatewayClient, target: list[str], base: dict[str, object], plan: Plan) -> CallFn:
     """Calls through a running gateway (`--via`), each a POST of its own, at most `concurrency` at once (one
-    thread each: the warm client is the standard library's blocking http.client)."""
-    client = GatewayClient(url, timeout=plan.timeout)
+    thread each: the warm client is the standard library's blocking http.client). Give a `client` that keeps
+    its connections (keep_alive), so each thread reuses one for its calls; close it after the run."""
+    url = client.url
     body = {"target": target, "arguments": base, "timeout": plan.timeout, "autocorrect": False}
     threads = anyio.CapacityLimiter(plan.concurrency)
     server, tool = [*target, "", ""][:2]

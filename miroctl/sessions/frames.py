@@ -27,15 +27,17 @@ _VALUE = re.compile(r'\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")')
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def parse_line(text: str) -> JSONRPCMessage | None:
-    """The JSON-RPC message of one line, a synthesized error for an unreadable answer, or None (noise)."""
+def parse_line(line: str | bytes) -> JSONRPCMessage | None:
+    """The JSON-RPC message of one line, a synthesized error for an unreadable answer, or None (noise). Bytes
+    are parsed as they are (UTF-8, as JSON is); only a line the strict parser refuses is decoded, leniently."""
     import mcp_types
     from pydantic import ValidationError
 
     try:
-        return mcp_types.jsonrpc_message_adapter.validate_json(text, by_name=False)
+        return mcp_types.jsonrpc_message_adapter.validate_json(line, by_name=False)
     except ValidationError as exc:
-        cause, invalid_json = _cause(exc), exc.errors()[0].get("type") == "json_invalid"
+        cause, invalid_json = _cause(exc), exc.errors()[0].get("type") in ("json_invalid", "invalid_utf8")
+    text = as_text(line)
     lenient = _lenient(text) if invalid_json else None
     if lenient is not None:
         return lenient
@@ -46,17 +48,18 @@ def parse_line(text: str) -> JSONRPCMessage | None:
     return mcp_types.jsonrpc_message_adapter.validate_python({"jsonrpc": "2.0", "id": ident, "error": error})
 
 
-def parse_plain(text: str) -> dict[str, object] | None:
+def parse_plain(line: str | bytes) -> dict[str, object] | None:
     """parse_line without the SDK's types (the lean client's): the same JSON parser (pydantic-core's, so the
     same nesting limit and the same words for a cause), the same lenient second reading, the message as a
-    dict; a synthesized error for an unreadable answer, or None (noise). Members are not checked."""
+    dict; a synthesized error for an unreadable answer, or None (noise). Members are not checked. Bytes are
+    parsed as they are; only a line the strict parser refuses is decoded."""
     from pydantic_core import from_json  # noqa: PLC0415 - ~30 ms: only the lean client's reading pays it
 
     try:
-        data = from_json(text)
+        data = from_json(line)
     except ValueError as exc:
         cause = str(exc).removeprefix("Invalid JSON: ")
-        data = _lenient_data(text)
+        data = _lenient_data(as_text(line))
     else:
         cause = ""
     if data is not None:
@@ -64,10 +67,15 @@ def parse_plain(text: str) -> dict[str, object] | None:
         if problem is None:
             return cast("dict[str, object]", data)  # frame_problem checked it is an object
         cause = f"not a valid JSON-RPC message ({problem})"
-    ident = answer_id(text)
+    ident = answer_id(as_text(line))
     if ident is None:
         return None
     return {"jsonrpc": "2.0", "id": ident, "error": {"code": UNPARSABLE, "message": UNPARSABLE_PREFIX + cause}}
+
+
+def as_text(line: str | bytes) -> str:
+    """A line as text: bytes decoded as UTF-8, a byte that is not replaced by U+FFFD."""
+    return line.decode("utf-8", errors="replace").strip() if isinstance(line, bytes) else line
 
 
 def _lenient_data(text: str) -> object:

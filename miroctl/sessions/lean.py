@@ -30,7 +30,7 @@ import anyio
 
 from miroctl.base.models import ProgressFn, ServerSpec
 from miroctl.base.version import __version__
-from miroctl.sessions.frames import parse_plain
+from miroctl.sessions.frames import as_text, parse_plain
 from miroctl.sessions.prestart import EarlyServers
 from miroctl.sessions.processes import SendPipe, spawn
 from miroctl.sessions.recording import FROM_SERVER, TO_SERVER, TapFn
@@ -559,14 +559,14 @@ async def open_lean_connection(
     async def pump() -> None:
         try:
             async for line in read_lines(stdout, wire):
-                text = line.decode("utf-8", errors="replace").strip()
-                if not text:
+                if not line.strip():
                     continue
-                message = parse_plain(text)
+                message = parse_plain(line)  # the bytes as they came: a long answer is not decoded first
                 if message is None:
-                    count_noise(text, wire)
+                    count_noise(as_text(line), wire)
                     client.stray()
                     continue
+                del line  # a long answer's bytes go now, not when the server writes its next line
                 if tap is not None:
                     tap(FROM_SERVER, message)
                 await client.receive(message)

@@ -27,7 +27,7 @@ from miroctl.base.masking import Masker
 from miroctl.base.models import ServerSpec
 from miroctl.base.version import __version__
 from miroctl.sessions.anyio_private import close_transport
-from miroctl.sessions.frames import parse_line
+from miroctl.sessions.frames import as_text, parse_line
 from miroctl.sessions.oauth import background_auth
 from miroctl.sessions.processes import ServerProcess, signal_group, spawn
 from miroctl.sessions.recording import FROM_SERVER, TO_SERVER, TapFn
@@ -427,8 +427,10 @@ async def stdio_transport(
         async with read_in:
             async for line in read_lines(stdout, wire):
                 message = _parse(line, wire)
+                del line  # a long answer's bytes go now, not when the server writes its next line
                 if message is not None:
                     await read_in.send(message)
+                del message
 
     async def pump_stdin() -> None:
         try:
@@ -458,14 +460,19 @@ async def _guard(pump: Callable[[], Awaitable[None]]) -> None:
 
 
 async def read_lines(stream: AsyncIterable[bytes], wire: Wire) -> AsyncIterator[bytes]:
-    """Split a byte stream into lines, scanning each byte once; an endless line ends the stream."""
+    """Split a byte stream into lines, scanning each byte once; an endless line ends the stream. A line is
+    copied out of the buffer once (not sliced, then copied), so a long answer is held twice, not three times,
+    while it is cut off."""
     buffer = bytearray()
     async for chunk in stream:
         start = len(buffer)
         buffer += chunk
         while (end := buffer.find(b"\n", start)) >= 0:
-            yield bytes(buffer[:end])
+            with memoryview(buffer) as view, view[:end] as head:
+                line = bytes(head)
             del buffer[: end + 1]
+            yield line
+            del line  # the consumer has it: a long line is not kept here until the next one
             start = 0
         if len(buffer) > MAX_MESSAGE_BYTES:
             wire.oversize = True
@@ -478,13 +485,12 @@ def _parse(line: bytes, wire: Wire) -> Any:
     JSON-RPC at all (counted as stdout noise)."""
     from mcp.shared.message import SessionMessage
 
-    text = line.decode("utf-8", errors="replace").strip()
-    if not text:
+    if not line.strip():
         return None
-    message = parse_line(text)
+    message = parse_line(line)  # the bytes as they came: a long answer is not decoded into a copy first
     if message is not None:
         return SessionMessage(message)
-    count_noise(text, wire)
+    count_noise(as_text(line), wire)
     return None
 
 
