@@ -203,8 +203,7 @@ async def _asked_on_session(
     try:
         connection = await handle.connect()
     except Unavailable as exc:
-        kind: ErrorKindName = "auth" if exc.failure.kind == "auth" else "unavailable"
-        outcome = _failed(asked, kind, exc.failure.message, exc.failure.hint)
+        outcome = _failed(asked, exc.failure.error_kind, exc.failure.message, exc.failure.hint)
         outcome.failure = exc.failure
         return outcome
     handle.stage("calling", "resources/read" if asked.what == "resource" else "prompts/get")
