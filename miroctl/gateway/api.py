@@ -58,10 +58,16 @@ async def call_document(body: object, gateway: Gateway) -> dict[str, object]:
 
 
 async def list_document(body: object, gateway: Gateway) -> dict[str, object]:
-    """POST /v1/list: the document of `list --json` for the named servers (default: all served)."""
-    names = Body({} if body is None else body, {"servers"}, "the list").strings("servers")
+    """POST /v1/list: the document of `list --json` for the named servers (default: all served), or with
+    `target` (the words of `list SERVER TOOL`, `list SERVER.TOOL`, or servers) for what those words name."""
+    fields = Body({} if body is None else body, {"servers", "target"}, "the list")
+    names, tool = fields.strings("servers"), None
+    if "target" in fields.data:
+        names, tool = args_.list_target(fields.strings("target"), gateway.manager.config)
     specs = [served(name, gateway) for name in names] or gateway.specs
     entries = await gateway.manager.list_tools(specs)
+    if tool is not None:
+        entries = [args_.only_tool(entry, tool) for entry in entries]
     return gateway.masker.data(models.list_document(gateway.manager.config.source, entries))
 
 
