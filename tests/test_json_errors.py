@@ -110,5 +110,7 @@ def test_every_json_error_is_its_exit_code_one_document_on_stdout_and_its_reason
     assert document["schema"] == schema
     assert (document["is_error"], document["error_kind"], document["exit_code"]) == (True, kind, code)
     assert document["error"] and "hint" in document
+    if document["error"].startswith("no server named"):  # every command hints alike at an unknown server
+        assert document["hint"] == "miroctl list shows the configured servers"
     reason = [f"miroctl: {kind}: {document['error']}"]
     assert captured.err.splitlines() == reason + ([f"  hint: {document['hint']}"] if document["hint"] else [])

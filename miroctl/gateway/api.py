@@ -13,7 +13,7 @@ from miroctl.base import errors, models
 from miroctl.base.errors import MiroctlError, NotFound, UsageError
 from miroctl.base.fetched import Fetched
 from miroctl.base.models import CallRequest, ServerSpec
-from miroctl.base.text import suggest
+from miroctl.base.text import unknown_server_hint
 from miroctl.core import arguments as args_
 from miroctl.core import catalog
 from miroctl.core.arguments import split_target
@@ -75,7 +75,7 @@ def served(name: str, gateway: Gateway) -> ServerSpec:
     """A served server by name; the same error as `list` gives for an unknown one."""
     spec = gateway.spec(name)
     if spec is None:
-        raise NotFound(f"no server named {name!r}", hint=suggest(name, [s.name for s in gateway.specs]))
+        raise NotFound(f"no server named {name!r}", hint=unknown_server_hint(name, (s.name for s in gateway.specs)))
     return spec
 
 
