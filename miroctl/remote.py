@@ -165,8 +165,9 @@ class GatewayClient:
     def call(self, body: Mapping[str, object]) -> dict[str, object]:
         return self._answer(self._post("/v1/call", json.dumps(body).encode()))
 
-    def list_tools(self, servers: list[str]) -> dict[str, object]:
-        return self._answer(self._post("/v1/list", json.dumps({"servers": servers}).encode()))
+    def list_tools(self, target: list[str]) -> dict[str, object]:
+        """The list document of what `list`'s words name: servers, or one tool (SERVER TOOL, SERVER.TOOL)."""
+        return self._answer(self._post("/v1/list", json.dumps({"target": target}).encode()))
 
     def read(self, body: Mapping[str, object]) -> dict[str, object]:
         return self._answer(self._post("/v1/read", json.dumps(body).encode()))

@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 from miroctl.cli.app import app
 from miroctl.render.listing import first_sentence
 from tests.conftest import FIXTURE, ROOT, fixture_yaml, parse_json
+from tests.gateway_support import start_http_gateway
 from tests.surface_support import surface_yaml, tool
 
 ECHO = f"{sys.executable} {FIXTURE} --name alpha --tools echo,add"
@@ -127,6 +128,35 @@ def test_list_url_tool_shows_the_detail_view_and_its_example_runs_when_pasted(ht
     assert line.startswith(f"miroctl call --url {url} ")
     assert line.endswith(" echo text='<text>'")
     assert runs_as_pasted(line, str(tmp_path))["result"] == "<text>"
+
+
+def _view(stdout: str) -> list[str]:
+    """A detail view without what differs from one run to the next: the server's time, the example's connection."""
+    lines = [re.sub(r" · [\d.]+ m?s$", "", line) for line in stdout.splitlines()]
+    return [re.sub(r"^  miroctl call .* alpha add", "  miroctl call ... alpha add", line) for line in lines]
+
+
+@pytest.mark.process
+def test_list_via_a_gateway_shows_the_detail_view_of_list_server_tool_and_its_example_runs_when_pasted(
+    write_config, leak_tag, tmp_path
+):
+    path = write_config({"alpha": fixture_yaml("alpha", "--tools", "echo,add", env={"MIROCTL_TEST_TAG": leak_tag})})
+    direct = invoke("list", "alpha", "add", "-c", str(path), env={"COLUMNS": "100"})
+    gateway, url = start_http_gateway(path)
+    try:
+        views = [
+            invoke("list", "--via", url, *words, env={"COLUMNS": "100"}) for words in (["alpha", "add"], ["alpha.add"])
+        ]
+        code, listed, _ = invoke("list", "--via", url, "alpha.add", "--json")
+        line = example_line(views[0][1])
+        assert line == f"miroctl call --via {url} alpha add a=1"
+        assert runs_as_pasted(line, str(tmp_path))["result"] == "1"
+    finally:
+        gateway.stop()
+    assert direct[0] == 0 and [code for code, _, _ in views] == [0, 0], views
+    assert _view(views[0][1]) == _view(views[1][1]) == _view(direct[1])
+    assert code == 0
+    assert [[t["name"] for t in s["tools"]] for s in parse_json(listed)["servers"]] == [["add"]]
 
 
 def test_a_word_that_is_no_tool_of_the_one_adhoc_server_exits_6_naming_its_tools():

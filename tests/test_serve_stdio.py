@@ -171,6 +171,18 @@ def test_signal_stops_the_stdio_gateway_and_leaves_no_server_behind(tmp_path, le
         assert f"interrupted by {sig.name}" in gateway.stderr
 
 
+@pytest.mark.process
+def test_a_host_that_closes_stdin_and_signals_at_once_is_not_reported_as_an_interruption(tmp_path, leak_tag):
+    config = write_pool(tmp_path, pool_files(leak_tag))
+    with running("--config", str(config), stdin=subprocess.PIPE) as gateway:
+        gateway.wait_for(r"miroctl serve: \d+ tools from 2 of 2 servers")
+        gateway.proc.stdin.close()  # type: ignore[union-attr]
+        gateway.proc.send_signal(signal.SIGTERM)  # as a host that does not wait for serve to leave by itself
+        assert gateway.proc.wait(timeout=30) == 0
+    assert "interrupted" not in gateway.stderr
+    assert wait_until(lambda: tagged_processes(leak_tag) == [], message="every server stopped")
+
+
 # Runs `miroctl serve` and writes its exit status to a file: the SDK host stops its server's whole process group,
 # so this sits in that group and outlives serve (the host's SIGTERM is for serve; a Python handler does not pass
 # to the child, whose SIGTERM stays miroctl's own). -15 or 143: the host had to signal serve; 0: it left by itself.

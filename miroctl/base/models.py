@@ -179,8 +179,14 @@ class Failure:
         return cls(kind, message, hint=hint, phase=step.phase, stderr_tail=stderr_tail, during=step.what)
 
     @property
+    def error_kind(self) -> ErrorKindName:
+        """The error of a command that could not use the server: a config or auth failure keeps its kind (a
+        config failure exits 2, as every config error does), any other is `unavailable` (3)."""
+        return "config" if self.kind == "config" else "auth" if self.kind == "auth" else "unavailable"
+
+    @property
     def exit_code(self) -> ExitCode:
-        return ExitCode.USAGE if self.kind == "config" else ExitCode.UNAVAILABLE
+        return exit_code_for_kind(self.error_kind)
 
     def to_dict(self) -> dict[str, object]:
         return {

@@ -37,3 +37,8 @@ def correction_note(given: str, tool: str, used: str, given_exists: bool = False
     if failed:
         return f"{lead}, attempted auto-correction but still failed]"
     return f"{lead}, so automatically used '{used}' instead]"
+
+
+def unknown_server_hint(name: str, names: Iterable[str]) -> str:
+    """The hint of every "no server named" error: the nearest configured name, else where to see them all."""
+    return suggest(name, list(names)) or "miroctl list shows the configured servers"

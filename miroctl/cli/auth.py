@@ -11,6 +11,7 @@ import typer
 
 from miroctl.base.errors import AuthRequired, ConfigError, NotFound, ServerUnavailable
 from miroctl.base.models import ServerSpec
+from miroctl.base.text import unknown_server_hint
 from miroctl.cli import boundary
 from miroctl.cli.common import load_config, run
 from miroctl.cli.helptext import LOGIN
@@ -82,7 +83,7 @@ def _server(servers: tuple[ServerSpec, ...], name: str | None) -> ServerSpec:
             if spec.error:
                 raise ConfigError(spec.error)
             return spec
-    raise NotFound(f"no server named {name!r}", hint="miroctl list shows the configured servers")
+    raise NotFound(f"no server named {name!r}", hint=unknown_server_hint(name, (s.name for s in servers)))
 
 
 async def _login(spec: ServerSpec, out: Output, *, reset: bool, browser: bool, timeout: float) -> oauth.Login:

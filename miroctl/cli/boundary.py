@@ -69,9 +69,10 @@ def report(exc: BaseException, *, json_mode: bool = False) -> int:
     else:
         message, kind, code = f"{type(exc).__name__}: {exc}", str(ErrorKind.INTERNAL), int(ExitCode.INTERNAL)
         hint = None if wanted else f"this is a defect in miroctl: run again with {TRACEBACK_FLAG} to see where"
-    out.error(message, hint, label=kind)
     if out.json_mode and not out.documents:
-        out.json(error_document(message, kind, hint, code))
+        out.json(error_document(message, kind, hint, code))  # the reason goes to stderr with it
+    else:
+        out.error(message, hint, label=kind)
     return code
 
 

@@ -7,9 +7,9 @@ from typing import Annotated
 
 import typer
 
-from miroctl.base.errors import Interrupted, NotFound, UsageError
+from miroctl.base.errors import Interrupted, UsageError
 from miroctl.base.models import ServerSpec, ServerTools, list_document
-from miroctl.base.text import counted, suggest
+from miroctl.base.text import counted
 from miroctl.cli import boundary, completion, remote
 from miroctl.cli.common import check_log, check_record, lean_connector, load_config, manager_for, remember, run
 from miroctl.cli.helptext import OUTPUT
@@ -30,7 +30,7 @@ from miroctl.cli.options import (
     ViaOpt,
 )
 from miroctl.config.loader import Config
-from miroctl.core.arguments import list_target
+from miroctl.core.arguments import list_target, only_tool
 from miroctl.launch.handoff import Launch
 from miroctl.render.listing import View, list_tables
 from miroctl.render.output import Output
@@ -137,7 +137,7 @@ def list_(
         raise stopped  # after the servers that answered: the interruption's line and exit code
     remember(specs, {entry.server: entry.tools for entry in entries if entry.ok})
     if tool is not None:
-        entries = [_only_tool(entry, tool) for entry in entries]
+        entries = [only_tool(entry, tool) for entry in entries]
     if json_mode:
         out.json(list_document(loaded.source, entries))
     else:
@@ -173,18 +173,6 @@ def _connection(ctx: typer.Context) -> tuple[str, ...]:
         for value in ctx.params.get(name) or ():
             words += [option, value]
     return tuple(words)
-
-
-def _only_tool(entry: ServerTools, tool: str) -> ServerTools:
-    """The server's entry with that one tool; NotFound (exit 6) with the near names when it has none."""
-    if not entry.ok:
-        return entry
-    found = tuple(t for t in entry.tools if t.name == tool)
-    if not found:
-        names = [t.name for t in entry.tools]
-        hint = suggest(tool, names) or f"its tools: {', '.join(names) or '(none)'}"
-        raise NotFound(f"server {entry.server!r} has no tool {tool!r}", hint=hint)
-    return replace(entry, tools=found)
 
 
 def _launch(ctx: typer.Context) -> Launch | None:

@@ -70,14 +70,16 @@ def list_servers(via: str, servers: list[str], *, out: Output, schema: bool = Fa
     """`miroctl list ... --via URL`: the gateway's list document, as `list` prints it; the exit code."""
     document = GatewayClient(via).list_tools(servers)
     entries = readable(via, lambda: list_from_dict(document))
+    one_tool = bool(servers) and [entry.server for entry in entries] != servers  # the words named a tool
     if out.json_mode:
         out.json(document)
     else:
         from miroctl.render.listing import View, list_tables  # noqa: PLC0415 - Rich's tables only when a list is drawn
 
-        list_tables(out, entries, View(schema=schema, brief=brief, connection=("--via", via)))
-    listed = {entry.server: entry.tools for entry in entries if entry.ok}
-    toolcache.store_gateway(via, listed, every=not servers)  # for shell completion, as `list` does directly
+        list_tables(out, entries, View(schema=schema or one_tool, brief=brief, connection=("--via", via)))
+    if not one_tool:  # for shell completion, as `list` does directly
+        listed = {entry.server: entry.tools for entry in entries if entry.ok}
+        toolcache.store_gateway(via, listed, every=not servers)
     return 0 if all(entry.healthy for entry in entries) else 1
 
 

@@ -12,7 +12,7 @@ from typing import Annotated, Any
 import anyio
 import typer
 
-from miroctl.base.errors import UsageError
+from miroctl.base.errors import Interrupted, UsageError
 from miroctl.base.models import ServerSpec
 from miroctl.cli import boundary, completion
 from miroctl.cli.common import check_record, load_config, manager_for, remember, run
@@ -42,7 +42,7 @@ from miroctl.gateway.guard import (
 )
 from miroctl.gateway.http import DEFAULT_GRACE, address_of, bind, serve_http
 from miroctl.gateway.server import Gateway, gateway_task_id, serve_stdio
-from miroctl.gateway.stdio import STOP_GRACE
+from miroctl.gateway.stdio import STOP_GRACE, host_left
 from miroctl.launch.handoff import Launch
 from miroctl.render.output import Output
 from miroctl.render.serving import serve_report
@@ -281,7 +281,7 @@ def serve(
     if settings is not None:
         _serve_http(loaded, specs, options, out, settings)
     else:
-        run(lambda: _gateway(loaded, specs, options, out))
+        _serve_stdio(loaded, specs, options, out)
 
 
 def _leave_quickly() -> None:
@@ -302,6 +302,15 @@ def _token(token_env: str | None) -> str | None:
             hint=f"export {token_env}=<a long random token>",
         )
     return value.strip()
+
+
+def _serve_stdio(loaded: Config, specs: list[ServerSpec], options: dict[str, Any], out: Output) -> None:
+    """Serve until stdin ends; a host that closed it and signals serve at once is not an interruption."""
+    try:
+        run(lambda: _gateway(loaded, specs, options, out))
+    except Interrupted:
+        if not host_left():
+            raise
 
 
 def _serve_http(

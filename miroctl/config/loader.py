@@ -17,7 +17,7 @@ from pathlib import Path
 
 from miroctl.base.errors import ConfigError, NotFound
 from miroctl.base.models import DEFAULT_CALL_TIMEOUT, DEFAULT_STARTUP_TIMEOUT, ServerSpec
-from miroctl.base.text import suggest
+from miroctl.base.text import suggest, unknown_server_hint
 from miroctl.config import agents, clients, codex, ecosystem, envrefs, interpreters, nesting
 from miroctl.config.resolve import interpolated_values
 from miroctl.config.sections import Sections
@@ -93,7 +93,7 @@ class Config:
         for name in names:
             spec = self.get(name)
             if spec is None:
-                raise NotFound(f"no server named {name!r}", hint=suggest(name, self.names()))
+                raise NotFound(f"no server named {name!r}", hint=unknown_server_hint(name, self.names()))
             chosen.append(spec)
         return chosen
 

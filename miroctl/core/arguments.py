@@ -9,11 +9,12 @@ import re
 import shlex
 import sys
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
-from miroctl.base.errors import ArgumentError, UsageError
-from miroctl.base.models import ToolInfo
+from miroctl.base.errors import ArgumentError, NotFound, UsageError
+from miroctl.base.models import ServerTools, ToolInfo
 from miroctl.base.text import suggest
 from miroctl.core import schemas
 from miroctl.core.bodies import loads
@@ -427,6 +428,19 @@ def list_target(words: list[str], config: Config, adhoc: bool = False) -> tuple[
         if server is not None and tool and (adhoc or tool != words[0]):
             return [server], tool
     return words, None
+
+
+def only_tool(entry: ServerTools, tool: str) -> ServerTools:
+    """The server's entry with that one tool (`list SERVER TOOL`); NotFound (exit 6) with the near names when it
+    has none. A server that failed stays its failure."""
+    if not entry.ok:
+        return entry
+    found = tuple(t for t in entry.tools if t.name == tool)
+    if not found:
+        names = [t.name for t in entry.tools]
+        hint = suggest(tool, names) or f"its tools: {', '.join(names) or '(none)'}"
+        raise NotFound(f"server {entry.server!r} has no tool {tool!r}", hint=hint)
+    return replace(entry, tools=found)
 
 
 def split_target(words: list[str], config: Config) -> tuple[str | None, str, list[str]]:

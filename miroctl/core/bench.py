@@ -26,7 +26,17 @@ from dataclasses import dataclass, field
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream
 
-from miroctl.base.errors import ErrorKind, ExitCode, MiroctlError, NotFound, PolicyDenied, ServerUnavailable, kind_name
+from miroctl.base.errors import (
+    AuthRequired,
+    ConfigError,
+    ErrorKind,
+    ExitCode,
+    MiroctlError,
+    NotFound,
+    PolicyDenied,
+    ServerUnavailable,
+    kind_name,
+)
 from miroctl.base.models import CallOutcome, CallRequest, ServerSpec, ToolInfo
 from miroctl.base.text import suggest
 from miroctl.core import arguments as arguments_
@@ -230,7 +240,8 @@ async def direct(manager: Manager, request: CallRequest, concurrency: int) -> tu
         handle = manager.handle(route.spec)
         await handle.connect()
     except Unavailable as exc:
-        raise ServerUnavailable(exc.failure.message, hint=exc.failure.hint) from None
+        unusable = {"config": ConfigError, "auth": AuthRequired}.get(exc.failure.error_kind, ServerUnavailable)
+        raise unusable(exc.failure.message, hint=exc.failure.hint) from None
     handle.call_slots.total_tokens = max(CALLS_PER_SERVER, concurrency)
     ready = CallRequest(route.spec.name, route.tool.name, values, timeout=request.timeout, autocorrect=False)
 

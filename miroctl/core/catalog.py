@@ -17,7 +17,7 @@ __all__ = ["Fetched", "Sessions", "get_prompt", "offered", "offered_by", "plain"
 from miroctl.base.errors import ErrorKindName
 from miroctl.base.fetched import Fetched
 from miroctl.base.models import Failure, Phase, ServerSpec, Step
-from miroctl.base.text import counted, suggest
+from miroctl.base.text import counted, suggest, unknown_server_hint
 from miroctl.config.loader import Config
 from miroctl.sessions.exchange import PagingError, TimedOut, every_page, within
 from miroctl.sessions.failures import died_during
@@ -172,7 +172,7 @@ async def _fetch(
             asked,
             "not_found",
             f"no server named {asked.server_name!r}",
-            suggest(asked.server_name or "", names) or "miroctl list shows the configured servers",
+            unknown_server_hint(asked.server_name or "", names),
         )
     else:
         asked.server_name = spec.name
@@ -203,8 +203,7 @@ async def _asked_on_session(
     try:
         connection = await handle.connect()
     except Unavailable as exc:
-        kind: ErrorKindName = "auth" if exc.failure.kind == "auth" else "unavailable"
-        outcome = _failed(asked, kind, exc.failure.message, exc.failure.hint)
+        outcome = _failed(asked, exc.failure.error_kind, exc.failure.message, exc.failure.hint)
         outcome.failure = exc.failure
         return outcome
     handle.stage("calling", "resources/read" if asked.what == "resource" else "prompts/get")

@@ -118,5 +118,6 @@ def timed_out(route: Route, timeout: float) -> CallOutcome:
 
 def unavailable(server: str | None, tool: str, exc: Unavailable) -> CallOutcome:
     failure = exc.failure
-    kind = failure.kind if failure.kind in ("auth", "config") else "unavailable"  # a config failure exits 2
-    return CallOutcome(server, tool, error=failure.message, error_kind=kind, hint=failure.hint, failure=failure)
+    return CallOutcome(
+        server, tool, error=failure.message, error_kind=failure.error_kind, hint=failure.hint, failure=failure
+    )

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from miroctl.base.errors import NotFound, PolicyDenied, UsageError
 from miroctl.base.models import ServerSpec, ToolInfo
-from miroctl.base.text import suggest
+from miroctl.base.text import suggest, unknown_server_hint
 from miroctl.config.loader import Config
 from miroctl.policy.decisions import Decision, Policy
 
@@ -83,7 +83,7 @@ class Router:
 
     async def _without_server(self, server: str | None, tool: str, autocorrect: bool) -> Route:
         if server and not autocorrect:
-            raise NotFound(f"no server named {server!r}", hint=suggest(server, self.config.names()))
+            raise NotFound(f"no server named {server!r}", hint=unknown_server_hint(server, self.config.names()))
         holders = await self.find_tool(tool, [])
         if len(holders) == 1:
             return self._corrected(holders[0], server)

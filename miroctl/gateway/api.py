@@ -13,7 +13,7 @@ from miroctl.base import errors, models
 from miroctl.base.errors import MiroctlError, NotFound, UsageError
 from miroctl.base.fetched import Fetched
 from miroctl.base.models import CallRequest, ServerSpec
-from miroctl.base.text import suggest
+from miroctl.base.text import unknown_server_hint
 from miroctl.core import arguments as args_
 from miroctl.core import catalog
 from miroctl.core.arguments import split_target
@@ -58,10 +58,16 @@ async def call_document(body: object, gateway: Gateway) -> dict[str, object]:
 
 
 async def list_document(body: object, gateway: Gateway) -> dict[str, object]:
-    """POST /v1/list: the document of `list --json` for the named servers (default: all served)."""
-    names = Body({} if body is None else body, {"servers"}, "the list").strings("servers")
+    """POST /v1/list: the document of `list --json` for the named servers (default: all served), or with
+    `target` (the words of `list SERVER TOOL`, `list SERVER.TOOL`, or servers) for what those words name."""
+    fields = Body({} if body is None else body, {"servers", "target"}, "the list")
+    names, tool = fields.strings("servers"), None
+    if "target" in fields.data:
+        names, tool = args_.list_target(fields.strings("target"), gateway.manager.config)
     specs = [served(name, gateway) for name in names] or gateway.specs
     entries = await gateway.manager.list_tools(specs)
+    if tool is not None:
+        entries = [args_.only_tool(entry, tool) for entry in entries]
     return gateway.masker.data(models.list_document(gateway.manager.config.source, entries))
 
 
@@ -69,7 +75,7 @@ def served(name: str, gateway: Gateway) -> ServerSpec:
     """A served server by name; the same error as `list` gives for an unknown one."""
     spec = gateway.spec(name)
     if spec is None:
-        raise NotFound(f"no server named {name!r}", hint=suggest(name, [s.name for s in gateway.specs]))
+        raise NotFound(f"no server named {name!r}", hint=unknown_server_hint(name, (s.name for s in gateway.specs)))
     return spec
 
 

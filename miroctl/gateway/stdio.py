@@ -9,6 +9,7 @@ stray output from anything in the process can never corrupt the protocol stream.
 from __future__ import annotations
 
 import os
+import select
 import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager, suppress
@@ -57,6 +58,18 @@ async def stdin_lines(fd: int = 0, limit: int = MAX_LINE_BYTES) -> AsyncIterator
             pieces.append(chunk[start:])
     if not dropping and b"".join(pieces).strip():
         yield b"".join(pieces).decode("utf-8", errors="replace")
+
+
+def host_left(fd: int = 0) -> bool:
+    """Whether the host has closed stdin, so that its end is all there is to read (looked at without waiting).
+
+    A host that closes stdin and signals serve at once ended the session normally: that signal only hastens
+    the end serve was already making, whether or not serve had read the end of its input yet."""
+    try:
+        ready, _, _ = select.select([fd], [], [], 0)
+        return bool(ready) and os.read(fd, 1) == b""
+    except (OSError, ValueError):  # no stdin, or one that cannot be polled
+        return False
 
 
 def _say(message: str) -> None:

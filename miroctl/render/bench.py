@@ -9,6 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from miroctl.core.bench import Tally
+from miroctl.render.heading import heading
 from miroctl.render.output import Output
 
 
@@ -23,12 +24,10 @@ def bench_summary(out: Output, document: Mapping[str, Any]) -> None:
     """The summary: latency percentiles, throughput and errors by kind, then one verdict line."""
     plan = document["plan"]
     target = f"{document.get('server') or ''}.{document.get('tool') or ''}".strip(".")
-    where = f" via {document['via']}" if document.get("via") else ""
-    shape = f"rate {plan['rate']:g}/s, " if plan.get("rate") else ""
-    head = f"{out.safe(target)}{out.safe(where)}: {shape}concurrency {plan['concurrency']}"
-    if document.get("interrupted"):
-        head += " (interrupted: partial results)"
-    out.out.print(Text(head, style="bold"))
+    where = f"via {document['via']}" if document.get("via") else None
+    shape = f"rate {plan['rate']:g}/s" if plan.get("rate") else None
+    interrupted = "interrupted: partial results" if document.get("interrupted") else None
+    out.out.print(heading(out, target, where, shape, f"concurrency {plan['concurrency']}", interrupted))
     table = Table(show_header=True, header_style="bold")
     for name in ("requests", "ok", "errors", "p50 ms", "p90 ms", "p99 ms", "max ms", "req/s"):
         table.add_column(name, justify="right", no_wrap=True)

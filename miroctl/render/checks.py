@@ -12,6 +12,7 @@ from rich.text import Text
 from miroctl.check.lockfile import LockCheck
 from miroctl.check.report import CheckRun, Phase, ProbeReport
 from miroctl.render.columns import Column, frame, widths, wrap
+from miroctl.render.heading import heading
 from miroctl.render.output import Output
 
 _PHASE_COLUMNS = (("start", "start"), ("initialize", "init"), ("tools", "list"), ("ping", "ping"))
@@ -36,7 +37,7 @@ def check_table(out: Output, run: CheckRun) -> None:
         _check_lines(out, run)
     for report in run.reports:  # a server another interpreter ran says which
         if report.python:
-            out.out.print(Text(f"{out.safe(report.server)}  python {out.safe(report.python)}", style="dim"))
+            out.out.print(heading(out, report.server, f"python {report.python}"))
     for report in run.reports:
         if report.failure is not None and (not wide or report.failure.hint or report.failure.stderr_tail):
             _check_details(out, report, with_reason=not wide)

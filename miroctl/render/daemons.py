@@ -8,6 +8,7 @@ from typing import Any
 
 from rich.text import Text
 
+from miroctl.render.heading import heading
 from miroctl.render.output import Output
 
 
@@ -18,10 +19,9 @@ def daemons_table(out: Output, documents: Sequence[Mapping[str, Any]]) -> None:
         return
     for doc in documents:
         state = str(doc.get("state"))
-        line = Text(f"daemon {out.safe(doc.get('id'))}  pid {out.safe(doc.get('pid') or '-')}  ")
-        line.append(out.safe(state), style="green" if state == "running" else "red")
-        line.append(f"  idle {out.safe(_idle(doc.get('idle_seconds'), doc.get('idle_exit_after')))}")
-        out.out.print(line)
+        shown = Text(out.safe(state), style="green" if state == "running" else "red")
+        idle = f"idle {_idle(doc.get('idle_seconds'), doc.get('idle_exit_after'))}"
+        out.out.print(heading(out, f"daemon {doc.get('id')}", f"pid {doc.get('pid') or '-'}", shown, idle))
         servers = ", ".join(f"{s.get('name')} ({s.get('state')})" for s in doc.get("servers") or []) or "-"
         for label, value in (
             ("config", f"{doc.get('config') or '(default)'} in {doc.get('cwd') or '-'}"),

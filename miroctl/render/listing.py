@@ -21,6 +21,7 @@ from miroctl.base.models import Failure, ServerTools, ToolInfo
 from miroctl.base.text import counted
 from miroctl.core import schemas
 from miroctl.render.columns import PARAMETERS, PROSE_MIN, Column, frame, parameters_header, shortened, widths, wrap
+from miroctl.render.heading import heading
 from miroctl.render.output import Output, without_tail_line
 from miroctl.render.tooldetail import tool_detail
 
@@ -63,11 +64,8 @@ def list_tables(out: Output, entries: Iterable[ServerTools], view: View | None =
 
 
 def _title(out: Output, entry: ServerTools) -> Text:
-    title = Text(out.safe(entry.server), style="bold")
     meta = [entry.transport, counted(len(entry.tools), "tool"), entry.server_version, f"{entry.duration_ms:.0f} ms"]
-    meta.append(f"python {entry.python}" if entry.python else None)
-    title.append("  " + out.safe(" · ".join(m for m in meta if m)), style="dim")
-    return title
+    return heading(out, entry.server, *meta, f"python {entry.python}" if entry.python else None)
 
 
 def parameter_lines(out: Output, tool: ToolInfo) -> list[tuple[str, str]]:
@@ -236,9 +234,9 @@ def _offered(out: Output, entry: ServerTools) -> None:
         if items is None or (not items and key == "resource_templates"):
             continue
         if not items:
-            out.out.print(Text(f"{out.safe(entry.server)}  no {noun}s", style="dim"))
+            out.out.print(heading(out, entry.server, f"no {noun}s"))
             continue
-        out.out.print(Text(f"{out.safe(entry.server)}  {counted(len(items), noun)}", style="dim"))
+        out.out.print(heading(out, entry.server, counted(len(items), noun)))
         cells = [[out.safe(_offer_cell(item, column)) for column in (*columns, "description")] for item in items]
         key_w = max(len(columns[0]), *(len(row[0]) for row in cells))
         if out.out.width - key_w - 3 * len(columns) - 4 < DESCRIPTION_MIN * 2:

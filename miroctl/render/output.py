@@ -85,7 +85,14 @@ class Output:
         return literal(self.mask(str(text)))
 
     def json(self, document: Mapping[str, Any]) -> None:
-        stream = sys.stderr if self.json_to_stderr else sys.stdout
+        """One JSON document on stdout; one that reports an error has its reason (and hint) on stderr too,
+        as without --json, so every command fails alike in both modes. An error document goes to stdout even
+        for stdio `serve`, whose stdout carries MCP only once it serves (and then no error document follows)."""
+        failed = document.get("is_error") is True and isinstance(document.get("error"), str)
+        if failed:
+            hint = document.get("hint")
+            self.error(document["error"], hint if isinstance(hint, str) else None, label=_label(document))
+        stream = sys.stderr if self.json_to_stderr and not failed else sys.stdout
         stream.write(dumps(self.masker.data(document)) + "\n")
         stream.flush()
         self.documents += 1
@@ -184,6 +191,11 @@ class Output:
         finally:
             if self._bar is not None:
                 self._bar.start()
+
+
+def _label(document: Mapping[str, Any]) -> str:
+    kind = document.get("error_kind")
+    return kind if isinstance(kind, str) and kind else "error"
 
 
 def without_tail_line(hint: str | None, tail: Sequence[str]) -> str | None:

@@ -19,6 +19,7 @@ from miroctl.base.models import ToolInfo
 from miroctl.core import schemas
 from miroctl.core.examples import example_call
 from miroctl.render.columns import PARAMETERS, wrap
+from miroctl.render.heading import heading
 from miroctl.render.output import Output
 
 MAX_DEPTH = 6  # nested schemas deeper than this are summarised as "…"
@@ -28,11 +29,7 @@ _LIST_ITEM = re.compile(r"\s*(?:[-*+•]|\d+[.)])\s")
 
 def tool_detail(out: Output, server: str, tool: ToolInfo, connection: Sequence[str] = ()) -> None:
     """Everything needed to call one tool, top to bottom."""
-    heading = Text(out.safe(tool.name), style="bold cyan")
-    if tool.title and tool.title != tool.name:
-        heading.append(f"  {out.safe(tool.title)}", style="bold")
-    heading.append(f"  ({out.safe(server)})", style="dim")
-    out.out.print(heading)
+    out.out.print(heading(out, tool.name, f"({server})", tool.title if tool.title != tool.name else None))
     for line in _indented(out.safe(inspect.cleandoc(tool.description)), out.out.width):
         out.out.print(Text(line), soft_wrap=True)  # wrapped already, between words: a URL stays whole
     out.out.print(_schema_tree(out, PARAMETERS, tool.input_schema, "no parameters"))
