@@ -185,6 +185,19 @@ def test_a_server_missing_its_env_var_exits_2_naming_the_variable(write_config, 
     assert "missing environment variable MIROCTL_NOT_SET" in result.stderr
 
 
+def test_a_server_of_a_profile_missing_its_env_var_says_how_to_set_it_in_call_and_list(write_config, monkeypatch):
+    monkeypatch.delenv("MIROCTL_NOT_SET", raising=False)
+    broken = fixture_yaml("s", env={"K": "${oc.env:MIROCTL_NOT_SET}"})
+    path = write_config({"s": broken, "good": fixture_yaml("good", "--tools", "add")})
+    called = invoke(path, "s", "add", "a=1")
+    assert called.exit_code == 2
+    assert called.stderr.splitlines()[-1].strip() == "hint: export it or put it in ./.env"
+    listed = CliRunner().invoke(app, ["--config", str(path), "list", "--json"])
+    assert listed.exit_code == 1
+    (failed,) = [server for server in json.loads(listed.stdout)["servers"] if not server["ok"]]
+    assert failed["failure"]["hint"] == "export it or put it in ./.env"
+
+
 def test_a_command_not_on_path_exits_3(write_config):
     path = write_config({"s": {"name": "s", "tool_command": "miroctl-not-installed"}})
     result = invoke(path, "s", "tool", "--json")

@@ -21,6 +21,7 @@ from miroctl.sessions.connectors import SDK, Connector
 from miroctl.sessions.exchange import PagingError, TimedOut, within
 from miroctl.sessions.failures import (
     after_initialize,
+    config_failure,
     died_during,
     leaf,
     startup_failure,
@@ -206,7 +207,7 @@ class ServerHandle:
 
     async def _start(self) -> None:
         if problem := self.spec.config_error(os.environ):
-            raise Unavailable(Failure("config", problem, phase="config"))
+            raise Unavailable(config_failure(problem))
         name = self.spec.name
         stdio = self.spec.transport == "stdio"
         budget = TimeBudget(self.startup_timeout, time.perf_counter())  # the wait for the session, below
