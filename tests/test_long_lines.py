@@ -1,6 +1,7 @@
 """A long answer on stdio (tens of MB of result text) is held as few times as it can be while it is cut off the
 stream and parsed: the line's bytes once beside the buffer it came in, then the bytes beside the parsed message,
-never a decoded copy of the whole line as well."""
+never a decoded copy of the whole line as well. Through a gateway, the answer is encoded and sent a piece at a
+time, and its client lets the answer's bytes go before it parses them."""
 
 from __future__ import annotations
 
@@ -9,11 +10,13 @@ import subprocess
 import sys
 import tracemalloc
 from collections.abc import AsyncIterator
+from pathlib import PurePosixPath
 
 import anyio
 import httpx2
 import pytest
 
+from miroctl.base import escaping
 from miroctl.base.models import ServerSpec
 from miroctl.remote import GatewayClient
 from miroctl.sessions.frames import parse_line, parse_plain
@@ -155,3 +158,16 @@ def test_a_long_answer_read_into_the_sdks_types_costs_its_text_once_more_not_fou
     # above what making the line took: its parsed strings, about 2x the text (the line holds it twice); read by
     # the SDK's types straight from JSON, with the parser's own tree of it beside the strings: over 7x
     assert grown < 3 * chars, f"peak grew by {grown / chars:.2f}x the text"
+
+
+def test_an_answer_written_in_pieces_is_the_same_json_as_written_whole():
+    document = {
+        "result": "long \u202e text, é and 漢字 " * 40,  # cut across pieces of 64 characters
+        "nan": float("nan"),
+        "nested": [{"inf": float("-inf"), "zero width": "a\u200bb"}, None, True, 3, 2.5],
+        "path": PurePosixPath("/tmp/x"),  # what dumps shows with str()
+    }
+    parts = list(escaping.pieces(document, size=64))
+    assert len(parts) > 10 and max(map(len, parts)) < 2 * 64
+    assert "".join(parts) == escaping.dumps(document)
+    assert "\\u202e" in "".join(parts) and "\u202e" not in "".join(parts)
