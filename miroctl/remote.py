@@ -46,6 +46,7 @@ CONNECT_TIMEOUT = 10.0  # seconds to reach the gateway at all
 DEFAULT_WAIT = 900.0  # what a request may take at the gateway when the command names no --timeout
 MARGIN_ENV = "MIROCTL_VIA_MARGIN"
 MARGIN = 1.5  # beyond the request's own timeout: the gateway's routing and the answer's trip
+PIECE = 1 << 18  # bytes of an answer read at a time
 
 
 class RemoteError(MiroctlError):
@@ -193,7 +194,7 @@ class GatewayClient:
             }
         )
         answer = self._post(f"/v1/batch?{query}", text.encode(), "application/jsonl")
-        return [self._answer(line.encode()) for line in answer.decode(errors="replace").splitlines() if line.strip()]
+        return [self._answer(bytearray(line)) for line in answer.splitlines() if line.strip()]
 
     def close(self) -> None:
         """End the connections kept for further requests (keep_alive)."""
@@ -231,7 +232,7 @@ class GatewayClient:
             if connection in self._opened:
                 self._opened.remove(connection)
 
-    def _post(self, path: str, body: bytes, content_type: str = "application/json") -> bytes:
+    def _post(self, path: str, body: bytes, content_type: str = "application/json") -> bytearray:
         headers = {"Content-Type": content_type, "Accept": "application/json"}
         if self.token:
             headers["Authorization"] = f"Bearer {self.token}"
@@ -251,7 +252,7 @@ class GatewayClient:
                 waited = f"within {self.wait:g}s (a timeout of {self.timeout:g}s and {self.margin:g}s for the trip)"
             connection.request("POST", self._parts.path + path, body=body, headers=headers)
             response = connection.getresponse()
-            status, data = response.status, response.read()
+            status, data = response.status, _body(response)
             keep = self.keep_alive and not response.will_close
         except TimeoutError:
             raise TimedOut(
@@ -277,21 +278,26 @@ class GatewayClient:
             raise self._refused(status, data)
         return data
 
-    def _answer(self, data: bytes) -> dict[str, object]:
-        """A document of the gateway's, or ServerUnavailable when the answer is not a JSON object."""
+    def _answer(self, data: bytearray) -> dict[str, object]:
+        """A document of the gateway's, or ServerUnavailable when the answer is not a JSON object. The body is
+        emptied once it is decoded: a large result is held as its text and its parsed document, never as both
+        of those and the bytes too."""
+        shown = data[:60].decode("utf-8", errors="replace").strip() or "an empty body"
+        text = data.decode("utf-8", errors="replace")
+        data.clear()
         try:
-            document = json.loads(data)
+            document = json.loads(text)
         except (ValueError, RecursionError):
             document = None
+        del text
         if not isinstance(document, dict):
-            shown = data[:60].decode("utf-8", errors="replace").strip() or "an empty body"
             raise ServerUnavailable(
                 f"{self.url} did not answer as a miroctl gateway does: {shown!r}",
                 hint="is it `miroctl serve --transport http`?",
             )
         return document
 
-    def _refused(self, status: int, data: bytes) -> MiroctlError:
+    def _refused(self, status: int, data: bytearray) -> MiroctlError:
         document = _document(data)
         if status == 400 and document.get("schema") == "miroctl.error/1":
             return RemoteError(document)
@@ -300,7 +306,17 @@ class GatewayClient:
         return ServerUnavailable(f"the gateway at {self.url} answered HTTP {status}: {reason}", hint=hint)
 
 
-def _document(data: bytes) -> dict[str, object]:
+def _body(response: http.client.HTTPResponse) -> bytearray:
+    """The whole body, read a piece at a time into one buffer (a streamed answer is never joined from a list
+    of its chunks, which would hold it twice)."""
+    body, piece = bytearray(), bytearray(PIECE)
+    view = memoryview(piece)
+    while count := response.readinto(view):
+        body += view[:count]
+    return body
+
+
+def _document(data: bytes | bytearray) -> dict[str, object]:
     try:
         document = json.loads(data)
     except (ValueError, RecursionError):

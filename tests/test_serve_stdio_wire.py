@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
+import tracemalloc
 
 import anyio
 
@@ -61,6 +62,31 @@ def test_stdout_writer_delivers_a_message_larger_than_the_pipe_whole():
     reader.join(timeout=30)
     os.close(read_end)
     assert received.decode() == message
+
+
+def test_stdout_writer_holds_a_long_message_a_piece_at_a_time_never_its_whole_bytes_beside_its_text():
+    read_end, write_end = os.pipe()
+    message = "é" * 2_000_000 + "\n"  # 4 MB of UTF-8
+    received = {"bytes": 0, "é": 0}
+
+    def drain() -> None:
+        while chunk := os.read(read_end, 65536):  # whole characters: 65536 is even, each é two bytes
+            received["bytes"] += len(chunk)
+            received["é"] += chunk.count("é".encode())
+
+    reader = threading.Thread(target=drain)
+    reader.start()
+    tracemalloc.start()
+    try:
+        anyio.run(StdoutWriter(write_end).write, message)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+        os.close(write_end)
+        reader.join(timeout=30)
+        os.close(read_end)
+    assert received == {"bytes": 4_000_001, "é": 2_000_000}
+    assert peak < 1_000_000, f"peak {peak} bytes for a message of 4,000,001 (the whole bytes: over 4,000,000)"
 
 
 def test_claimed_stdout_sends_stray_output_to_stderr_and_protocol_to_the_real_stdout(capfd):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 # Invisible or reordering characters: C1 controls, soft hyphen, Arabic letter mark, Mongolian vowel separator,
@@ -44,7 +44,31 @@ def finite(value: Any) -> Any:
     return value
 
 
+PIECE = 1 << 18  # characters of JSON handed on at a time by `pieces`
+
+
 def dumps(value: Any, **options: Any) -> str:
     """Strict JSON (no NaN or Infinity) with non-ASCII kept readable but invisible characters escaped."""
     text = json.dumps(finite(value), ensure_ascii=False, allow_nan=False, default=str, **options)
-    return INVISIBLE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    return INVISIBLE.sub(_json_escape, text)
+
+
+def pieces(value: Any, size: int = PIECE) -> Iterator[str]:
+    """`dumps(value)` in pieces of about `size` characters, for a document too large to hold twice: only the
+    encoding of one string at a time is held beside the value, never the whole document's text."""
+    encoder = json.JSONEncoder(ensure_ascii=False, allow_nan=False, default=str)
+    held: list[str] = []
+    count = 0
+    for chunk in encoder.iterencode(finite(value)):
+        for start in range(0, len(chunk), size):  # escapes are per character, so any cut is safe
+            held.append(chunk[start : start + size])
+            count += len(held[-1])
+            if count >= size:
+                yield INVISIBLE.sub(_json_escape, "".join(held))
+                held, count = [], 0
+    if held:
+        yield INVISIBLE.sub(_json_escape, "".join(held))
+
+
+def _json_escape(match: re.Match[str]) -> str:
+    return f"\\u{ord(match.group()):04x}"

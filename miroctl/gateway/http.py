@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 import socket
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import nullcontext
 from typing import TYPE_CHECKING, Any
 
@@ -47,6 +47,7 @@ Endpoint = Callable[["Request"], Awaitable["Response"]]
 DEFAULT_GRACE = 20.0  # seconds the calls in flight get to finish when the gateway is stopped
 FLUSH = 1  # second uvicorn gets, once nothing is in flight, to finish sending and close the connections
 PROBES = ("/livez", "/readyz")
+STREAMED = 1 << 20  # characters of text from which an answer is encoded and sent in pieces
 
 
 class Inflight:
@@ -168,10 +169,34 @@ def _metrics(gateway: Gateway, sessions: StreamableHTTPSessionManager, inflight:
 
 
 def json_response(document: object, status: int = 200) -> Response:
-    """A JSON answer in strict JSON (a NaN from a server becomes "NaN", never an HTTP 500)."""
-    from starlette.responses import Response
+    """A JSON answer in strict JSON (a NaN from a server becomes "NaN", never an HTTP 500); one that carries
+    much text (a large result) is written in pieces as it is encoded, never held whole as text and bytes."""
+    from starlette.responses import Response, StreamingResponse
 
-    return Response(escaping.dumps(document), status_code=status, media_type="application/json")
+    if not _holds_text(document, STREAMED):
+        return Response(escaping.dumps(document), status_code=status, media_type="application/json")
+
+    async def encoded() -> AsyncIterator[bytes]:
+        for piece in escaping.pieces(document):
+            yield piece.encode()
+
+    return StreamingResponse(encoded(), status_code=status, media_type="application/json")
+
+
+def _holds_text(document: object, limit: int) -> bool:
+    """Whether the strings inside a JSON-like document add up to `limit` characters or more."""
+    pending, count = [document], 0
+    while pending:
+        value = pending.pop()
+        if isinstance(value, str):
+            count += len(value)
+            if count >= limit:
+                return True
+        elif isinstance(value, dict):
+            pending.extend(value.values())
+        elif isinstance(value, list):
+            pending.extend(value)
+    return False
 
 
 def _health(gateway: Gateway) -> Endpoint:

@@ -23,6 +23,7 @@ STOP_GRACE = 0.5
 READ_CHUNK = 64 * 1024
 MAX_LINE_BYTES = int(os.environ.get("MIROCTL_MAX_MESSAGE_BYTES") or 64 * 1024 * 1024)  # as for servers' stdout
 WRITE_CHUNK = 4096  # a pipe that polls writable takes this much without blocking (PIPE_BUF)
+ENCODE_CHUNK = 64 * 1024  # characters of a message encoded at a time
 
 
 @contextmanager
@@ -92,9 +93,10 @@ class StdoutWriter:
         self.fd = fd
 
     async def write(self, text: str) -> None:
-        data = memoryview(text.encode("utf-8"))
-        while data:
-            data = data[await _write_some(self.fd, data[:WRITE_CHUNK]) :]
+        for start in range(0, len(text), ENCODE_CHUNK):  # a long message is never held as text and bytes whole
+            data = memoryview(text[start : start + ENCODE_CHUNK].encode("utf-8"))
+            while data:
+                data = data[await _write_some(self.fd, data[:WRITE_CHUNK]) :]
 
     async def flush(self) -> None:
         await anyio.lowlevel.checkpoint()

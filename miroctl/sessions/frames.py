@@ -29,14 +29,23 @@ _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 def parse_line(line: str | bytes) -> JSONRPCMessage | None:
     """The JSON-RPC message of one line, a synthesized error for an unreadable answer, or None (noise). Bytes
-    are parsed as they are (UTF-8, as JSON is); only a line the strict parser refuses is decoded, leniently."""
+    are parsed as they are (UTF-8, as JSON is); only a line the strict parser refuses is decoded, leniently.
+    The line becomes Python objects first and is checked against the SDK's types as those: the types' own
+    JSON reading holds a long text four times over (its parsed tree, then the Python strings), this once."""
     import mcp_types
     from pydantic import ValidationError
+    from pydantic_core import from_json  # noqa: PLC0415 - as in parse_plain: only a reading of a line pays it
 
     try:
-        return mcp_types.jsonrpc_message_adapter.validate_json(line, by_name=False)
-    except ValidationError as exc:
-        cause, invalid_json = _cause(exc), exc.errors()[0].get("type") in ("json_invalid", "invalid_utf8")
+        data = from_json(line)
+    except ValueError as exc:
+        cause, invalid_json = str(exc).removeprefix("Invalid JSON: "), True
+    else:
+        try:
+            return mcp_types.jsonrpc_message_adapter.validate_python(data, by_name=False)
+        except ValidationError as exc:
+            cause, invalid_json = _cause(exc), False
+        del data
     text = as_text(line)
     lenient = _lenient(text) if invalid_json else None
     if lenient is not None:
