@@ -16,10 +16,12 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Annotated
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, ToolAnnotations
+from pydantic import BeforeValidator, WithJsonSchema
 
 from .helpers import models
 from .helpers.common import number_setting, result, setting
@@ -100,14 +102,39 @@ def scrape_website(url: str) -> CallToolResult:
     return result(text + content, data)
 
 
+def _headers(value: object) -> object:
+    """custom_headers as a JSON object in a string (what the schema says, as every model provider can be told
+    it) or as an object (what MiroThinker's agents send); anything else is left for validation to refuse."""
+    if isinstance(value, str):
+        try:
+            return json.loads(value) if value.strip() else None
+        except ValueError:
+            raise ValueError(f"custom_headers must be a JSON object of header names to values: {EXAMPLE}") from None
+    return value
+
+
+# A free-form map cannot be declared to Gemini (it refuses the whole tool list), so the schema says string; the
+# server takes an object all the same, from a client that sends one without checking it against the schema.
+EXAMPLE = '{"Accept-Language": "fr"}'
+Headers = Annotated[
+    dict[str, str] | None,
+    BeforeValidator(_headers),
+    WithJsonSchema(
+        {
+            "anyOf": [{"type": "string"}, {"type": "null"}],
+            "description": f"a JSON object of header names to values, e.g. {EXAMPLE}",
+        }
+    ),
+]
+
+
 @mcp.tool(annotations=EXTRACT, structured_output=False)
-async def scrape_and_extract_info(
-    url: str, info_to_extract: str, custom_headers: dict[str, str] | None = None
-) -> CallToolResult:
+async def scrape_and_extract_info(url: str, info_to_extract: str, custom_headers: Headers = None) -> CallToolResult:
     """Read a web page, PDF, code or text file at a URL, then have a model extract the information asked for.
 
     url: the address (https:// is assumed without a scheme). info_to_extract: what to find, usually a
-    question. custom_headers: extra HTTP headers for the page's request through the Jina reader.
+    question. custom_headers: extra HTTP headers for the page's request through the Jina reader, as a JSON
+    object of names to values.
     Prefer this to scrape_website for long pages and PDFs: only the extracted information comes back.
 
     Returns JSON: success, url, extracted_info, scrape_stats (line and character counts, whether the whole

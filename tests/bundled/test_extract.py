@@ -69,10 +69,25 @@ def test_a_base_url_without_the_chat_completions_path_reaches_the_same_endpoint(
     assert len(services.model.seen(CHAT)) == 1
 
 
-def test_custom_headers_go_with_the_readers_request(services):
-    outcome = extract(custom_headers={"X-Locale": "fr-FR"})
+def test_custom_headers_given_as_a_json_object_in_a_string_go_with_the_readers_request(services):
+    outcome = extract(custom_headers='{"X-Locale": "fr-FR"}')
     assert outcome.exit_code == 0, outcome.error
     assert services.jina.seen()[0].headers["x-locale"] == "fr-FR"
+
+
+def test_custom_headers_are_declared_as_a_string_so_every_provider_can_be_given_the_tool(services):
+    outcome = extract(custom_headers={"X-Locale": "fr-FR"})  # an object: miroctl checks it against the schema
+    assert outcome.exit_code == 2
+    assert "custom_headers" in outcome.error and "custom_headers?: string | null" in str(outcome.hint)
+    assert services.jina.seen() == []
+
+
+@pytest.mark.parametrize("headers", ["X-Locale: fr-FR", '["X-Locale"]', '{"X-Locale": 1}'])
+def test_custom_headers_that_are_not_an_object_of_strings_are_refused_before_the_page_is_read(services, headers):
+    outcome = extract(custom_headers=headers)
+    assert outcome.exit_code != 0
+    assert "custom_headers" in outcome.error, outcome.error
+    assert services.jina.seen() == [] and services.model.seen(CHAT) == []
 
 
 def test_without_a_reader_key_the_page_is_fetched_directly_before_the_model_call(services, monkeypatch):
