@@ -274,6 +274,8 @@ def execute(python: Python, method: str, line: str, tests: str, cache: Path, fla
 def in_container(
     python: Python, method: str, line: str, tests: str, src: Path, tools: Path, cache: Path, flags: tuple[str, ...]
 ) -> str:
+    # podman's own network, not the host's: the docs' examples serve on fixed ports (18766, ...), which would meet
+    # those of tests running on the host at the same time.
     ca = Path(ssl.get_default_verify_paths().cafile or "/etc/ssl/certs/ca-certificates.crt")
     uv = cache / "tools" / "bin" / "uv"
     state = cache / "container-cache"
@@ -286,8 +288,6 @@ def in_container(
         "run",
         "--rm",
         *run_flags,
-        "--network",
-        "host",
         "-v",
         f"{src}:{INSIDE}",
         "-v",
