@@ -3,6 +3,9 @@ configuration alone: nothing is started here."""
 
 from __future__ import annotations
 
+import json
+import os
+import stat
 import subprocess
 import sys
 from collections.abc import Callable
@@ -13,7 +16,11 @@ from typer.testing import CliRunner
 
 from miroctl.cli.app import app
 from miroctl.cli.prestart import for_daemon
+from miroctl.config.loader import load
+from miroctl.daemon.routes import write_route
+from miroctl.daemonclient.places import Place
 from miroctl.launch.handoff import Launch
+from miroctl.launch.shortcut import route_path
 
 # A stdio server the decision reads but never starts (the in-memory conversion of tests leaves it a process).
 QUIET = {"tool_command": "python", "args": ["-c", "pass"]}
@@ -100,3 +107,23 @@ def test_a_command_that_needs_no_daemon_loads_none_of_its_modules(profile) -> No
     argv = [sys.executable, "-c", LOADED, "call", "plain", "tool", "-c", profile()]
     done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
     assert done.stdout.split(" ", 1) == ["3", "[]\n"], done.stderr  # the quiet server exits: unavailable
+
+
+def test_a_route_is_written_beside_one_another_writer_left_or_is_writing_and_never_fails_the_command(
+    profile, tmp_path: Path, monkeypatch
+) -> None:
+    # Two first calls at once each leave the route: each writes a temporary file of its own, so neither finds
+    # its file already moved by the other (a FileNotFoundError, exit 70, before the call was made).
+    config = profile()
+    monkeypatch.chdir(Path(config).parent)
+    loaded = load(config)
+    place = Place(tmp_path / "run", "k" * 16)
+    place.directory.mkdir(mode=0o700)
+    target = route_path(place.directory, config, os.getcwd())
+    target.with_suffix(".tmp").mkdir()  # where a writer sharing one temporary name would write: not writable
+    write_route(place, loaded, config, False, {})
+    assert json.loads(target.read_text())["servers"] == ["keeper"]
+    assert stat.S_IMODE(target.stat().st_mode) == 0o600
+    (place.directory / "gone").mkdir()
+    write_route(Place(place.directory / "gone" / "nowhere", place.key), loaded, config, False, {})  # no error
+    assert sorted(p.name for p in place.directory.iterdir()) == sorted([target.name, "gone", f"{target.stem}.tmp"])

@@ -3,7 +3,9 @@ servers for this --config in this directory, and what the configuration was read
 
 from __future__ import annotations
 
+import contextlib
 import os
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -31,13 +33,19 @@ def write_route(place: Place, loaded: Config, config_name: str | None, every: bo
         "environment": environment_digest(environ),
     }
     target = route_path(place.directory, config_name, cwd)
-    temporary = target.with_suffix(".tmp")
-    previous = os.umask(0o177)
+    # A temporary file of this writer's own (0600): two commands started at once each write theirs and the last
+    # replace wins; a route that cannot be written is only a shortcut the next command does without.
     try:
-        temporary.write_text(escaping.dumps(route))
-        temporary.replace(target)
-    finally:
-        os.umask(previous)
+        handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    except OSError:
+        return
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as stream:
+            stream.write(escaping.dumps(route))
+        os.replace(temporary, target)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
 
 
 def _aliases(name: str) -> tuple[str, ...]:
