@@ -15,6 +15,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -71,11 +72,19 @@ class Here:
 
 @pytest.fixture
 def here(tmp_path: Path, leak_tag: str) -> Iterator[Here]:
-    runtime = Path(tempfile.mkdtemp(prefix="md-", dir="/tmp"))  # a socket's path has room for ~107 bytes
-    place = Here(tmp_path, runtime, leak_tag)
+    with daemon_place(tmp_path, leak_tag) as place:
+        yield place
+
+
+@contextmanager
+def daemon_place(root: Path, leak_tag: str, prefix: str = "md-") -> Iterator[Here]:
+    """A Here in `root` with a short runtime directory of its own; its daemons and their processes are stopped
+    at the end (before leak_tag's check), whatever a failed test left."""
+    runtime = Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp"))  # a socket's path has room for ~107 bytes
+    place = Here(root, runtime, leak_tag)
     try:
         yield place
-    finally:  # before leak_tag's check: whatever a failed test left is stopped
+    finally:
         place.run("daemon", "stop", "--all")
         for proc in psutil.process_iter():
             try:

@@ -3,8 +3,6 @@ so a script and a shell share a persistent server's state (real processes: the d
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -18,7 +16,7 @@ from miroctl import ToolManager, UsageError, connect
 from miroctl.config.loader import load
 from miroctl.library.sync import SyncToolManager
 from tests.conftest import FIXTURE, HEALTHY_STARTUP, parse_json
-from tests.test_daemon import GUARD, Here, content, family, gone
+from tests.test_daemon import GUARD, Here, content, daemon_place, family, gone
 
 LOST = "[miroctl: the daemon that kept these servers had died: their state (pages, files, lists) was lost] "
 
@@ -27,24 +25,13 @@ LOST = "[miroctl: the daemon that kept these servers had died: their state (page
 def shell(tmp_path: Path, leak_tag: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Here]:
     """A directory with a persistent `counter` server, made this process's working directory and environment
     too, as a script run from that shell has them."""
-    runtime = Path(tempfile.mkdtemp(prefix="ml-", dir="/tmp"))  # a socket's path has room for ~107 bytes
-    place = Here(tmp_path, runtime, leak_tag)
-    monkeypatch.chdir(tmp_path)
-    for name, value in place.env().items():
-        monkeypatch.setenv(name, value)
-    for name in ("MIROCTL_DAEMON", "MIROCTL_DAEMON_IDLE", "MIROCTL_URL"):
-        monkeypatch.delenv(name, raising=False)
-    try:
+    with daemon_place(tmp_path, leak_tag, prefix="ml-") as place:
+        monkeypatch.chdir(tmp_path)
+        for name, value in place.env().items():
+            monkeypatch.setenv(name, value)
+        for name in ("MIROCTL_DAEMON", "MIROCTL_DAEMON_IDLE", "MIROCTL_URL"):
+            monkeypatch.delenv(name, raising=False)
         yield place
-    finally:  # before leak_tag's check: whatever a failed test left is stopped
-        place.run("daemon", "stop", "--all")
-        for proc in psutil.process_iter():
-            try:
-                if proc.environ().get("MIROCTL_TEST_TAG") == leak_tag:
-                    proc.kill()
-            except (psutil.Error, OSError):
-                continue
-        shutil.rmtree(runtime, ignore_errors=True)
 
 
 @pytest.fixture

@@ -13,8 +13,9 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
 from miroctl.base.errors import ServerUnavailable
 from miroctl.daemonclient.places import Place, places
@@ -80,23 +81,21 @@ def hold_in_use(place: Place) -> None:
     fcntl.flock(fd, fcntl.LOCK_SH)
 
 
-@contextmanager
-def in_use(place: Place) -> Iterator[None]:
+def in_use(place: Place) -> AbstractContextManager[None]:
     """Hold the daemon's in-use lock (shared) for the block: a long-lived client lets it leave when idle between
     its requests."""
-    fd = os.open(place.in_use, os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH)
-        yield
-    finally:
-        os.close(fd)  # releases the lock
+    return _flocked(place.in_use, fcntl.LOCK_SH)
+
+
+def _locked(place: Place) -> AbstractContextManager[None]:
+    return _flocked(place.lock, fcntl.LOCK_EX)
 
 
 @contextmanager
-def _locked(place: Place) -> Iterator[None]:
-    fd = os.open(place.lock, os.O_RDWR | os.O_CREAT, 0o600)
+def _flocked(path: Path, operation: int) -> Iterator[None]:
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        fcntl.flock(fd, operation)
         yield
     finally:
         os.close(fd)  # releases the lock

@@ -71,12 +71,7 @@ def startup_failure(exc: BaseException, wire: Wire, step: Step = INITIALIZE) -> 
         return _error_answer(exc, step, tail)
     if UNSUPPORTED_VERSION in str(exc):
         return unsupported_version(exc, step, tail)
-    return Failure.at(
-        step,
-        "crashed",
-        f"{step} failed: {type(exc).__name__}: {_one_line(exc)}",
-        stderr_tail=tail,
-    )
+    return _failed_in(exc, step, tail)
 
 
 def startup_timeout(wire: Wire, seconds: float, step: Step = INITIALIZE) -> Failure:
@@ -247,6 +242,11 @@ def unsupported_version(exc: BaseException, step: Step, tail: tuple[str, ...] = 
     )
 
 
+def _failed_in(exc: BaseException, step: Step, tail: tuple[str, ...]) -> Failure:
+    """Any other exception of a request: the request and the exception's first line."""
+    return Failure.at(step, "crashed", f"{step} failed: {type(exc).__name__}: {_one_line(exc)}", stderr_tail=tail)
+
+
 def config_failure(message: str) -> Failure:
     """A server whose file could not be turned into something startable."""
     hint = None
@@ -301,12 +301,7 @@ def after_initialize(exc: BaseException, wire: Wire, step: Step) -> Failure:
         )
     if isinstance(exc, RpcError):
         return _error_answer(exc, step, tail)
-    return Failure.at(
-        step,
-        "crashed",
-        f"{step} failed: {type(exc).__name__}: {_one_line(exc)}",
-        stderr_tail=tail,
-    )
+    return _failed_in(exc, step, tail)
 
 
 def _error_answer(exc: RpcError, step: Step, tail: tuple[str, ...]) -> Failure:
