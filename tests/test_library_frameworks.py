@@ -22,9 +22,7 @@ from tests import docs_support as docs
 from tests.conftest import ROOT, fixture_yaml
 from tests.gateway_support import http_gateway_here, write_pool
 
-agents_mcp = pytest.importorskip("agents.mcp", reason="pip install 'miroctl[frameworks]'")
-pydantic_ai_mcp = pytest.importorskip("pydantic_ai.mcp", reason="pip install 'miroctl[frameworks]'")
-transports = pytest.importorskip("fastmcp.client.transports", reason="pip install 'miroctl[frameworks]'")
+FRAMEWORKS = "pip install 'miroctl[frameworks]'"
 
 LANGCHAIN_PYTHON = os.environ.get("MIROCTL_LANGCHAIN_PYTHON", "")
 LANGCHAIN_SETUP = (
@@ -65,6 +63,7 @@ async def openai_agents_session(server: Any) -> tuple[list[str], str, bool]:
 
 @pytest.mark.process
 def test_openai_agents_sdk_lists_and_calls_tools_through_serve_over_stdio(tmp_path: Path) -> None:
+    agents_mcp = pytest.importorskip("agents.mcp", reason=FRAMEWORKS)
     command, *args = serve_command(pool(tmp_path))
     server = agents_mcp.MCPServerStdio(
         params={"command": command, "args": args, "cwd": str(ROOT)}, client_session_timeout_seconds=GUARD
@@ -76,6 +75,7 @@ def test_openai_agents_sdk_lists_and_calls_tools_through_serve_over_stdio(tmp_pa
 
 
 def test_openai_agents_sdk_lists_and_calls_tools_through_serve_over_http(tmp_path: Path) -> None:
+    agents_mcp = pytest.importorskip("agents.mcp", reason=FRAMEWORKS)
     config = pool(tmp_path)
 
     async def body() -> tuple[list[str], str, bool]:
@@ -106,6 +106,8 @@ async def pydantic_ai_session(toolset: Any) -> tuple[list[str], Any, str]:
 
 @pytest.mark.process
 def test_pydantic_ai_lists_and_calls_tools_through_serve_over_stdio(tmp_path: Path) -> None:
+    pydantic_ai_mcp = pytest.importorskip("pydantic_ai.mcp", reason=FRAMEWORKS)
+    transports = pytest.importorskip("fastmcp.client.transports", reason=FRAMEWORKS)
     command, *args = serve_command(pool(tmp_path))
     transport = transports.StdioTransport(command, args, cwd=str(ROOT))
     toolset = pydantic_ai_mcp.MCPToolset(transport, init_timeout=GUARD)
@@ -116,6 +118,7 @@ def test_pydantic_ai_lists_and_calls_tools_through_serve_over_stdio(tmp_path: Pa
 
 
 def test_pydantic_ai_lists_and_calls_tools_through_serve_over_http(tmp_path: Path) -> None:
+    pydantic_ai_mcp = pytest.importorskip("pydantic_ai.mcp", reason=FRAMEWORKS)
     config = pool(tmp_path)
 
     async def body() -> tuple[list[str], Any, str]:
