@@ -12,7 +12,7 @@ import json
 import os
 import select
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, TypeVar
 from urllib.parse import urlencode, urlsplit
 
@@ -184,8 +184,10 @@ class GatewayClient:
         return self._answer(self._post(path, json.dumps(body or {}).encode()))
 
     def batch(
-        self, text: str, jobs: int, timeout: float | None = None, no_autocorrect: bool = False
-    ) -> list[dict[str, object]]:
+        self, source: bytes | Iterable[bytes], jobs: int, timeout: float | None = None, no_autocorrect: bool = False
+    ) -> Iterator[dict[str, object]]:
+        """The envelopes of a batch of JSON lines (bytes, or pieces of them sent as they are read), one at a
+        time as the gateway's answer brings them."""
         query = urlencode(
             {
                 k: v
@@ -193,8 +195,9 @@ class GatewayClient:
                 if v is not None
             }
         )
-        answer = self._post(f"/v1/batch?{query}", text.encode(), "application/jsonl")
-        return [self._answer(bytearray(line)) for line in answer.splitlines() if line.strip()]
+        for line in self._answers(f"/v1/batch?{query}", source, "application/jsonl", whole=False):
+            if line.strip():
+                yield self._answer(line)
 
     def close(self) -> None:
         """End the connections kept for further requests (keep_alive)."""
@@ -233,6 +236,13 @@ class GatewayClient:
                 self._opened.remove(connection)
 
     def _post(self, path: str, body: bytes, content_type: str = "application/json") -> bytearray:
+        (data,) = self._answers(path, body, content_type, whole=True)
+        return data
+
+    def _answers(self, path: str, body: bytes | Iterable[bytes], content_type: str, whole: bool) -> Iterator[bytearray]:
+        """POST `body` (bytes, or pieces sent chunked as they are read); the answer whole (one item), or its
+        lines as they arrive. An error of the gateway's or of the network is raised here, in one line; what
+        the caller does with each item is not this exchange's failure."""
         headers = {"Content-Type": content_type, "Accept": "application/json"}
         if self.token:
             headers["Authorization"] = f"Bearer {self.token}"
@@ -252,7 +262,14 @@ class GatewayClient:
                 waited = f"within {self.wait:g}s (a timeout of {self.timeout:g}s and {self.margin:g}s for the trip)"
             connection.request("POST", self._parts.path + path, body=body, headers=headers)
             response = connection.getresponse()
-            status, data = response.status, _body(response)
+            status = response.status
+            if status != 200 or whole:
+                data = _body(response)
+                if status == 200:
+                    yield data
+            else:
+                while line := response.readline():
+                    yield bytearray(line)
             keep = self.keep_alive and not response.will_close
         except TimeoutError:
             raise TimedOut(
@@ -276,7 +293,6 @@ class GatewayClient:
                 self._forget(connection)
         if status != 200:
             raise self._refused(status, data)
-        return data
 
     def _answer(self, data: bytearray) -> dict[str, object]:
         """A document of the gateway's, or ServerUnavailable when the answer is not a JSON object. The body is

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import http.client
 import json
 from collections.abc import Iterator
 from typing import Any
+from urllib.parse import urlsplit
 
 import anyio
 import pytest
@@ -13,7 +15,7 @@ from typer.testing import CliRunner
 from miroctl.base.models import CallOutcome, CallRequest
 from miroctl.cli.app import app
 from miroctl.core import batch
-from tests.gateway_support import pool_files, write_pool
+from tests.gateway_support import http_gateway_here, pool_files, write_pool
 
 
 def lines_of(*documents: Any) -> str:
@@ -192,3 +194,130 @@ def test_batch_lines_with_numeric_strings_are_sent_as_integers_and_a_fraction_is
         'argument b: "40" sent as 40, as the server would read it',
     ]
     assert (refused["exit_code"], refused["error"]) == (2, "add: a: \"2.5\" is not of type 'integer'")
+
+
+async def _chunks(*pieces: bytes, gate: anyio.Event | None = None, taken: list[bytes] | None = None):
+    """A batch's bytes in `pieces`; with `gate`, everything after the first piece waits for it to be set."""
+    for index, piece in enumerate(pieces):
+        if index == 1 and gate is not None:
+            await gate.wait()
+        if taken is not None:
+            taken.append(piece)
+        yield piece
+
+
+def test_read_lines_numbers_lines_split_across_pieces_and_skips_blank_ones():
+    async def main() -> list[batch.Line]:
+        pieces = (b'{"tool": "a"}\n\n{"to', b'ol": "b"}\n', b"  \n", b'{"tool": 7}')
+        return [line async for line in batch.read_lines(_chunks(*pieces), 5.0, False)]
+
+    lines = anyio.run(main)
+    assert [line.number for line in lines] == [1, 3, 5]
+    assert [line.request.tool for line in lines[:2] if line.request] == ["a", "b"]
+    assert all(line.request.timeout == 5.0 and not line.request.autocorrect for line in lines[:2] if line.request)
+    assert lines[2].problem is not None and lines[2].problem.error.startswith("line 5:")
+
+
+def test_a_line_that_is_not_utf8_becomes_its_own_usage_envelope_and_the_others_go_on():
+    async def main() -> list[batch.Line]:
+        pieces = (b'{"tool": "a"}\n{"tool": "\xff\xfe"}\n{"tool": "c"}\n',)
+        return [line async for line in batch.read_lines(_chunks(*pieces))]
+
+    first, bad, last = anyio.run(main)
+    assert bad.problem is not None
+    assert (bad.problem.error, bad.problem.exit_code) == ("line 2: not UTF-8 (byte 11)", 2)
+    assert first.request is not None and last.request is not None and last.request.tool == "c"
+
+
+def test_run_emits_the_first_envelope_before_the_next_line_has_arrived():
+    """A batch is read as its calls go: the first envelope comes out while the rest of the input is still
+    to come (a producer that waits for it would otherwise hang, and the guard fails the test)."""
+    first_out = anyio.Event()
+    emitted: list[str] = []
+
+    async def call(request: CallRequest) -> CallOutcome:
+        return CallOutcome(None, request.tool, result=request.tool)
+
+    def emit(outcome: CallOutcome) -> None:
+        emitted.append(outcome.tool_name)
+        first_out.set()
+
+    async def main() -> None:
+        pieces = (b'{"tool": "first"}\n', b'{"tool": "second"}\n')
+        with anyio.fail_after(30):
+            await batch.run(batch.read_lines(_chunks(*pieces, gate=first_out)), call, emit, 2)
+
+    anyio.run(main)
+    assert emitted == ["first", "second"]
+
+
+def test_run_takes_the_input_a_window_at_a_time_not_whole():
+    """While the first call waits, only the lines of one window are read, however long the batch."""
+    taken: list[bytes] = []
+    seen_while_waiting: list[int] = []
+
+    async def call(request: CallRequest) -> CallOutcome:
+        if request.tool == "t0":
+            await anyio.wait_all_tasks_blocked()  # the reader has gone as far as the window lets it
+            seen_while_waiting.append(len(taken))
+        return CallOutcome(None, request.tool, result="ok")
+
+    async def main() -> None:
+        pieces = [json.dumps({"tool": f"t{i}"}).encode() + b"\n" for i in range(1000)]
+        with anyio.fail_after(60):
+            await batch.run(batch.read_lines(_chunks(*pieces, taken=taken)), call, lambda _: None, 2)
+
+    anyio.run(main)
+    assert seen_while_waiting and seen_while_waiting[0] <= 2 * batch.WINDOW + 3, seen_while_waiting
+    assert len(taken) == 1000
+
+
+def test_batch_via_a_gateway_streams_the_file_and_gives_the_direct_envelopes(config, tmp_path):
+    """The file goes to the gateway in pieces (chunked) and the envelopes come back one line each, among
+    them a line that is not UTF-8, which fails alone."""
+    source = tmp_path / "calls.jsonl"
+    calls = [{"server": "beta", "tool": "add", "arguments": {"a": i, "b": 1}} for i in range(300)]
+    source.write_bytes(lines_of(*calls).encode() + b'{"server": "beta", "tool": "\xff"}\n')
+
+    async def through_a_gateway() -> Any:
+        async with http_gateway_here(config) as url:
+            return await anyio.to_thread.run_sync(
+                lambda: CliRunner().invoke(app, ["call", "--batch", str(source), "--via", url, "-j", "3"])
+            )
+
+    via = anyio.run(through_a_gateway)
+    direct = CliRunner().invoke(app, ["call", "--batch", str(source), "--config", config, "-j", "3"])
+    assert (via.exit_code, direct.exit_code) == (1, 1), via.stderr + direct.stderr
+    through = [json.loads(line) for line in via.stdout.splitlines()]
+    here = [json.loads(line) for line in direct.stdout.splitlines()]
+    assert [e["result"] for e in through[:300]] == [str(i + 1) for i in range(300)]
+    assert [(e["exit_code"], e.get("error")) for e in through] == [(e["exit_code"], e.get("error")) for e in here]
+    assert through[300]["error"] == "line 301: not UTF-8 (byte 29)"
+
+
+def test_a_gateway_sends_each_envelope_as_soon_as_it_and_the_ones_before_it_are_done(config):
+    """The first envelope reaches the client while the second call is still running (it sleeps for ten
+    minutes: a gateway that answered at the end would trip the guard)."""
+    body = lines_of(
+        {"server": "beta", "tool": "echo", "arguments": {"text": "early"}},
+        {"server": "alpha", "tool": "sleep", "arguments": {"seconds": 600}},
+    ).encode()
+
+    def first_line(url: str) -> tuple[int, str, bytes]:
+        parts = urlsplit(url)
+        connection = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=30)
+        try:
+            connection.request("POST", "/v1/batch?jobs=2", body=body, headers={"Content-Type": "application/jsonl"})
+            response = connection.getresponse()
+            return response.status, response.getheader("content-type", ""), response.readline()
+        finally:
+            connection.close()
+
+    async def main() -> tuple[int, str, bytes]:
+        async with http_gateway_here(config) as url:
+            with anyio.fail_after(120):
+                return await anyio.to_thread.run_sync(first_line, url)
+
+    status, content_type, line = anyio.run(main)
+    assert (status, content_type) == (200, "application/jsonl")
+    assert (json.loads(line)["result"], json.loads(line)["exit_code"]) == ("early", 0)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, BinaryIO
 
 import typer
 
@@ -139,29 +139,22 @@ def call(
     if batch_file is not None:
         if target or args:
             raise UsageError("--batch reads every call from its lines", hint="drop SERVER TOOL, key=value and --args")
-        text = batch.read_source(batch_file)
         if gateway_url and task_id:
             raise UsageError(
                 "--task-id does not reach a gateway's --batch calls",
                 hint="drop --via (the servers then start with this task id), or give each call its own --task-id",
             )
-        if gateway_url:
-            raise typer.Exit(
-                remote.batch(gateway_url, text, out=out, jobs=jobs, timeout=timeout, no_autocorrect=no_autocorrect)
-            )
-        loaded = load_config(config, stdio, url, header, out, startup_timeout, env, agent, launch=_launch(ctx))
-        raise typer.Exit(
-            _batch(
-                out,
-                manager_for(
-                    loaded, out, mode, yes, task_id, log, record=record, connector=lean_connector(_launch(ctx))
-                ),
-                text,
-                jobs,
-                timeout,
-                no_autocorrect,
-            )
-        )
+        with batch.closing(batch.open_source(batch_file)) as source:  # unreadable: exit 2, nothing started
+            if gateway_url:
+                code = remote.batch(
+                    gateway_url, source, out=out, jobs=jobs, timeout=timeout, no_autocorrect=no_autocorrect
+                )
+            else:
+                loaded = load_config(config, stdio, url, header, out, startup_timeout, env, agent, launch=_launch(ctx))
+                connector = lean_connector(_launch(ctx))
+                manager = manager_for(loaded, out, mode, yes, task_id, log, record=record, connector=connector)
+                code = _batch(out, manager, source, jobs, timeout, no_autocorrect)
+        raise typer.Exit(code)
     if gateway_url and output:
         raise UsageError("--output is not supported through a gateway", hint="drop --via, or redirect stdout")
     if gateway_url:
@@ -221,11 +214,14 @@ def call(
     raise typer.Exit(int(outcome.exit_code))
 
 
-def _batch(out: Output, manager: Manager, text: str, jobs: int, timeout: float | None, no_autocorrect: bool) -> int:
-    """--batch: JSON lines in, one envelope per line out (always JSON lines), in input order."""
-    lines = batch.with_defaults(batch.parse_lines(text), timeout, not no_autocorrect)
+def _batch(
+    out: Output, manager: Manager, source: BinaryIO, jobs: int, timeout: float | None, no_autocorrect: bool
+) -> int:
+    """--batch: JSON lines in, one envelope per line out (always JSON lines), in input order; the lines are
+    read as the calls go, so the first envelopes come before the last line is read."""
 
     async def work() -> list[CallOutcome]:
+        lines = batch.read_lines(batch.chunks_of(source), timeout, not no_autocorrect)
         async with manager:
             return await batch.run(lines, manager.call, lambda outcome: out.json(outcome.to_dict()), jobs)
 

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import os
 from pathlib import PurePosixPath
+from typing import BinaryIO
 
 from miroctl.base.errors import UsageError
 from miroctl.core import toolcache
 from miroctl.core.arguments import load_base
+from miroctl.core.batch import CHUNK
 from miroctl.remote import URL_ENV, GatewayClient, fetched_from_dict, list_from_dict, outcome_from_dict, readable
 from miroctl.render import blobs
 from miroctl.render.output import Output
@@ -83,12 +85,15 @@ def list_servers(via: str, servers: list[str], *, out: Output, schema: bool = Fa
     return 0 if all(entry.healthy for entry in entries) else 1
 
 
-def batch(via: str, text: str, *, out: Output, jobs: int, timeout: float | None, no_autocorrect: bool) -> int:
-    """`miroctl call --batch FILE --via URL`: the gateway's envelopes, one JSON line each; the exit code."""
-    documents = GatewayClient(via, timeout=timeout).batch(text, jobs, timeout, no_autocorrect)
-    for document in documents:
+def batch(via: str, source: BinaryIO, *, out: Output, jobs: int, timeout: float | None, no_autocorrect: bool) -> int:
+    """`miroctl call --batch FILE --via URL`: the gateway's envelopes, one JSON line each, printed as they
+    come; the exit code. The file is sent as it is read, never held whole."""
+    pieces = iter(lambda: source.read(CHUNK), b"")
+    failed = False
+    for document in GatewayClient(via, timeout=timeout).batch(pieces, jobs, timeout, no_autocorrect):
         out.json(document)
-    return 0 if all(document.get("exit_code") == 0 for document in documents) else 1
+        failed = failed or document.get("exit_code") != 0
+    return 1 if failed else 0
 
 
 def read(via: str, target: list[str], *, out: Output, timeout: float | None = None, save_dir: str | None = None) -> int:

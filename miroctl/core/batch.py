@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import BinaryIO
 
 import anyio
 from anyio.abc import TaskGroup
@@ -22,9 +24,10 @@ from miroctl.core.bodies import Body, loads
 DEFAULT_JOBS = 8
 WINDOW = 4  # lines started ahead of the oldest one not yet emitted, per job
 LINE_KEYS = {"server", "tool", "arguments", "timeout", "autocorrect"}
+CHUNK = 1 << 16  # bytes of a batch read at a time
 
 CallFn = Callable[[CallRequest], Awaitable[CallOutcome]]
-EmitFn = Callable[[CallOutcome], None]
+EmitFn = Callable[[CallOutcome], Awaitable[None] | None]  # may wait (a slow reader of the envelopes)
 
 
 @dataclass(frozen=True)
@@ -36,29 +39,71 @@ class Line:
     problem: CallOutcome | None = None
 
 
-def read_source(source: str) -> str:
-    """The batch text from a file, or from stdin for `-`."""
+def open_source(source: str) -> BinaryIO:
+    """The batch's bytes, to be read as the calls go: a file, or stdin for `-`. A file that cannot be opened is
+    a usage error before anything starts."""
     if source == "-":
-        return sys.stdin.read()
+        return sys.stdin.buffer
     try:
-        with open(source, encoding="utf-8") as handle:
-            return handle.read()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"cannot read the batch file {source}: {getattr(exc, 'strerror', None) or exc}") from None
+        return open(source, "rb")
+    except OSError as exc:
+        raise UsageError(f"cannot read the batch file {source}: {exc.strerror or exc}") from None
 
 
-def with_defaults(lines: list[Line], timeout: float | None, autocorrect: bool) -> list[Line]:
-    """Apply --timeout (where a line has none) and --no-autocorrect to every request."""
-    for line in lines:
-        if line.request is not None:
-            line.request.timeout = line.request.timeout or timeout
-            line.request.autocorrect = line.request.autocorrect and autocorrect
-    return lines
+@contextmanager
+def closing(handle: BinaryIO) -> Iterator[BinaryIO]:
+    """`handle` for a `with` block, closed at its end unless it is stdin's."""
+    try:
+        yield handle
+    finally:
+        if handle is not sys.stdin.buffer:
+            handle.close()
+
+
+async def chunks_of(handle: BinaryIO) -> AsyncIterator[bytes]:
+    """`handle`'s bytes as they come (a pipe's as soon as it has some), read in a worker thread so that the
+    calls in flight go on while the next lines are awaited."""
+    read = getattr(handle, "read1", handle.read)
+    while chunk := await anyio.to_thread.run_sync(read, CHUNK, abandon_on_cancel=True):
+        yield chunk
+
+
+async def read_lines(
+    chunks: AsyncIterable[bytes], timeout: float | None = None, autocorrect: bool = True
+) -> AsyncIterator[Line]:
+    """Every non-blank line of a batch as its bytes arrive, numbered from 1 as in the file, with --timeout
+    (where a line has none) and --no-autocorrect applied. Only the line being read is held, never the batch."""
+    number, pending = 0, b""
+    async for chunk in chunks:
+        pending, start = pending + chunk if pending else chunk, 0
+        while (end := pending.find(b"\n", start)) >= 0:
+            number, raw, start = number + 1, pending[start:end], end + 1
+            if raw.strip():
+                yield with_default(_decoded(number, raw), timeout, autocorrect)
+        pending = pending[start:]
+    if pending.strip():
+        yield with_default(_decoded(number + 1, pending), timeout, autocorrect)
+
+
+def with_default(line: Line, timeout: float | None, autocorrect: bool) -> Line:
+    """Apply --timeout (where the line has none) and --no-autocorrect to one line's request."""
+    if line.request is not None:
+        line.request.timeout = line.request.timeout or timeout
+        line.request.autocorrect = line.request.autocorrect and autocorrect
+    return line
 
 
 def parse_lines(text: str) -> list[Line]:
-    """Every non-blank line of a batch, numbered from 1 as in the file."""
+    """Every non-blank line of a batch held whole, numbered from 1 as in the file."""
     return [parse_line(number, raw) for number, raw in enumerate(text.splitlines(), 1) if raw.strip()]
+
+
+def _decoded(number: int, raw: bytes) -> Line:
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return _bad(number, None, None, f"not UTF-8 (byte {exc.start + 1})")
+    return parse_line(number, text)
 
 
 def parse_line(number: int, raw: str) -> Line:
@@ -97,11 +142,14 @@ def _bad(number: int, server: str | None, tool: str | None, reason: str) -> Line
     return Line(number, problem=outcome)
 
 
-async def run(lines: Iterable[Line], call: CallFn, emit: EmitFn, jobs: int = DEFAULT_JOBS) -> list[CallOutcome]:
+async def run(
+    lines: Iterable[Line] | AsyncIterable[Line], call: CallFn, emit: EmitFn, jobs: int = DEFAULT_JOBS
+) -> list[CallOutcome]:
     """Make every call (at most `jobs` at once), emit the envelopes in input order; the ones that failed.
 
-    A line starts only while fewer than `jobs` * WINDOW earlier lines wait for their envelope, and an envelope
-    is let go once emitted: a batch's memory does not grow with its length.
+    A line is taken in only while fewer than `jobs` * WINDOW earlier lines wait for their envelope, and an
+    envelope is let go once emitted: with lines read as they come (read_lines), a batch's memory does not grow
+    with its length.
     """
     failed: list[CallOutcome] = []
     limiter = anyio.CapacityLimiter(max(1, jobs))
@@ -117,7 +165,7 @@ async def run(lines: Iterable[Line], call: CallFn, emit: EmitFn, jobs: int = DEF
 
     async def start(tg: TaskGroup) -> None:
         async with send:
-            for line in lines:
+            async for line in _each(lines):
                 done, holder = anyio.Event(), list[CallOutcome]()
                 await send.send((done, holder))  # waits while the window is full
                 tg.start_soon(one, line, done, holder)
@@ -128,10 +176,20 @@ async def run(lines: Iterable[Line], call: CallFn, emit: EmitFn, jobs: int = DEF
             async for done, holder in receive:
                 await done.wait()
                 for outcome in holder:
-                    emit(outcome)
+                    if (written := emit(outcome)) is not None:
+                        await written
                     if not outcome.ok:
                         failed.append(outcome)
     return failed
+
+
+async def _each(lines: Iterable[Line] | AsyncIterable[Line]) -> AsyncIterator[Line]:
+    if isinstance(lines, AsyncIterable):
+        async for line in lines:
+            yield line
+    else:
+        for line in lines:
+            yield line
 
 
 def exit_code(outcomes: Iterable[CallOutcome]) -> int:

@@ -13,7 +13,6 @@ grace period to finish; then uvicorn closes what is left and the caller stops th
 
 from __future__ import annotations
 
-import math
 import socket
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import nullcontext
@@ -23,9 +22,9 @@ import anyio
 
 from miroctl.base import escaping
 from miroctl.base.errors import MiroctlError, UsageError
-from miroctl.core import batch
 from miroctl.core.bodies import loads
 from miroctl.gateway.api import call_document, error_document, list_document, prompt_document, read_document
+from miroctl.gateway.batching import BatchEndpoint
 from miroctl.gateway.check import check_document
 from miroctl.gateway.guard import Guard, HttpSettings
 from miroctl.gateway.metrics import INSTALL_HINT, Metrics, available
@@ -35,12 +34,10 @@ from miroctl.gateway.uvicorn_private import header_timed_protocol, stop_acceptin
 
 if TYPE_CHECKING:  # starlette and the SDK's HTTP parts are loaded by `serve --http` only
     from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
-    from starlette.datastructures import QueryParams
     from starlette.requests import Request
     from starlette.responses import Response
     from starlette.types import ASGIApp, Receive, Scope, Send
 
-    from miroctl.base.models import CallOutcome
 
 Endpoint = Callable[["Request"], Awaitable["Response"]]
 
@@ -118,7 +115,7 @@ def build_app(gateway: Gateway, settings: HttpSettings) -> tuple[ASGIApp, Inflig
         Route("/readyz", endpoint=_ready(gateway), methods=["GET"]),
         Route("/v1/call", endpoint=api_endpoint(gateway, call_document), methods=["POST"]),
         Route("/v1/list", endpoint=api_endpoint(gateway, list_document), methods=["POST"]),
-        Route("/v1/batch", endpoint=_batch(gateway), methods=["POST"]),
+        Route("/v1/batch", endpoint=BatchEndpoint(gateway), methods=["POST"]),
         Route("/v1/check", endpoint=api_endpoint(gateway, check_document), methods=["POST"]),
         Route("/v1/read", endpoint=api_endpoint(gateway, read_document), methods=["POST"]),
         Route("/v1/prompt", endpoint=api_endpoint(gateway, prompt_document), methods=["POST"]),
@@ -252,44 +249,6 @@ async def _until_disconnect(request: Request, work: Awaitable[dict[str, object]]
     if not documents:
         raise UsageError("the client went away")
     return documents[0]
-
-
-def _batch(gateway: Gateway) -> Endpoint:
-    """POST /v1/batch: JSON lines in, one envelope per line out (JSON lines, in input order)."""
-
-    async def endpoint(request: Request) -> Response:
-        from starlette.responses import Response
-
-        lines = batch.parse_lines((await request.body()).decode("utf-8", errors="replace"))
-        chunks: list[str] = []
-
-        def emit(outcome: CallOutcome) -> None:
-            chunks.append(escaping.dumps(gateway.masker.data(outcome.to_dict())) + "\n")
-
-        async def work() -> dict[str, object]:
-            jobs, timeout, autocorrect = _batch_options(request.query_params)
-            await batch.run(batch.with_defaults(lines, timeout, autocorrect), gateway.call, emit, jobs)
-            return {}
-
-        try:
-            await _until_disconnect(request, work())
-        except MiroctlError as exc:
-            return json_response(gateway.masker.data(error_document(exc)), 400)
-        return Response("".join(chunks), media_type="application/jsonl")
-
-    return endpoint
-
-
-def _batch_options(query: QueryParams) -> tuple[int, float | None, bool]:
-    """jobs, timeout and autocorrect from /v1/batch's query string (as --jobs, --timeout, --no-autocorrect)."""
-    try:
-        jobs = max(1, int(query.get("jobs", batch.DEFAULT_JOBS)))
-        timeout = float(query["timeout"]) if query.get("timeout") else None
-    except ValueError:
-        raise UsageError("jobs and timeout must be numbers") from None
-    if timeout is not None and not (math.isfinite(timeout) and timeout > 0):
-        raise UsageError("timeout must be a positive number of seconds")
-    return jobs, timeout, query.get("autocorrect") != "0"
 
 
 # ---------------------------------------------------------------------------------------------- serving
