@@ -15,6 +15,7 @@ import pytest
 
 from miroctl.base.models import ServerSpec
 from miroctl.cli import prestart as cli_prestart
+from miroctl.launch import entry
 from miroctl.launch.handoff import Launch
 from miroctl.sessions import prestart
 from tests.conftest import FIXTURE, HOSTILE, fixture_spec, tagged_processes, wait_for_no_tagged
@@ -41,6 +42,16 @@ def miroctl(*argv: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "miroctl", *argv], capture_output=True, text=True, timeout=120, check=False
     )
+
+
+def console_entry(capfd: pytest.CaptureFixture[str], *argv: str) -> subprocess.CompletedProcess[str]:
+    """The console entry in this process (the early start, then the Typer app), as `miroctl ARGV` runs it: its
+    exit code, stdout and stderr. For the command lines the early start must refuse, where what is checked is
+    what starts, not how a cold process loads."""
+    capfd.readouterr()
+    code = entry.run(list(argv))
+    out, err = capfd.readouterr()
+    return subprocess.CompletedProcess(argv, code, out, err)
 
 
 def test_a_cold_call_starts_its_server_once_and_that_early_process_answers(tmp_path):
@@ -110,16 +121,16 @@ BAD_VALUES = [
 
 
 @pytest.mark.parametrize("bad", BAD_VALUES, ids=lambda words: " ".join(words))
-def test_a_call_with_a_value_the_command_refuses_starts_nothing_and_exits_2(tmp_path, bad):
+def test_a_call_with_a_value_the_command_refuses_starts_nothing_and_exits_2(tmp_path, capfd, bad):
     config, starts = counting_config(tmp_path)
-    done = miroctl("call", "--config", str(config), "fx", "echo", "text=hi", *bad)
+    done = console_entry(capfd, "call", "--config", str(config), "fx", "echo", "text=hi", *bad)
     assert done.returncode == 2, done.stderr
     assert not starts.exists()
 
 
-def test_a_list_with_an_option_of_call_only_starts_nothing_and_exits_2(tmp_path):
+def test_a_list_with_an_option_of_call_only_starts_nothing_and_exits_2(tmp_path, capfd):
     config, starts = counting_config(tmp_path)
-    done = miroctl("list", "--config", str(config), "fx", "--timeout", "5")
+    done = console_entry(capfd, "list", "--config", str(config), "fx", "--timeout", "5")
     assert done.returncode == 2, done.stderr
     assert "--timeout" in done.stderr
     assert not starts.exists()
