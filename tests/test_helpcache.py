@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from miroctl.launch import helpcache
-from tests.test_prestart import console_entry, counting_config
+from tests.entry_support import console_entry
+from tests.test_prestart import counting_config
 
 
 def miroctl(cache: Path, *words: str, importtime: bool = False, **env: str) -> subprocess.CompletedProcess[bytes]:

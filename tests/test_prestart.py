@@ -15,10 +15,10 @@ import pytest
 
 from miroctl.base.models import ServerSpec
 from miroctl.cli import prestart as cli_prestart
-from miroctl.launch import entry
 from miroctl.launch.handoff import Launch
 from miroctl.sessions import prestart
 from tests.conftest import FIXTURE, HOSTILE, fixture_spec, tagged_processes, wait_for_no_tagged
+from tests.entry_support import console_entry
 
 STARTS = """
 import os, sys
@@ -42,16 +42,6 @@ def miroctl(*argv: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "miroctl", *argv], capture_output=True, text=True, timeout=120, check=False
     )
-
-
-def console_entry(capfd: pytest.CaptureFixture[str], *argv: str) -> subprocess.CompletedProcess[str]:
-    """The console entry in this process (the early start, then the Typer app), as `miroctl ARGV` runs it: its
-    exit code, stdout and stderr. For the command lines the early start must refuse, where what is checked is
-    what starts, not how a cold process loads."""
-    capfd.readouterr()
-    code = entry.run(list(argv))
-    out, err = capfd.readouterr()
-    return subprocess.CompletedProcess(argv, code, out, err)
 
 
 def test_a_cold_call_starts_its_server_once_and_that_early_process_answers(tmp_path):

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from miroctl.cli.app import app
 from tests.conftest import ROOT, fixture_yaml, hostile_yaml, run_miroctl, tagged_processes, wait_for_no_tagged
-from tests.test_prestart import console_entry
+from tests.entry_support import console_entry
 
 
 @pytest.fixture
