@@ -27,6 +27,7 @@ from typer.testing import CliRunner
 
 from miroctl.cli.app import app
 from tests.conftest import FIXTURE, HEALTHY_STARTUP, parse_json, tagged_processes
+from tests.entry_support import console_entry
 from tests.json_contract import one_document
 
 pytestmark = pytest.mark.process
@@ -74,6 +75,18 @@ class Here:
         with contextlib.chdir(self.root):
             done = CliRunner().invoke(app, ["daemon", *args], env=env)
         return subprocess.CompletedProcess(["daemon", *args], done.exit_code, done.stdout, done.stderr)
+
+    def entry(self, capfd: pytest.CaptureFixture[str], *args: str, **extra: str) -> subprocess.CompletedProcess[str]:
+        """`miroctl ARGS` through the console entry in this process (tests/entry_support.py), from the place's
+        directory and with its environment: for a command that must not go to a daemon, the decision is the
+        entry's and its servers are processes all the same."""
+        with pytest.MonkeyPatch.context() as patch:
+            for name in UNSET:
+                patch.delenv(name, raising=False)
+            for name, value in {"XDG_RUNTIME_DIR": str(self.runtime), "MIROCTL_TEST_TAG": self.tag, **extra}.items():
+                patch.setenv(name, value)
+            patch.chdir(self.root)
+            return console_entry(capfd, *args)
 
     def records(self) -> list[dict[str, Any]]:
         return [json.loads(p.read_text()) for p in sorted((self.runtime / "miroctl").glob("*.json"))]
@@ -176,9 +189,9 @@ def test_a_call_to_a_running_daemon_takes_the_short_way_without_reading_the_conf
     assert done.stdout.splitlines() == ["2", "0 False False"], done.stderr
 
 
-def test_a_call_through_the_daemon_prints_the_envelope_and_exit_code_of_an_in_process_call(here: Here) -> None:
+def test_a_call_through_the_daemon_prints_the_envelope_and_exit_code_of_an_in_process_call(here: Here, capfd) -> None:
     daemon = here.run("call", "counter", "fail", "message=broken", "--json")
-    direct = here.run("call", "counter", "fail", "message=broken", "--json", "--no-daemon")
+    direct = here.entry(capfd, "call", "counter", "fail", "message=broken", "--json", "--no-daemon")
     assert (daemon.returncode, direct.returncode) == (1, 1)
     through, local = parse_json(daemon.stdout), parse_json(direct.stdout)
     through.pop("duration_ms"), local.pop("duration_ms")
@@ -188,9 +201,9 @@ def test_a_call_through_the_daemon_prints_the_envelope_and_exit_code_of_an_in_pr
     assert len(here.records()) == 1
 
 
-def test_a_list_of_a_persistent_server_goes_through_the_daemon_and_shows_its_tools(here: Here) -> None:
+def test_a_list_of_a_persistent_server_goes_through_the_daemon_and_shows_its_tools(here: Here, capfd) -> None:
     through = here.run("list", "counter", "--json")
-    direct = here.run("list", "counter", "--json", "--no-daemon")
+    direct = here.entry(capfd, "list", "counter", "--json", "--no-daemon")
     assert (through.returncode, direct.returncode) == (0, 0), through.stderr
     names = [[t["name"] for t in parse_json(done.stdout)["servers"][0]["tools"]] for done in (through, direct)]
     assert names[0] == names[1] and "counter" in names[0]
@@ -207,9 +220,9 @@ def test_read_and_prompt_of_a_persistent_server_go_through_the_same_daemon(here:
     assert here.run("call", "counter", "counter").stdout.strip() == "1"
 
 
-def test_no_daemon_and_miroctl_daemon_never_run_the_call_in_process(here: Here) -> None:
-    assert here.run("call", "counter", "counter", "--no-daemon").stdout.strip() == "1"
-    assert here.run("call", "counter", "counter", MIROCTL_DAEMON="never").stdout.strip() == "1"
+def test_no_daemon_and_miroctl_daemon_never_run_the_call_in_process(here: Here, capfd) -> None:
+    assert here.entry(capfd, "call", "counter", "counter", "--no-daemon").stdout.strip() == "1"
+    assert here.entry(capfd, "call", "counter", "counter", MIROCTL_DAEMON="never").stdout.strip() == "1"
     assert not (here.runtime / "miroctl").exists() or here.records() == []
 
 
