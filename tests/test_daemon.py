@@ -112,8 +112,20 @@ def daemon_place(root: Path, leak_tag: str, prefix: str = "md-") -> Iterator[Her
     try:
         yield place
     finally:
+        kill_recorded(place)
         kill_tagged(leak_tag)
         shutil.rmtree(runtime, ignore_errors=True)
+
+
+def kill_recorded(place: Here) -> None:
+    """SIGKILL the daemons the place's records name, tagged or not (a record's pid is checked to be that
+    daemon's: a dead one's may have been given to another process since)."""
+    for path in (place.runtime / "miroctl").glob("*.json"):
+        with contextlib.suppress(psutil.Error, OSError, ValueError, KeyError):
+            record = json.loads(path.read_text())
+            daemon = psutil.Process(record["pid"])
+            if "miroctl.daemon" in daemon.cmdline() and record["key"] in daemon.cmdline():
+                daemon.kill()
 
 
 def kill_tagged(tag: str) -> None:
