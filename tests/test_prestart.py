@@ -17,8 +17,9 @@ from miroctl.base.models import ServerSpec
 from miroctl.cli import prestart as cli_prestart
 from miroctl.launch.handoff import Launch
 from miroctl.sessions import prestart
-from tests.conftest import FIXTURE, HOSTILE, fixture_spec, tagged_processes, wait_for_no_tagged
+from tests.conftest import HOSTILE, fixture_spec, tagged_processes, wait_for_no_tagged
 from tests.entry_support import console_entry
+from tests.test_lean import PLAIN
 
 STARTS = """
 import os, sys
@@ -29,10 +30,12 @@ os.execv(sys.executable, [sys.executable, *sys.argv[2:]])
 
 
 def counting_config(tmp_path: Path) -> tuple[Path, Path]:
-    """An mcpServers file whose server writes its pid to a file each time it is started."""
+    """An mcpServers file whose server writes its pid to a file each time it is started. The server is a plain
+    JSON-RPC one (tests/servers/plainrpc.py, without the SDK's import): what is checked is when and how often
+    it is started, and that the early process is the one that answers."""
     starts, wrapper = tmp_path / "starts", tmp_path / "counting.py"
     wrapper.write_text(STARTS)
-    server = {"command": sys.executable, "args": [str(wrapper), str(starts), FIXTURE, "--name", "fx"]}
+    server = {"command": sys.executable, "args": [str(wrapper), str(starts), PLAIN, "--log", str(tmp_path / "rpc")]}
     config = tmp_path / "mcp.json"
     config.write_text(json.dumps({"mcpServers": {"fx": server}}))
     return config, starts
