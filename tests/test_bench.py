@@ -6,18 +6,26 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
 
 import anyio
+import anyio.from_thread
 import pytest
 from typer.testing import CliRunner
 
-from miroctl.base.models import CallOutcome
+from miroctl.base.models import CallOutcome, ServerSpec
 from miroctl.cli.app import app
+from miroctl.config import loader, resolve
 from miroctl.core import bench
 from miroctl.remote import GatewayClient, outcome_from_dict
 from tests.conftest import HEALTHY_STARTUP, ROOT, parse_json
-from tests.gateway_support import READY, CountingRelay, running, wait_until
+from tests.gateway_support import CountingRelay, http_gateway_here, wait_until
 from tests.json_contract import validate
+from tests.servers import loadtest
 
 LOADTEST = str(ROOT / "tests" / "servers" / "loadtest.py")
 SUMMARY_KEYS = {
@@ -46,6 +54,40 @@ SUMMARY_KEYS = {
 def load_yaml(stats, tag):
     env = {"LOADTEST_STATS": str(stats), "MIROCTL_TEST_TAG": tag}
     return {"name": "load", "tool_command": "python", "args": [LOADTEST, "--name", "load"], "env": env}
+
+
+@pytest.fixture(autouse=True)
+def loadtest_in_memory(monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> None:
+    """The load-test server of the configs a test loads runs in this process (the memory transport), with a
+    count of its own, as conftest does for the fixture servers: what these tests check is the bench's counting
+    and pacing, not the server's process. A `miroctl` run as a process, and the tests marked `process`, keep
+    real ones."""
+    if request.node.get_closest_marker("process"):
+        return
+    monkeypatch.setattr(loadtest, "STATE", {"calls": 0, "in_flight": 0, "max_in_flight": 0, "flaky": 0, "by_tool": {}})
+    for module in (loader, resolve):
+        original = module.server_from_mapping
+
+        def converted(*args: Any, _original: Callable[..., ServerSpec] = original, **kwargs: Any) -> ServerSpec:
+            spec = _original(*args, **kwargs)
+            if spec.error or spec.command != sys.executable or spec.args[:1] != (LOADTEST,):
+                return spec
+            monkeypatch.setenv("LOADTEST_STATS", spec.env["LOADTEST_STATS"])  # where its tools write their counts
+            target = loadtest.build(spec.args[spec.args.index("--name") + 1])
+            return replace(spec, transport="memory", target=target, command=None, args=())
+
+        monkeypatch.setattr(module, "server_from_mapping", converted)
+
+
+@contextmanager
+def gateway_here(config: Path) -> Iterator[str]:
+    """What `miroctl serve --config CONFIG --transport http --port 0` serves, in this process (its own event
+    loop in a thread, beside the command under test): its base URL."""
+    with (
+        anyio.from_thread.start_blocking_portal() as portal,
+        portal.wrap_async_context_manager(http_gateway_here(config)) as url,
+    ):
+        yield url
 
 
 @pytest.fixture
@@ -99,9 +141,9 @@ def test_bench_passes_when_the_error_rate_is_within_the_maximum(load):
 
 def test_bench_duration_bounds_the_run_and_every_answered_call_is_counted(load):
     config, stats = load
-    result, document = bench_json(config, "load", "work", "ms=20", "--duration", "1.5", "-j", "2")
+    result, document = bench_json(config, "load", "work", "ms=20", "--duration", "0.5", "-j", "2")
     assert result.exit_code == 0, result.stderr
-    assert document["elapsed_s"] >= 1.5  # no -n: without the deadline it would run until the per-test timeout
+    assert document["elapsed_s"] >= 0.5  # no -n: without the deadline it would run until the per-test timeout
     assert document["completed"] > 0
     assert stats_of(stats)["calls"] == document["completed"]
 
@@ -143,8 +185,7 @@ def test_bench_needs_exactly_one_of_duration_and_requests(load, args):
 
 def test_bench_through_a_serve_gateway_counts_every_call(load):
     config, stats = load
-    with running("--config", str(config), "--transport", "http", "--port", "0") as gateway:
-        url = started(gateway)
+    with gateway_here(config) as url:
         result = CliRunner().invoke(
             app, ["bench", "load", "work", "ms=5", "-n", "12", "-j", "3", "--via", url, "--json"]
         )
@@ -156,8 +197,8 @@ def test_bench_through_a_serve_gateway_counts_every_call(load):
 
 def test_bench_through_a_gateway_opens_a_connection_per_call_in_flight_not_one_per_call(load):
     config, stats = load
-    with running("--config", str(config), "--transport", "http", "--port", "0") as gateway:
-        relay = CountingRelay(started(gateway))
+    with gateway_here(config) as url:
+        relay = CountingRelay(url)
         try:
             result = CliRunner().invoke(
                 app, ["bench", "load", "work", "ms=1", "-n", "30", "-j", "3", "--via", relay.url, "--json"]
@@ -174,8 +215,8 @@ def test_bench_through_a_gateway_opens_a_connection_per_call_in_flight_not_one_p
 def test_a_kept_gateway_connection_the_gateway_has_closed_is_replaced_and_the_call_made(load):
     config, stats = load
     body = {"target": ["load", "work", "ms=1"]}
-    with running("--config", str(config), "--transport", "http", "--port", "0") as gateway:
-        relay = CountingRelay(started(gateway))
+    with gateway_here(config) as url:
+        relay = CountingRelay(url)
         client = GatewayClient(relay.url, timeout=30, keep_alive=True)
         try:
             answers = [client.call(body), client.call(body)]
@@ -193,8 +234,8 @@ def test_a_kept_gateway_connection_the_gateway_has_closed_is_replaced_and_the_ca
 
 def test_bench_through_a_gateway_refuses_an_unknown_tool_before_any_call(load):
     config, stats = load
-    with running("--config", str(config), "--transport", "http", "--port", "0") as gateway:
-        result = CliRunner().invoke(app, ["bench", "load", "wrok", "-n", "50", "--via", started(gateway)])
+    with gateway_here(config) as url:
+        result = CliRunner().invoke(app, ["bench", "load", "wrok", "-n", "50", "--via", url])
     assert result.exit_code == 6
     assert "load has no tool 'wrok'" in result.stderr and "work" in result.stderr
     assert not stats.exists()
@@ -352,11 +393,6 @@ def test_calls_slower_than_the_timeout_are_counted_as_timeouts(write_config, tmp
     assert result.exit_code == 1
     assert document["errors_by_kind"] == {"timeout": 2}  # cut at 0.5 s, not answered after the server's 10 s
     assert document["latency_ms"]["max"] >= 500
-
-
-def started(gateway):
-    """The gateway's URL once it is ready (a loaded CI machine may take minutes to start its servers)."""
-    return gateway.wait_for(READY.pattern, timeout=HEALTHY_STARTUP * 6).group(1)
 
 
 @pytest.mark.parametrize(

@@ -3,6 +3,7 @@
 import json
 
 from tests.conftest import fixture_yaml, run_miroctl
+from tests.test_lean import PLAIN
 
 
 def test_a_server_whose_start_times_out_while_miroctl_loads_the_sdk_is_stopped(write_config, leak_tag):
@@ -19,9 +20,11 @@ def test_a_server_whose_start_times_out_while_miroctl_loads_the_sdk_is_stopped(w
     assert "no answer to initialize within 0.05s" in server["failure"]["message"]
 
 
-def test_a_cold_call_answers_after_starting_its_server_before_the_sdk(write_config, leak_tag):
+def test_a_cold_call_answers_after_starting_its_server_before_the_sdk(write_config, leak_tag, tmp_path):
     env = {"MIROCTL_TEST_TAG": leak_tag}
-    path = write_config({"alpha": fixture_yaml("alpha", "--tools", "echo", env=env)})
+    # A plain JSON-RPC server (no SDK of its own to import): the cold path is miroctl's, not the server's.
+    plain = {"name": "alpha", "tool_command": "python", "args": [PLAIN, "--log", str(tmp_path / "rpc")], "env": env}
+    path = write_config({"alpha": plain})
     result = run_miroctl("call", "--json", "--config", str(path), "alpha", "echo", "text=cold")
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["result"] == "cold"

@@ -4,6 +4,7 @@ point)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pwd
@@ -22,13 +23,17 @@ from typing import Any
 import psutil
 import pytest
 import yaml
+from typer.testing import CliRunner
 
-from tests.conftest import FIXTURE, HEALTHY_STARTUP, parse_json
+from miroctl.cli.app import app
+from tests.conftest import FIXTURE, HEALTHY_STARTUP, parse_json, tagged_processes
+from tests.entry_support import console_entry
 from tests.json_contract import one_document
 
 pytestmark = pytest.mark.process
 NOTE = "a background daemon now keeps counter running between commands"
 GUARD = 60.0  # a hang guard only: each wait below ends on a process's exit or a file's content
+UNSET = ("MIROCTL_DAEMON", "MIROCTL_DAEMON_IDLE", "MIROCTL_URL")  # the test run's own choices, not the place's
 
 
 class Here:
@@ -51,7 +56,7 @@ class Here:
         (self.root / "tool" / "counter.yaml").write_text(yaml.safe_dump(server))
 
     def env(self, **extra: str) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if k not in ("MIROCTL_DAEMON", "MIROCTL_DAEMON_IDLE", "MIROCTL_URL")}
+        env = {k: v for k, v in os.environ.items() if k not in UNSET}
         return {**env, "XDG_RUNTIME_DIR": str(self.runtime), "MIROCTL_TEST_TAG": self.tag, **extra}
 
     def argv(self, *args: str) -> list[str]:
@@ -61,6 +66,27 @@ class Here:
         return subprocess.run(
             self.argv(*args), cwd=self.root, env=self.env(**extra), capture_output=True, text=True, timeout=120
         )
+
+    def control(self, *args: str, **extra: str) -> subprocess.CompletedProcess[str]:
+        """`miroctl daemon ARGS` in this process, from the place's directory and with its environment: status,
+        logs and stop are clients of the daemon's socket and its files, which are what these tests look at."""
+        env: dict[str, str | None] = {name: None for name in UNSET}
+        env.update({"XDG_RUNTIME_DIR": str(self.runtime), "MIROCTL_TEST_TAG": self.tag, **extra})
+        with contextlib.chdir(self.root):
+            done = CliRunner().invoke(app, ["daemon", *args], env=env)
+        return subprocess.CompletedProcess(["daemon", *args], done.exit_code, done.stdout, done.stderr)
+
+    def entry(self, capfd: pytest.CaptureFixture[str], *args: str, **extra: str) -> subprocess.CompletedProcess[str]:
+        """`miroctl ARGS` through the console entry in this process (tests/entry_support.py), from the place's
+        directory and with its environment: for a command that must not go to a daemon, the decision is the
+        entry's and its servers are processes all the same."""
+        with pytest.MonkeyPatch.context() as patch:
+            for name in UNSET:
+                patch.delenv(name, raising=False)
+            for name, value in {"XDG_RUNTIME_DIR": str(self.runtime), "MIROCTL_TEST_TAG": self.tag, **extra}.items():
+                patch.setenv(name, value)
+            patch.chdir(self.root)
+            return console_entry(capfd, *args)
 
     def records(self) -> list[dict[str, Any]]:
         return [json.loads(p.read_text()) for p in sorted((self.runtime / "miroctl").glob("*.json"))]
@@ -78,21 +104,39 @@ def here(tmp_path: Path, leak_tag: str) -> Iterator[Here]:
 
 @contextmanager
 def daemon_place(root: Path, leak_tag: str, prefix: str = "md-") -> Iterator[Here]:
-    """A Here in `root` with a short runtime directory of its own; its daemons and their processes are stopped
-    at the end (before leak_tag's check), whatever a failed test left."""
+    """A Here in `root` with a short runtime directory of its own; its daemons and their processes (all of
+    them carry the test's tag) are killed at the end (before leak_tag's check), whatever a failed test left.
+    How a daemon stops is what the tests of stop, idle exit and signals check, not this clean-up."""
     runtime = Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp"))  # a socket's path has room for ~107 bytes
     place = Here(root, runtime, leak_tag)
     try:
         yield place
     finally:
-        place.run("daemon", "stop", "--all")
-        for proc in psutil.process_iter():
-            try:
-                if proc.environ().get("MIROCTL_TEST_TAG") == leak_tag:
-                    proc.kill()
-            except (psutil.Error, OSError):
-                continue
+        kill_recorded(place)
+        kill_tagged(leak_tag)
         shutil.rmtree(runtime, ignore_errors=True)
+
+
+def kill_recorded(place: Here) -> None:
+    """SIGKILL the daemons the place's records name, tagged or not (a record's pid is checked to be that
+    daemon's: a dead one's may have been given to another process since)."""
+    for path in (place.runtime / "miroctl").glob("*.json"):
+        with contextlib.suppress(psutil.Error, OSError, ValueError, KeyError):
+            record = json.loads(path.read_text())
+            daemon = psutil.Process(record["pid"])
+            if "miroctl.daemon" in daemon.cmdline() and record["key"] in daemon.cmdline():
+                daemon.kill()
+
+
+def kill_tagged(tag: str) -> None:
+    """SIGKILL every living process of the tag, again until none is left (a daemon may start a server while
+    it is being killed); a hang guard only bounds it."""
+    deadline = time.monotonic() + GUARD
+    while (alive := tagged_processes(tag)) and time.monotonic() < deadline:
+        for pid in alive:
+            with contextlib.suppress(psutil.Error, OSError):
+                psutil.Process(pid).kill()
+        time.sleep(0.05)  # a killed process is gone (or a zombie) a moment later
 
 
 def family(proc: psutil.Process) -> list[psutil.Process]:
@@ -100,8 +144,21 @@ def family(proc: psutil.Process) -> list[psutil.Process]:
 
 
 def gone(procs: list[psutil.Process]) -> bool:
-    _, alive = psutil.wait_procs(procs, timeout=GUARD)
-    return not alive
+    """Whether every one of `procs` exits within GUARD. An exited daemon is not this process's child: it is a
+    zombie until the machine's init reaps it, which may take a second, and exited all the same."""
+    deadline = time.monotonic() + GUARD
+    while any(living(proc) for proc in procs):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def living(proc: psutil.Process) -> bool:
+    try:
+        return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
 
 
 def content(path: Path) -> str:
@@ -144,9 +201,9 @@ def test_a_call_to_a_running_daemon_takes_the_short_way_without_reading_the_conf
     assert done.stdout.splitlines() == ["2", "0 False False"], done.stderr
 
 
-def test_a_call_through_the_daemon_prints_the_envelope_and_exit_code_of_an_in_process_call(here: Here) -> None:
+def test_a_call_through_the_daemon_prints_the_envelope_and_exit_code_of_an_in_process_call(here: Here, capfd) -> None:
     daemon = here.run("call", "counter", "fail", "message=broken", "--json")
-    direct = here.run("call", "counter", "fail", "message=broken", "--json", "--no-daemon")
+    direct = here.entry(capfd, "call", "counter", "fail", "message=broken", "--json", "--no-daemon")
     assert (daemon.returncode, direct.returncode) == (1, 1)
     through, local = parse_json(daemon.stdout), parse_json(direct.stdout)
     through.pop("duration_ms"), local.pop("duration_ms")
@@ -156,9 +213,9 @@ def test_a_call_through_the_daemon_prints_the_envelope_and_exit_code_of_an_in_pr
     assert len(here.records()) == 1
 
 
-def test_a_list_of_a_persistent_server_goes_through_the_daemon_and_shows_its_tools(here: Here) -> None:
+def test_a_list_of_a_persistent_server_goes_through_the_daemon_and_shows_its_tools(here: Here, capfd) -> None:
     through = here.run("list", "counter", "--json")
-    direct = here.run("list", "counter", "--json", "--no-daemon")
+    direct = here.entry(capfd, "list", "counter", "--json", "--no-daemon")
     assert (through.returncode, direct.returncode) == (0, 0), through.stderr
     names = [[t["name"] for t in parse_json(done.stdout)["servers"][0]["tools"]] for done in (through, direct)]
     assert names[0] == names[1] and "counter" in names[0]
@@ -175,9 +232,9 @@ def test_read_and_prompt_of_a_persistent_server_go_through_the_same_daemon(here:
     assert here.run("call", "counter", "counter").stdout.strip() == "1"
 
 
-def test_no_daemon_and_miroctl_daemon_never_run_the_call_in_process(here: Here) -> None:
-    assert here.run("call", "counter", "counter", "--no-daemon").stdout.strip() == "1"
-    assert here.run("call", "counter", "counter", MIROCTL_DAEMON="never").stdout.strip() == "1"
+def test_no_daemon_and_miroctl_daemon_never_run_the_call_in_process(here: Here, capfd) -> None:
+    assert here.entry(capfd, "call", "counter", "counter", "--no-daemon").stdout.strip() == "1"
+    assert here.entry(capfd, "call", "counter", "counter", MIROCTL_DAEMON="never").stdout.strip() == "1"
     assert not (here.runtime / "miroctl").exists() or here.records() == []
 
 
@@ -197,7 +254,7 @@ def test_a_killed_daemon_is_replaced_and_the_next_call_says_the_state_was_lost(h
     servers = family(daemon)
     daemon.kill()
     assert gone(servers)  # the server sees its stdin end with the daemon
-    status = here.run("daemon", "status", "--json")
+    status = here.control("status", "--json")
     assert status.returncode == 1
     assert [d["state"] for d in one_document(status.stdout)["daemons"]] == ["dead"]
     again = here.run("call", "counter", "counter")
@@ -231,15 +288,15 @@ def test_a_daemon_exits_after_its_idle_time_and_stops_every_server(here: Here) -
 
 def test_daemon_stop_leaves_no_process_and_status_shows_none(here: Here) -> None:
     assert here.run("call", "counter", "counter").returncode == 0
-    status = here.run("daemon", "status", "--json")
+    status = here.control("status", "--json")
     assert status.returncode == 0
     (shown,) = one_document(status.stdout)["daemons"]
     assert shown["state"] == "running" and shown["servers"] == [{"name": "counter", "state": "connected", "starts": 1}]
     procs = family(here.daemon())
-    stopped = here.run("daemon", "stop")
+    stopped = here.run("daemon", "stop")  # the one run of `daemon stop` as the user's own process
     assert stopped.returncode == 0, stopped.stderr
-    assert not [p for p in procs if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
-    assert one_document(here.run("daemon", "status", "--json").stdout)["daemons"] == []
+    assert not [p for p in procs if living(p)]
+    assert one_document(here.control("status", "--json").stdout)["daemons"] == []
 
 
 def test_a_sigterm_to_the_daemon_stops_it_and_every_server(here: Here) -> None:
@@ -248,7 +305,7 @@ def test_a_sigterm_to_the_daemon_stops_it_and_every_server(here: Here) -> None:
     procs = family(daemon)
     daemon.send_signal(signal.SIGTERM)
     assert gone(procs)
-    assert "SIGTERM: exiting" in here.run("daemon", "logs", "--all").stdout
+    assert "SIGTERM: exiting" in here.control("logs", "--all").stdout
 
 
 def test_ctrl_c_on_a_call_cancels_it_inside_the_daemon(here: Here, tmp_path: Path) -> None:
@@ -314,7 +371,7 @@ def test_a_client_of_another_uid_is_refused_even_when_the_socket_is_open_to_it(h
     )
     assert foreign.returncode == 0, foreign.stderr
     assert foreign.stdout.strip() == "closed"  # before a byte was answered
-    logs = here.run("daemon", "logs")
+    logs = here.control("logs")
     assert f"uid {nobody} (not this user)" in logs.stdout
     mine = subprocess.run([sys.executable, "-I", "-c", CLIENT, str(sock)], capture_output=True, text=True)
     assert "200 OK" in mine.stdout
@@ -327,8 +384,8 @@ def test_secrets_stay_masked_in_the_daemons_answers_log_and_command_line(here: H
     assert done.returncode == 0, done.stderr
     assert parse_json(done.stdout)["result"] == "****"
     daemon = here.daemon()
-    logs = here.run("daemon", "logs", "-n", "0", FIXTURE_SECRET=secret)
-    status = here.run("daemon", "status", "--json", FIXTURE_SECRET=secret)
+    logs = here.control("logs", "-n", "0", FIXTURE_SECRET=secret)
+    status = here.control("status", "--json", FIXTURE_SECRET=secret)
     assert "call counter/env: ok" in logs.stdout
     for shown in (done.stdout, done.stderr, logs.stdout, status.stdout, " ".join(daemon.cmdline())):
         assert secret not in shown

@@ -15,7 +15,7 @@ import yaml
 from miroctl import ToolManager, UsageError, connect
 from miroctl.config.loader import load
 from miroctl.library.sync import SyncToolManager
-from tests.conftest import FIXTURE, HEALTHY_STARTUP, parse_json
+from tests.conftest import FIXTURE, HEALTHY_STARTUP, in_memory, parse_json
 from tests.test_daemon import GUARD, Here, content, daemon_place, family, gone
 
 LOST = "[miroctl: the daemon that kept these servers had died: their state (pages, files, lists) was lost] "
@@ -42,6 +42,13 @@ def script(shell: Here) -> Iterator[SyncToolManager]:
 
 def count(tools: SyncToolManager) -> object:
     return tools.execute_tool_call("counter", "counter", {})
+
+
+def in_this_process() -> SyncToolManager:
+    """The same configuration without a daemon, its fixture servers in this process (the memory transport):
+    what a script's calls through the daemon are compared with."""
+    loaded = load(None)
+    return connect(replace(loaded, servers=tuple(in_memory(spec) for spec in loaded.servers)))
 
 
 def own_children() -> list[psutil.Process]:
@@ -101,7 +108,7 @@ def test_a_killed_daemon_is_replaced_and_the_scripts_next_result_says_the_state_
 def test_a_script_listing_through_the_daemon_gets_what_an_in_process_listing_gets(
     shell: Here, script: SyncToolManager
 ) -> None:
-    with connect(None) as here:
+    with in_this_process() as here:
         assert script.get_all_tool_definitions() == here.get_all_tool_definitions()
     assert len(shell.records()) == 1
 
@@ -120,7 +127,7 @@ def test_results_errors_and_corrections_through_the_daemon_are_those_of_an_in_pr
         ("echoes", "nosuch", {}),
         ("echoes", "add", {"a": "x"}),
     ]
-    with connect(None, daemon=True) as kept, connect(None) as here:
+    with connect(None, daemon=True) as kept, in_this_process() as here:
         for server, tool, arguments in calls:
             assert kept.execute_tool_call(server, tool, arguments) == here.execute_tool_call(server, tool, arguments)
     assert len(shell.records()) == 1

@@ -43,7 +43,7 @@ def test_a_daemons_log_past_its_limit_is_moved_aside_and_a_new_one_goes_on(here:
     text = log.read_text()
     assert "the log grew past 5 MB: the earlier lines are in" in text
     assert CALL_LINE in text and len(text) < 10_000
-    logs = here.run("daemon", "logs", "-n", "0")
+    logs = here.control("logs", "-n", "0")
     assert logs.returncode == 0
     assert "x" * 100 not in logs.stdout and CALL_LINE in logs.stdout
 
@@ -51,7 +51,7 @@ def test_a_daemons_log_past_its_limit_is_moved_aside_and_a_new_one_goes_on(here:
 def test_a_new_daemon_starts_a_new_log_when_the_last_ones_is_past_its_limit(here: Here) -> None:  # noqa: F811
     assert here.run("call", "counter", "counter").returncode == 0
     log = log_of(here)
-    assert here.run("daemon", "stop").returncode == 0
+    assert here.control("stop").returncode == 0
     grow(log)
     again = here.run("call", "counter", "counter")
     assert (again.returncode, again.stdout.strip()) == (0, "1")

@@ -13,7 +13,9 @@ import subprocess
 import sys
 import termios
 import threading
+from collections.abc import Callable
 from pathlib import Path
+from subprocess import CompletedProcess
 
 import pytest
 from rich.console import Console
@@ -23,6 +25,7 @@ from miroctl.cli.app import app
 from miroctl.render.progress import ServerProgress
 from miroctl.sessions.stages import StageEvent, TimeBudget
 from tests.conftest import HEALTHY_STARTUP, ROOT, parse_json
+from tests.entry_support import console_entry
 from tests.surface_support import echo, surface_yaml
 
 TIMEOUT = 120
@@ -86,10 +89,14 @@ def on_terminal(*argv: str) -> tuple[int, str, str]:
     return Terminal(*argv).finish()
 
 
-def piped(*argv: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "miroctl", *argv], capture_output=True, text=True, env=_env(), timeout=TIMEOUT
-    )
+@pytest.fixture
+def piped(capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> Callable[..., CompletedProcess[str]]:
+    """The console entry with stdout and stderr on pipes, in this process (tests/entry_support.py) and with the
+    environment a Terminal's process gets: what is checked is that nothing but the result is written there."""
+    for name in ("COLUMNS", "LINES", "MIROCTL_URL", "MIROCTL_CONFIG"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("TERM", "xterm-256color")
+    return lambda *argv: console_entry(capfd, *argv)
 
 
 def _pool(tmp_path: Path, write_config, tag: str) -> Path:
@@ -111,7 +118,7 @@ def _without_times(text: str) -> str:
 
 
 @pytest.mark.parametrize("command", ["list", "check"])
-def test_a_terminal_sees_each_servers_stage_and_then_the_same_result(tmp_path, write_config, leak_tag, command):
+def test_a_terminal_sees_each_servers_stage_and_then_the_same_result(tmp_path, write_config, leak_tag, piped, command):
     path = _pool(tmp_path, write_config, leak_tag)
     code, stdout, terminal = on_terminal(command, "-c", str(path))
     assert code == 1  # broken is unhealthy
@@ -134,7 +141,7 @@ def test_a_call_on_a_terminal_shows_its_server_and_prints_the_result_alone_on_st
     assert re.search(r"✓ good\s+done in", _plain(terminal))
 
 
-def test_piped_stderr_gets_no_progress_at_all(tmp_path, write_config):
+def test_piped_stderr_gets_no_progress_at_all(tmp_path, write_config, piped):
     path = write_config({"good": surface_yaml(tmp_path, [echo()], name="good")})
     done = piped("list", "-c", str(path))
     assert done.returncode == 0

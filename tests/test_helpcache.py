@@ -8,7 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from miroctl.launch import helpcache
+from tests.entry_support import console_entry
 from tests.test_prestart import counting_config
 
 
@@ -43,21 +46,29 @@ def test_another_terminal_width_is_rendered_anew_and_matches_an_uncached_renderi
     assert wide.stdout != miroctl(tmp_path, "list", "--help").stdout
 
 
-def test_a_usage_error_next_to_help_is_never_kept(tmp_path):
+@pytest.fixture
+def cache_here(tmp_path, monkeypatch):
+    """The help cache of the console entry run in this process (console_entry), in the test's directory."""
+    monkeypatch.setenv("MIROCTL_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("COLUMNS", "100")
+    return tmp_path / "cache"
+
+
+def test_a_usage_error_next_to_help_is_never_kept(cache_here, capfd):
     for _ in range(2):
-        failed = miroctl(tmp_path, "list", "--no-such-option", "--help")
+        failed = console_entry(capfd, "list", "--no-such-option", "--help")
         assert failed.returncode == 2
-        assert b"No such option: --no-such-option" in failed.stderr
-    assert not (tmp_path / "help").exists() or not list((tmp_path / "help").iterdir())
+        assert "No such option: --no-such-option" in failed.stderr
+    assert not (cache_here / "help").exists() or not list((cache_here / "help").iterdir())
 
 
-def test_a_call_whose_last_word_is_the_value_dash_h_reaches_its_server_every_time(tmp_path):
+def test_a_call_whose_last_word_is_the_value_dash_h_reaches_its_server_every_time(tmp_path, cache_here, capfd):
     config, starts = counting_config(tmp_path)
-    cache = tmp_path / "cache"
+    cache = cache_here
     for _ in range(2):
-        done = miroctl(cache, "call", "--config", str(config), "fx", "echo", "text=hi", "--task-id", "-h")
+        done = console_entry(capfd, "call", "--config", str(config), "fx", "echo", "text=hi", "--task-id", "-h")
         assert done.returncode == 0, done.stderr
-        assert done.stdout == b"hi\n"
+        assert done.stdout == "hi\n"
     assert len(starts.read_text().split()) == 2
     assert not list((cache / "help").glob("*"))
 

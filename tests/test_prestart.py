@@ -17,7 +17,9 @@ from miroctl.base.models import ServerSpec
 from miroctl.cli import prestart as cli_prestart
 from miroctl.launch.handoff import Launch
 from miroctl.sessions import prestart
-from tests.conftest import FIXTURE, HOSTILE, fixture_spec, tagged_processes, wait_for_no_tagged
+from tests.conftest import HOSTILE, fixture_spec, tagged_processes, wait_for_no_tagged
+from tests.entry_support import console_entry
+from tests.test_lean import PLAIN
 
 STARTS = """
 import os, sys
@@ -28,10 +30,12 @@ os.execv(sys.executable, [sys.executable, *sys.argv[2:]])
 
 
 def counting_config(tmp_path: Path) -> tuple[Path, Path]:
-    """An mcpServers file whose server writes its pid to a file each time it is started."""
+    """An mcpServers file whose server writes its pid to a file each time it is started. The server is a plain
+    JSON-RPC one (tests/servers/plainrpc.py, without the SDK's import): what is checked is when and how often
+    it is started, and that the early process is the one that answers."""
     starts, wrapper = tmp_path / "starts", tmp_path / "counting.py"
     wrapper.write_text(STARTS)
-    server = {"command": sys.executable, "args": [str(wrapper), str(starts), FIXTURE, "--name", "fx"]}
+    server = {"command": sys.executable, "args": [str(wrapper), str(starts), PLAIN, "--log", str(tmp_path / "rpc")]}
     config = tmp_path / "mcp.json"
     config.write_text(json.dumps({"mcpServers": {"fx": server}}))
     return config, starts
@@ -98,6 +102,24 @@ def test_command_lines_that_change_the_servers_start_nothing_early(tmp_path):
     assert not starts.exists()
 
 
+@pytest.fixture
+def early_starts(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The names of the servers the early start of a console entry run in this process starts. Run in this
+    process, a refused command line ends within milliseconds: a server started by mistake could be stopped
+    before its wrapper wrote to the starts file, so the start itself is what is counted too."""
+    started: list[str] = []
+    start = prestart.EarlyServers.start
+
+    def counted(self: prestart.EarlyServers, spec: ServerSpec) -> bool:
+        began = start(self, spec)
+        if began:
+            started.append(spec.name)
+        return began
+
+    monkeypatch.setattr(prestart.EarlyServers, "start", counted)
+    return started
+
+
 BAD_VALUES = [
     ["--timeout", "abc"],
     ["--timeout", "-5"],
@@ -110,19 +132,19 @@ BAD_VALUES = [
 
 
 @pytest.mark.parametrize("bad", BAD_VALUES, ids=lambda words: " ".join(words))
-def test_a_call_with_a_value_the_command_refuses_starts_nothing_and_exits_2(tmp_path, bad):
+def test_a_call_with_a_value_the_command_refuses_starts_nothing_and_exits_2(tmp_path, capfd, early_starts, bad):
     config, starts = counting_config(tmp_path)
-    done = miroctl("call", "--config", str(config), "fx", "echo", "text=hi", *bad)
+    done = console_entry(capfd, "call", "--config", str(config), "fx", "echo", "text=hi", *bad)
     assert done.returncode == 2, done.stderr
-    assert not starts.exists()
+    assert early_starts == [] and not starts.exists()
 
 
-def test_a_list_with_an_option_of_call_only_starts_nothing_and_exits_2(tmp_path):
+def test_a_list_with_an_option_of_call_only_starts_nothing_and_exits_2(tmp_path, capfd, early_starts):
     config, starts = counting_config(tmp_path)
-    done = miroctl("list", "--config", str(config), "fx", "--timeout", "5")
+    done = console_entry(capfd, "list", "--config", str(config), "fx", "--timeout", "5")
     assert done.returncode == 2, done.stderr
     assert "--timeout" in done.stderr
-    assert not starts.exists()
+    assert early_starts == [] and not starts.exists()
 
 
 def test_the_configuration_read_for_the_early_start_is_taken_once_by_the_same_config_only(tmp_path):

@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 
 from miroctl.cli.app import app
 from tests.conftest import ROOT, fixture_yaml, hostile_yaml, run_miroctl, tagged_processes, wait_for_no_tagged
+from tests.entry_support import console_entry
 
 
 @pytest.fixture
@@ -233,7 +234,6 @@ def test_a_server_that_cannot_start_is_named_and_leaves_no_stderr_file(monkeypat
     assert not list(tmp_path.iterdir())
 
 
-@pytest.mark.process
 @pytest.mark.parametrize(
     ("args", "message"),
     [
@@ -242,8 +242,8 @@ def test_a_server_that_cannot_start_is_named_and_leaves_no_stderr_file(monkeypat
         (["call", "--no-such-option"], "miroctl: usage: No such option: --no-such-option"),
     ],
 )
-def test_command_line_mistakes_are_one_line_with_a_hint_and_exit_2(args, message):
-    result = run_miroctl(*args)
+def test_command_line_mistakes_are_one_line_with_a_hint_and_exit_2(capfd, args, message):
+    result = console_entry(capfd, *args)
     assert result.returncode == 2
     lines = result.stderr.splitlines()
     assert lines[0].startswith(message)

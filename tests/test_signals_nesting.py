@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 
+import psutil
 import pytest
 from typer.testing import CliRunner
 
@@ -44,8 +45,11 @@ def test_a_second_signal_while_stopping_is_absorbed_and_every_server_still_stops
     try:
         wait_for(lambda: log.exists() and "hang" in log.read_text())
         assert len(tagged_processes(leak_tag)) == 2  # the server and its detached grandchild
+        (server,) = [pid for pid in tagged_processes(leak_tag) if psutil.Process(pid).ppid() == proc.pid]
         proc.send_signal(signal.SIGINT)
-        time.sleep(0.3)  # the stubborn server holds miroctl's stop for 3 s: the second signal lands inside it
+        # miroctl's stop begins by closing the server's stdin; the stubborn server then holds it for 3 s (its
+        # grace after the end of input, then after SIGTERM): the second signal lands inside that stop.
+        wait_for(lambda: stdin_closed(server, proc.pid))
         proc.send_signal(second)
         _, stderr = proc.communicate(timeout=60)
     finally:
@@ -53,6 +57,16 @@ def test_a_second_signal_while_stopping_is_absorbed_and_every_server_still_stops
     assert proc.returncode == 130, stderr
     assert stderr.splitlines() == ["miroctl: interrupted: interrupted by SIGINT; every server was stopped"], name
     assert not wait_for_no_tagged(leak_tag, timeout=10)
+
+
+def stdin_closed(server: int, writer: int) -> bool:
+    """Whether process `writer` no longer holds the pipe that is process `server`'s stdin (Linux's /proc)."""
+    try:
+        pipe = os.readlink(f"/proc/{server}/fd/0")
+        held = {os.readlink(f"/proc/{writer}/fd/{fd}") for fd in os.listdir(f"/proc/{writer}/fd")}
+    except FileNotFoundError:  # a descriptor closed while it was read: look again
+        return False
+    return pipe not in held
 
 
 def test_a_gateway_of_gateways_leaves_nothing_behind_when_the_outer_miroctl_stops(tmp_path, leak_tag):
