@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+import time
 from pathlib import Path
 
+import psutil
 import pytest
 from typer.testing import CliRunner
 
+from miroctl.cli import daemon as daemon_cli
 from miroctl.cli.app import app
 from tests.json_contract import one_document
 
@@ -56,3 +61,30 @@ def test_daemon_logs_prints_the_last_lines_literally(runtime: Path) -> None:
     shown = CliRunner().invoke(app, ["daemon", "logs", "--all", "-n", "2"])
     assert shown.exit_code == 0
     assert shown.stdout.splitlines() == ["line 59", "\\x1b[31mred\\x1b[0m [bold]x[/bold]"]
+
+
+def test_a_stopped_daemon_that_has_exited_but_is_not_yet_reaped_counts_as_gone() -> None:
+    """A daemon is not the stopping command's child, so after it exits it stays a zombie until its parent
+    reaps it; `daemon stop` takes that as stopped instead of waiting (here: a child's child that its parent
+    never reaps, which would time out)."""
+    parent = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import subprocess, sys; p = subprocess.Popen(['true']); print(p.pid, flush=True); sys.stdin.read()",
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert parent.stdout is not None
+        pid = int(parent.stdout.readline())
+        zombie = psutil.Process(pid)
+        guard = time.monotonic() + 60  # a hang guard only
+        while zombie.status() != psutil.STATUS_ZOMBIE:
+            assert time.monotonic() < guard, "the child never exited"
+            time.sleep(0.01)
+        daemon_cli._wait_gone([pid], seconds=5)  # raises TimedOut if it waits for the reaping
+    finally:
+        parent.communicate("")

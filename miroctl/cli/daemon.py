@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from typing import Annotated
 
 import typer
@@ -19,6 +20,7 @@ from miroctl.render.daemons import daemons_table, log_lines
 from miroctl.render.output import Output
 
 STOP_WAIT = 60.0  # seconds a stopped daemon may take to drain its calls and stop its servers
+POLL = 0.02  # seconds between two looks at a stopping daemon
 
 app = typer.Typer(
     name="daemon",
@@ -82,8 +84,9 @@ def _this(out: Output, config: str | None) -> Place:
     return place_for(loaded, config, dict(os.environ))
 
 
-def _wait_gone(pids: list[int]) -> None:
-    """Until every stopped daemon has exited (its servers stopped before it); a hang is a timeout."""
+def _wait_gone(pids: list[int], seconds: float = STOP_WAIT) -> None:
+    """Until every stopped daemon has exited (its servers stopped before it); a hang is a timeout. A daemon
+    that has exited but is not yet reaped (a zombie: it is not this process's child) has stopped."""
     import psutil
 
     alive = []
@@ -92,9 +95,18 @@ def _wait_gone(pids: list[int]) -> None:
             alive.append(psutil.Process(pid))
         except psutil.NoSuchProcess:
             continue
-    _, left = psutil.wait_procs(alive, timeout=STOP_WAIT)
+
+    def running(process: psutil.Process) -> bool:
+        try:
+            return process.status() != psutil.STATUS_ZOMBIE
+        except psutil.Error:  # gone, or no longer ours to see
+            return False
+
+    deadline = time.monotonic() + seconds
+    while (left := [process for process in alive if running(process)]) and time.monotonic() < deadline:
+        time.sleep(POLL)
     if left:
         raise TimedOut(
-            f"daemon pid {', '.join(str(p.pid) for p in left)} did not exit within {STOP_WAIT:g}s",
+            f"daemon pid {', '.join(str(p.pid) for p in left)} did not exit within {seconds:g}s",
             hint="`kill` it; its servers stop when it does",
         )
