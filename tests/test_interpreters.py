@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import sys
-import sysconfig
 from pathlib import Path
 
 import pytest
@@ -20,38 +19,42 @@ from tests.conftest import fixture_yaml, parse_json
 from tests.json_contract import one_document
 
 PREFIX_SERVER = """\
+import json
 import sys
 
-from mcp.server.mcpserver import MCPServer
+TOOL = {
+    "name": "prefix",
+    "description": "The environment this server runs in.",
+    "inputSchema": {"type": "object", "properties": {}},
+}
+ANSWERS = {
+    "initialize": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {"tools": {}},
+        "serverInfo": {"name": "where", "version": "1.0.0"},
+    },
+    "tools/list": {"tools": [TOOL]},
+    "tools/call": {"content": [{"type": "text", "text": sys.prefix}]},
+    "ping": {},
+}
 
-app = MCPServer("where", version="1.0.0", log_level="WARNING")
-
-
-@app.tool()
-def prefix() -> str:
-    \"\"\"The environment this server runs in.\"\"\"
-    return sys.prefix
-
-
-if __name__ == "__main__":
-    app.run("stdio")
+for line in sys.stdin:
+    message = json.loads(line)
+    if "id" not in message or "method" not in message:
+        continue
+    answer = {"jsonrpc": "2.0", "id": message["id"]}
+    if message["method"] in ANSWERS:
+        answer["result"] = ANSWERS[message["method"]]
+    else:
+        answer["error"] = {"code": -32601, "message": "Method not found"}
+    print(json.dumps(answer), flush=True)
 """
 
 
-def make_venv(path: Path, *, with_mcp: bool) -> Path:
-    """A virtualenv without pip (quick to make); `with_mcp` lets it import the packages of miroctl's own
-    environment (through a .pth file), so that an MCP server runs in it. Returns its python."""
+def make_venv(path: Path) -> Path:
+    """A virtualenv without pip (quick to make), with none of miroctl's packages; returns its python."""
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(path)], check=True, capture_output=True)
-    python = path / "bin" / "python"
-    if with_mcp:
-        site = subprocess.run(
-            [str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
-            check=True,
-            capture_output=True,
-            text=True,
-        ).stdout.strip()
-        (Path(site) / "miroctl_test_env.pth").write_text(sysconfig.get_path("purelib") + "\n")
-    return python
+    return path / "bin" / "python"
 
 
 def prefix_yaml(name: str, script: Path, **fields: object) -> dict[str, object]:
@@ -60,6 +63,8 @@ def prefix_yaml(name: str, script: Path, **fields: object) -> dict[str, object]:
 
 @pytest.fixture
 def script(tmp_path: Path) -> Path:
+    """A stdio MCP server of the standard library alone (a Python needs nothing installed to run it) whose one
+    tool, prefix, answers the environment it runs in."""
     path = tmp_path / "where.py"
     path.write_text(PREFIX_SERVER)
     return path
@@ -73,9 +78,9 @@ def call_prefix(path: Path, server: str) -> str:
 
 @pytest.mark.process
 def test_a_server_files_python_runs_the_server_in_that_environment_and_list_names_it(write_config, tmp_path, script):
-    python = make_venv(tmp_path / "other", with_mcp=True)
+    python = make_venv(tmp_path / "other")
     path = write_config(
-        {"where": prefix_yaml("where", script, python="../other/bin/python"), "own": fixture_yaml("own")}
+        {"where": prefix_yaml("where", script, python="../other/bin/python"), "own": prefix_yaml("own", script)}
     )
     result = CliRunner().invoke(app, ["list", "--json", "--config", str(path)])
     assert result.exit_code == 0, result.output
@@ -91,7 +96,7 @@ def test_a_server_files_python_runs_the_server_in_that_environment_and_list_name
 
 @pytest.mark.process
 def test_a_server_whose_python_lacks_a_module_gets_a_hint_naming_where_to_set_the_interpreter(write_config, tmp_path):
-    python = make_venv(tmp_path / "bare", with_mcp=False)  # no mcp there: the fixture server cannot import it
+    python = make_venv(tmp_path / "bare")  # no mcp there: the fixture server cannot import it
     path = write_config({"fx": fixture_yaml("fx")}, python=str(python))
     result = CliRunner().invoke(app, ["list", "--json", "--config", str(path)])
     assert result.exit_code == 1
@@ -112,7 +117,7 @@ def test_an_active_virtualenv_runs_the_profiles_servers_unless_it_is_miroctls_ow
     write_config, tmp_path, script, monkeypatch
 ):
     venv = tmp_path / "active"
-    python = make_venv(venv, with_mcp=True)
+    python = make_venv(venv)
     path = write_config({"where": prefix_yaml("where", script)})
     monkeypatch.setenv("VIRTUAL_ENV", str(venv))
     assert Path(call_prefix(path, "where")) == venv.resolve()
@@ -136,7 +141,7 @@ def test_a_server_files_python_beats_the_profiles_which_beats_miroctl_python_whi
 ):
     envs = {name: tmp_path / name for name in ("file", "profile", "variable", "active")}
     for venv in envs.values():
-        make_venv(venv, with_mcp=True)
+        make_venv(venv)
     monkeypatch.setenv("VIRTUAL_ENV", str(envs["active"]))
     monkeypatch.setenv("MIROCTL_PYTHON", str(envs["variable"] / "bin" / "python"))
     servers = {"own": prefix_yaml("own", script, python="../file/bin/python"), "plain": prefix_yaml("plain", script)}
@@ -151,8 +156,8 @@ def test_a_server_files_python_beats_the_profiles_which_beats_miroctl_python_whi
 
 @pytest.mark.process
 def test_check_names_the_interpreter_that_ran_a_server(write_config, tmp_path, script):
-    python = make_venv(tmp_path / "other", with_mcp=True)
-    path = write_config({"where": prefix_yaml("where", script, python=str(python)), "own": fixture_yaml("own")})
+    python = make_venv(tmp_path / "other")
+    path = write_config({"where": prefix_yaml("where", script, python=str(python)), "own": prefix_yaml("own", script)})
     result = CliRunner().invoke(app, ["check", "--json", "--config", str(path)])
     assert result.exit_code == 0, result.output
     servers = {s["name"]: s for s in one_document(result.stdout)["servers"]}
@@ -194,7 +199,7 @@ def test_the_librarys_server_python_is_checked_the_same_way_and_runs_the_seeds_s
     seeds = [{"name": "where", "params": StdioServerParameters(command=sys.executable, args=[str(script)])}]
     missing = ToolManager(seeds, server_python=tmp_path / "nowhere")
     assert missing.config.servers[0].error == f"server_python: {tmp_path / 'nowhere'} does not exist"
-    python = make_venv(tmp_path / "other", with_mcp=True)
+    python = make_venv(tmp_path / "other")
     tm = ToolManager(seeds, server_python=python)
 
     async def call() -> dict[str, object]:

@@ -12,8 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from typer.testing import CliRunner
 
 from miroctl.base import cachedir
+from miroctl.cli.app import app
 from tests.conftest import ROOT
 
 MODERN = {
@@ -288,21 +290,16 @@ def test_a_front_with_no_cache_directory_answers_from_the_real_server_and_writes
 
 @pytest.mark.process
 @pytest.mark.parametrize("variable", ["MIROCTL_SERVER_CACHE", "XDG_CACHE_HOME"])
-def test_the_cache_variables_set_for_miroctl_reach_the_bundled_servers(tmp_path, variable):
+def test_the_cache_variables_set_for_miroctl_reach_the_bundled_servers(tmp_path, variable, monkeypatch):
     given = tmp_path / "given"
-    env = {name: value for name, value in os.environ.items() if name not in ("MIROCTL_SERVER_CACHE", "XDG_CACHE_HOME")}
-    env |= {variable: str(given), "HOME": str(tmp_path / "home"), "PYTHONPATH": str(ROOT)}
+    for name in ("MIROCTL_SERVER_CACHE", "XDG_CACHE_HOME"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv(variable, str(given))
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
     server = f"{sys.executable} -P -m miroctl.servers system"
-    result = subprocess.run(
-        [sys.executable, "-m", "miroctl.cli", "list", "--json", "--stdio", server],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-        check=False,
-        cwd=tmp_path,
-    )
-    assert result.returncode == 0, result.stderr
+    result = CliRunner().invoke(app, ["list", "--json", "--stdio", server])
+    assert result.exit_code == 0, result.stderr
     where = given if variable == "MIROCTL_SERVER_CACHE" else given / "miroctl" / "servers"
     assert len(list(where.glob("system-*.json"))) == 1
     assert not (tmp_path / "home" / ".cache" / "miroctl" / "servers").exists()

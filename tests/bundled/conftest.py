@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import sys
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -16,7 +17,10 @@ from typer.testing import CliRunner
 from miroctl.base.models import CallOutcome, CallRequest, ServerSpec, ServerTools
 from miroctl.cli.app import app
 from miroctl.config import loader as config_
+from miroctl.config import resolve
 from miroctl.core.manager import Manager
+from miroctl.servers import group
+from miroctl.servers.helpers.quickstart import DIRECT
 from tests.conftest import HEALTHY_STARTUP, ROOT
 
 CONFIG = ROOT / "config" / "miroctl.yaml"
@@ -41,6 +45,43 @@ def memory_spec(name: str) -> ServerSpec:
     spec = bundled_spec(name)
     module = importlib.import_module(f"miroctl.servers.{spec.name.removeprefix('tool-')}")
     return replace(spec, transport="memory", target=module.mcp, command=None, args=(), requires_env=())
+
+
+def bundled_in_memory(spec: ServerSpec) -> ServerSpec:
+    """A shipped bundled server (`python -P -m miroctl.servers NAME`) as the same server in this process, reading
+    this process's environment: what it lists is what its process lists. Its requires_env is kept (a server
+    without its key is still a config failure). Unchanged: any other spec, a server that always starts for real
+    (the browser: its start checks for Chromium), and a grouping whose settings its process would refuse."""
+    if spec.error or spec.transport != "stdio" or spec.command != sys.executable:
+        return spec
+    if len(spec.args) != 4 or spec.args[:3] != ("-P", "-m", "miroctl.servers") or spec.args[3] in DIRECT:
+        return spec
+    name = spec.args[3]
+    try:
+        if name == "group":  # its settings read as its process reads them (servers/group.py's from_env)
+            env = {key: value.strip() for key, value in spec.env.items()}
+            target = group.build(
+                env.get("GROUP_NAME") or "group", env.get("GROUP_TOOLS") or "", env.get("TOOL_ERRORS") or "error"
+            )
+        else:
+            target = importlib.import_module(f"miroctl.servers.{name}").mcp
+    except (ImportError, ValueError):
+        return spec
+    return replace(spec, transport="memory", target=target, command=None, args=())
+
+
+@pytest.fixture
+def bundled_servers_in_memory(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The bundled servers of every config the test loads (the shipped profiles, agent files) run in this
+    process, as conftest's servers_in_memory runs the fixture servers: for tests of what they list and how the
+    CLI reports it, where the server's process is not the point."""
+    for module in (config_, resolve):
+        original = module.server_from_mapping
+
+        def converted(*args: Any, _original: Callable[..., ServerSpec] = original, **kwargs: Any) -> ServerSpec:
+            return bundled_in_memory(_original(*args, **kwargs))
+
+        monkeypatch.setattr(module, "server_from_mapping", converted)
 
 
 @dataclass
@@ -68,6 +109,29 @@ async def call_all(spec: ServerSpec, calls: list[tuple[str, dict[str, Any]]], ti
 def session(spec: ServerSpec, *calls: tuple[str, dict[str, Any]], timeout: float = 60) -> Session:
     """call_all, from synchronous test code."""
     return anyio.run(call_all, spec, list(calls), timeout)
+
+
+Calls = list[tuple[str, dict[str, Any]]]
+
+
+def session_then(
+    spec: ServerSpec, first: tuple[str, dict[str, Any]], then: Callable[[CallOutcome], Calls], timeout: float = 60
+) -> tuple[CallOutcome, Session]:
+    """A first call, then the calls `then` makes of its answer (a page's refs, an id), on one session of the
+    server: the first outcome, and what the rest got back."""
+
+    async def calls() -> tuple[CallOutcome, Session]:
+        config = config_.Config(servers=(spec,), default_names=(spec.name,))
+        async with Manager(config) as manager:
+
+            async def call(tool: str, arguments: dict[str, Any]) -> CallOutcome:
+                return await manager.call(CallRequest(spec.name, tool, arguments, timeout=timeout, autocorrect=False))
+
+            opened = await call(*first)
+            outcomes = [await call(tool, arguments) for tool, arguments in then(opened)]
+            return opened, Session(outcomes, manager.handle(spec).starts)
+
+    return anyio.run(calls)
 
 
 def listed_tools(specs: list[ServerSpec]) -> list[ServerTools]:

@@ -13,9 +13,10 @@ from urllib.parse import urlsplit
 import pytest
 from typer.testing import CliRunner
 
+from miroctl.base.models import CallOutcome
 from miroctl.cli.app import app
 from miroctl.servers.helpers import browser_session
-from tests.bundled.conftest import CONFIG, bundled_spec, memory_spec, session
+from tests.bundled.conftest import CONFIG, Calls, bundled_spec, memory_spec, session, session_then
 from tests.conftest import free_port
 from tests.fakes.web_files import FileSite
 
@@ -51,27 +52,29 @@ def ref(snapshot: str, role_and_name: str) -> str:
 @pytest.mark.process
 def test_one_browser_session_navigates_clicks_types_and_goes_back_across_calls(site, leak_tag):
     spec = bundled_spec("browser", {"MIROCTL_TEST_TAG": leak_tag})
-    opened = session(spec, ("browser_navigate", {"url": f"{site.url}/files/home.html"}))
-    snapshot = opened[0].structured_content["snapshot"]
-    button, search = ref(snapshot, 'button "Add to cart"'), ref(snapshot, 'textbox "Search"')
-    got = session(
-        spec,
-        ("browser_navigate", {"url": f"{site.url}/files/home.html"}),
-        ("browser_click", {"target": button, "element": "Add to cart button"}),
-        ("browser_snapshot", {}),
-        ("browser_type", {"target": search, "text": "teapot", "submit": True}),
-        ("browser_navigate_back", {}),
-        ("browser_close", {}),
-    )
-    assert opened[0].exit_code == 0, opened[0].error
-    assert opened[0].result.startswith(f"Page: Shop\nURL: {site.url}/files/home.html")
+
+    def clicks_and_types(opened: CallOutcome) -> Calls:
+        snapshot = opened.structured_content["snapshot"] if opened.ok else ""
+        button, search = ref(snapshot, 'button "Add to cart"'), ref(snapshot, 'textbox "Search"')
+        return [
+            ("browser_click", {"target": button, "element": "Add to cart button"}),
+            ("browser_snapshot", {}),
+            ("browser_type", {"target": search, "text": "teapot", "submit": True}),
+            ("browser_navigate_back", {}),
+            ("browser_close", {}),
+        ]
+
+    opened, got = session_then(spec, ("browser_navigate", {"url": f"{site.url}/files/home.html"}), clicks_and_types)
+    snapshot = opened.structured_content["snapshot"]
+    assert opened.exit_code == 0, opened.error
+    assert opened.result.startswith(f"Page: Shop\nURL: {site.url}/files/home.html")
     assert 'heading "Welcome"' in snapshot and 'link "About us"' in snapshot
-    assert [o.exit_code for o in got.outcomes] == [0] * 6, [o.error for o in got.outcomes]
-    assert "Added to cart" in got[2].result, "the page clicked in one call is the page of the next"
-    assert got[3].structured_content["url"] == f"{site.url}/files/results.html?q=teapot"
-    assert "3 teapots found" in got[3].result
-    assert got[4].structured_content["title"] == "Shop" and got.starts == 1
-    assert got[5].result == "The browser is closed."
+    assert [o.exit_code for o in got.outcomes] == [0] * 5, [o.error for o in got.outcomes]
+    assert "Added to cart" in got[1].result, "the page clicked in one call is the page of the next"
+    assert got[2].structured_content["url"] == f"{site.url}/files/results.html?q=teapot"
+    assert "3 teapots found" in got[2].result
+    assert got[3].structured_content["title"] == "Shop" and got.starts == 1
+    assert got[4].result == "The browser is closed."
 
 
 KEYS = b"""<html><head><title>Keys</title></head><body>
@@ -83,20 +86,23 @@ KEYS = b"""<html><head><title>Keys</title></head><body>
 
 def test_double_clicks_and_slow_typing_take_playwright_mcps_parameters(site):
     site.put("keys.html", KEYS, "text/html")
-    spec = memory_spec("browser")
-    opened = session(spec, ("browser_navigate", {"url": f"{site.url}/files/keys.html"}))
-    snapshot = opened[0].structured_content["snapshot"]
-    button, name = ref(snapshot, 'button "Open"'), ref(snapshot, 'textbox "Name"')
-    got = session(
-        spec,
-        ("browser_navigate", {"url": f"{site.url}/files/keys.html"}),
-        ("browser_click", {"target": button, "doubleClick": True, "button": "left", "modifiers": []}),
-        ("browser_type", {"target": name, "text": "tea", "slowly": True, "element": "Name field"}),
+    refs: dict[str, str] = {}
+
+    def double_click_and_type(opened: CallOutcome) -> Calls:
+        snapshot = opened.structured_content["snapshot"] if opened.ok else ""
+        refs.update(button=ref(snapshot, 'button "Open"'), name=ref(snapshot, 'textbox "Name"'))
+        return [
+            ("browser_click", {"target": refs["button"], "doubleClick": True, "button": "left", "modifiers": []}),
+            ("browser_type", {"target": refs["name"], "text": "tea", "slowly": True, "element": "Name field"}),
+        ]
+
+    opened, got = session_then(
+        memory_spec("browser"), ("browser_navigate", {"url": f"{site.url}/files/keys.html"}), double_click_and_type
     )
-    assert [o.exit_code for o in got.outcomes] == [0, 0, 0], [o.error for o in got.outcomes]
-    assert "Opened twice" in got[1].result and got[1].structured_content["action"] == "double-clicked " + button
-    assert got[2].structured_content["title"].endswith("tea"), "one key event per character, in order"
-    assert got[2].structured_content["action"] == "typed into Name field"
+    assert [o.exit_code for o in [opened, *got.outcomes]] == [0, 0, 0], [o.error for o in [opened, *got.outcomes]]
+    assert "Opened twice" in got[0].result and got[0].structured_content["action"] == "double-clicked " + refs["button"]
+    assert got[1].structured_content["title"].endswith("tea"), "one key event per character, in order"
+    assert got[1].structured_content["action"] == "typed into Name field"
 
 
 def test_stale_refs_refused_connections_and_blocked_urls_are_tool_errors(site, monkeypatch):
@@ -138,7 +144,8 @@ def test_without_a_browser_the_tools_say_what_to_install(monkeypatch, tmp_path: 
 
 
 @pytest.mark.process
-def test_check_reports_a_missing_browser_plainly_and_the_other_servers_are_unaffected():
+def test_check_reports_a_missing_browser_plainly_and_the_other_servers_are_unaffected(bundled_servers_in_memory):
+    # The browser's process is the point (it exits at its start); the system server runs in this process.
     runner = CliRunner()
     env = {"BROWSER_EXECUTABLE": "/nonexistent/chrome"}
     result = runner.invoke(app, ["check", "--config", str(CONFIG), "browser", "system", "--json"], env=env)

@@ -79,8 +79,7 @@ def test_a_third_party_server_whose_command_is_missing_is_reported_not_fatal():
     assert "markitdown-mcp-not-installed" in entry.failure.message
 
 
-@pytest.mark.process
-def test_miroctl_list_shows_the_five_bundled_servers_healthy():
+def test_miroctl_list_shows_the_five_bundled_servers_healthy(bundled_servers_in_memory):
     result = CliRunner().invoke(app, ["list", "--config", str(CONFIG), "--json"])
     assert result.exit_code == 0, result.stderr
     servers = {s["name"]: s for s in parse_json(result.stdout)["servers"]}

@@ -1,26 +1,22 @@
 """The planner server (task_planner) from config/tool/tool-planner.yaml: in-process, and over stdio where
-processes matter (a list read by a fresh process, concurrent servers, TASK_ID reaching the server through the
-CLI)."""
+processes matter (concurrent servers, TASK_ID reaching the server's environment through the CLI or a gateway)."""
 
 from __future__ import annotations
 
 import json
-import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
-from mcp import Client, StdioServerParameters
-from mcp.client.stdio import stdio_client
+from mcp import Client
 
 from miroctl.base.models import CallRequest, ServerSpec
 from miroctl.config import loader as config_
 from miroctl.core.manager import Manager
+from miroctl.gateway.server import Gateway, build_server, gateway_task_id
 from miroctl.servers.planner import default_task, task_file_name
 from tests.bundled.conftest import bundled_spec, cli_call, memory_spec, session
-from tests.conftest import ROOT
 
 
 def planner(dirs: dict[str, str], task: str, **rename: str) -> ServerSpec:
@@ -49,12 +45,13 @@ def test_todos_are_added_listed_and_completed_by_8_character_prefixes(state_dirs
     assert [t["done"] for t in got[1].structured_content["todos"]] == [True, False, True]
 
 
-@pytest.mark.process
-def test_lists_survive_a_restart_and_are_kept_apart_per_task(state_dirs, monkeypatch):
-    # Written in this process, read by a server process started afterwards: what it lists came from disk.
+def test_lists_survive_a_restart_and_are_kept_apart_per_task(state_dirs, monkeypatch, tmp_path):
+    # Written by one session, then the state directory moved where no session has been: what a fresh session
+    # lists there came from disk.
     session(in_process(monkeypatch, state_dirs, "alpha"), ("add_todo", {"titles": "Only in alpha"}))
-    beta = session(in_process(monkeypatch, state_dirs, "beta"), ("list_todos", {}))
-    alpha = session(planner(state_dirs, "alpha"), ("list_todos", {}))
+    moved = {"PLANNER_STATE_DIR": str(Path(state_dirs["PLANNER_STATE_DIR"]).rename(tmp_path / "moved"))}
+    beta = session(in_process(monkeypatch, moved, "beta"), ("list_todos", {}))
+    alpha = session(in_process(monkeypatch, moved, "alpha"), ("list_todos", {}))
     assert "Only in alpha" in alpha[0].result and alpha[0].structured_content["total"] == 1
     assert beta[0].structured_content["total"] == 0 and "Nothing planned yet" in beta[0].result
 
@@ -175,14 +172,18 @@ def test_miroctl_call_planner_without_task_id_uses_the_default_list_and_task_id_
     assert code == 0 and other["structured_content"]["total"] == 0, other
 
 
-async def _through_a_gateway(state_dirs: dict[str, str], calls: list[tuple[str, dict[str, Any]]], *args: str) -> Any:
-    """`miroctl serve tool-planner` over stdio, as a host starts it (no TASK_ID in its env): the last answer."""
-    env = {"PLANNER_STATE_DIR": state_dirs["PLANNER_STATE_DIR"]}
-    params = StdioServerParameters(
-        command=sys.executable, args=["-m", "miroctl", "serve", "tool-planner", *args], env=env, cwd=str(ROOT)
-    )
-    with tempfile.TemporaryFile("w+") as errlog:
-        async with Client(stdio_client(params, errlog=errlog)) as host:
+async def _through_a_gateway(
+    state_dirs: dict[str, str], calls: list[tuple[str, dict[str, Any]]], task_id: str | None = None
+) -> Any:
+    """What `miroctl serve tool-planner [--task-id ID]` serves a host that starts it with no TASK_ID, in this
+    process: the gateway's task id is ID, else its own; the planner is a process, which gets it as TASK_ID. The
+    host's last answer."""
+    spec = bundled_spec("planner", {"PLANNER_STATE_DIR": state_dirs["PLANNER_STATE_DIR"]})
+    config = config_.Config(servers=(spec,), default_names=(spec.name,))
+    async with Manager(config, task_id=task_id or gateway_task_id(), follow_changes=True) as manager:
+        gateway = Gateway(manager, [spec])
+        await gateway.refresh()
+        async with Client(build_server(gateway)) as host:
             for name, arguments in calls:
                 answer = await host.call_tool(f"planner__{name}", arguments)
                 assert answer.is_error is False, answer
@@ -190,13 +191,14 @@ async def _through_a_gateway(state_dirs: dict[str, str], calls: list[tuple[str, 
 
 
 @pytest.mark.process
-def test_each_gateway_without_a_task_id_has_a_list_of_its_own_and_task_id_still_shares_one(state_dirs):
+def test_each_gateway_without_a_task_id_has_a_list_of_its_own_and_task_id_still_shares_one(state_dirs, monkeypatch):
+    monkeypatch.delenv("TASK_ID", raising=False)
     add = ("add_todo", {"titles": ["Collect sources"]})
     first = anyio.run(_through_a_gateway, state_dirs, [add, ("list_todos", {})])
     second = anyio.run(_through_a_gateway, state_dirs, [("list_todos", {})])
     assert (first["total"], second["total"]) == (1, 0)
     stored = [p.name for p in Path(state_dirs["PLANNER_STATE_DIR"]).glob("todos_*.json")]
     assert len(stored) == 1 and stored[0].startswith("todos_gateway-")
-    anyio.run(_through_a_gateway, state_dirs, [add], "--task-id", "run-7")
-    shared = anyio.run(_through_a_gateway, state_dirs, [("list_todos", {})], "--task-id", "run-7")
+    anyio.run(_through_a_gateway, state_dirs, [add], "run-7")
+    shared = anyio.run(_through_a_gateway, state_dirs, [("list_todos", {})], "run-7")
     assert shared["total"] == 1

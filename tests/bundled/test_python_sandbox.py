@@ -1,5 +1,5 @@
 """The python sandbox server (local backend) from config/tool/tool-python.yaml: over stdio where the server
-process matters (restarts, shutdown, signals, the CLI), in-process for the behaviour of runs."""
+process matters (shutdown, signals), in-process for the behaviour of runs and the CLI's call."""
 
 from __future__ import annotations
 
@@ -37,17 +37,20 @@ def in_process(monkeypatch, dirs: dict[str, str], tag: str | None = None, **sett
     return memory_spec("python")
 
 
-@pytest.mark.process
-def test_files_persist_between_calls_and_server_restarts_with_the_same_sandbox_id(state_dirs, monkeypatch):
-    # Created and written in this process, then read by a server process started afterwards.
+def test_files_persist_between_calls_and_server_restarts_with_the_same_sandbox_id(
+    state_dirs, monkeypatch, tmp_path: Path
+):
+    # Created and written by two sessions, then the sandboxes moved where no session has been: what a fresh
+    # session finds there came from disk.
     spec = in_process(monkeypatch, state_dirs)
     first = session(spec, ("create_sandbox", {}))
     sandbox = first[0].structured_content["sandbox_id"]
     write = ("run_python_code", {"sandbox_id": sandbox, "code_block": "open('kept.txt', 'w').write('kept value')"})
     read = ("run_command", {"sandbox_id": sandbox, "command": "cat kept.txt; echo; pwd"})
     got = session(spec, write, read)
+    moved = {**state_dirs, "SANDBOX_DIR": str(Path(state_dirs["SANDBOX_DIR"]).rename(tmp_path / "moved"))}
     again = session(
-        sandbox_spec(state_dirs),
+        in_process(monkeypatch, moved),
         ("run_python_code", {"sandbox_id": sandbox, "code_block": "print(open('kept.txt').read())"}),
     )
     assert first[0].result.startswith(f"sandbox_id: {sandbox}") and sandbox.startswith("sbx-")
@@ -207,8 +210,7 @@ def test_an_e2b_key_without_the_e2b_client_is_a_clear_error(state_dirs, monkeypa
     assert "e2b_test_key_not_real" not in got[0].error
 
 
-@pytest.mark.process
-def test_miroctl_call_python_runs_code_and_reports_the_exit_code(state_dirs):
+def test_miroctl_call_python_runs_code_and_reports_the_exit_code(state_dirs, bundled_servers_in_memory):
     code, envelope = cli_call("python", "run_python_code", "code_block=print(6 * 7)", env=state_dirs)
     assert code == 0, envelope
     assert envelope["structured_content"]["stdout"].strip() == "42"

@@ -8,7 +8,6 @@ import os
 import shutil
 from pathlib import Path
 
-import pytest
 import yaml
 from typer.testing import CliRunner
 
@@ -29,8 +28,9 @@ def test_the_research_profile_selects_the_research_servers_and_those_a_research_
         assert config.get(name).error is None, f"{name}: {config.get(name).error}"
 
 
-@pytest.mark.process
-def test_miroctl_list_with_the_research_profile_shows_every_server_with_truthful_metadata(monkeypatch, tmp_path):
+def test_miroctl_list_with_the_research_profile_shows_every_server_with_truthful_metadata(
+    monkeypatch, tmp_path, bundled_servers_in_memory
+):
     for key in ("SERPER_API_KEY", "JINA_API_KEY"):
         monkeypatch.delenv(key, raising=False)
     monkeypatch.chdir(tmp_path)
@@ -55,9 +55,8 @@ def test_miroctl_list_with_the_research_profile_shows_every_server_with_truthful
             assert len(tool["description"]) > 200, f"{name}.{tool['name']} needs a description a model can act on"
 
 
-@pytest.mark.process
 def test_in_the_research_profile_a_server_without_its_key_is_a_config_failure_and_the_others_work(
-    tmp_path, monkeypatch
+    tmp_path, monkeypatch, bundled_servers_in_memory
 ):
     shutil.copytree(ROOT / "config", tmp_path / "config")
     keyed = tmp_path / "config" / "tool" / "tool-keyed.yaml"
@@ -89,8 +88,9 @@ MODEL_KEYS = (
 )
 
 
-@pytest.mark.process
-def test_a_model_server_with_no_model_configured_is_a_config_failure_naming_what_to_set(tmp_path, monkeypatch):
+def test_a_model_server_with_no_model_configured_is_a_config_failure_naming_what_to_set(
+    tmp_path, monkeypatch, bundled_servers_in_memory
+):
     for key in MODEL_KEYS:
         monkeypatch.delenv(key, raising=False)
     monkeypatch.chdir(tmp_path)

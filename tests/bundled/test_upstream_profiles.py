@@ -106,13 +106,13 @@ def listed(profile: str) -> dict[str, list[str]]:
     return {s["name"]: [t["name"] for t in s["tools"]] for s in json.loads(result.stdout)["servers"]}
 
 
-@pytest.mark.process
-def test_miroflow_profile_lists_miroflows_server_and_tool_names_with_no_key_set(no_keys):
+def test_miroflow_profile_lists_miroflows_server_and_tool_names_with_no_key_set(no_keys, bundled_servers_in_memory):
     assert listed("miroflow") == MIROFLOW
 
 
-@pytest.mark.process
-def test_mirothinker_profile_lists_mirothinkers_server_and_tool_names_with_no_key_set(no_keys):
+def test_mirothinker_profile_lists_mirothinkers_server_and_tool_names_with_no_key_set(
+    no_keys, bundled_servers_in_memory
+):
     assert listed("mirothinker") == MIROTHINKER
 
 
@@ -316,8 +316,9 @@ def test_the_seeds_toolmanager_hands_an_upstream_failure_to_the_agent_as_its_res
     }
 
 
-@pytest.mark.process
-def test_a_mirothinker_agent_file_lists_its_servers_from_the_profile_less_its_blacklisted_tools(no_keys):
+def test_a_mirothinker_agent_file_lists_its_servers_from_the_profile_less_its_blacklisted_tools(
+    no_keys, bundled_servers_in_memory
+):
     agent = Path(__file__).parents[1] / "fixtures" / "upstream" / "mirothinker" / "conf" / "agent" / "demo.yaml"
     result = CliRunner().invoke(app, ["-c", str(agent), "list", "--json"])
     assert result.exit_code == 0, result.stderr
