@@ -138,6 +138,24 @@ def tool_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Mon
     return directory
 
 
+@pytest.fixture(scope="session")
+def run_cache_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One cache home for the whole run, shared by the xdist workers: the bundled servers' snapshots made by
+    one test serve the next, as on a user's machine, and nothing is written to the real ~/.cache."""
+    base = tmp_path_factory.getbasetemp()
+    directory = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "cache-home"
+    directory.mkdir(mode=0o700, exist_ok=True)
+    return directory
+
+
+@pytest.fixture(autouse=True)
+def cache_home(run_cache_home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """$XDG_CACHE_HOME for every test: the run's own (a test of where caches go sets its own)."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(run_cache_home))
+    monkeypatch.delenv("MIROCTL_SERVER_CACHE", raising=False)
+    return run_cache_home
+
+
 @pytest.fixture(autouse=True)
 def own_interpreter(monkeypatch: pytest.MonkeyPatch) -> None:
     """`tool_command: python` is this interpreter, whatever virtualenv or MIROCTL_PYTHON the shell running the
