@@ -105,7 +105,7 @@ def test_code_that_loops_forever_is_stopped_at_its_time_limit_with_its_children(
     assert stopped.error_kind == "tool_error" and stopped.exit_code == 1
     assert "stopped: it ran past its 1.5 s time limit" in stopped.error
     assert "looping" in stopped.error
-    assert stopped.structured_content["seconds"] < 10
+    assert stopped.structured_content["seconds"] >= 1.5  # it ran its whole limit (never a wall-clock budget)
     assert got[1].error_kind == "tool_error" and got[2].ok and got.starts == 1
 
 
