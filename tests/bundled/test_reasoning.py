@@ -126,11 +126,10 @@ def test_server_errors_are_retried_then_reported_with_their_status(model_env):
 def test_a_model_that_does_not_answer_in_time_is_a_timeout_tool_error(model_env):
     with OpenAIFake().running() as fake:
         model_env(OPENAI_API_KEY=fake.key, OPENAI_BASE_URL=fake.base_url, MODEL_TIMEOUT="0.5")
-        fake.queue(CHAT, Reply(200, openai_api.completion("late"), delay=30))
+        fake.queue(CHAT, Reply(200, openai_api.completion("late"), delay=3600))  # only MODEL_TIMEOUT ends it
         got = session(memory_spec("reasoning"), ("reasoning", QUESTION))
     assert got[0].exit_code == 1
     assert "did not answer within 0.5 s (MODEL_TIMEOUT)" in got[0].error
-    assert got[0].duration_ms < 10_000
 
 
 def test_malformed_bodies_and_refused_connections_are_explained(model_env):

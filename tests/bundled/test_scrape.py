@@ -131,10 +131,9 @@ def test_a_page_the_reader_cannot_load_falls_back_and_a_missing_page_is_an_http_
 
 def test_a_reader_that_does_not_answer_in_time_times_out_then_falls_back(web, monkeypatch):
     quick_retries(monkeypatch, attempts=2, timeout=0.3)
-    web.jina.script(Reply(delay=10), Reply(delay=10))
+    web.jina.script(Reply(delay=3600), Reply(delay=3600))  # unanswered: only the 0.3 s timeout ends each attempt
     outcome = scrape(web.url("/article"))
     assert outcome.exit_code == 0 and "Note: Jina reader: no answer within 0.3s (tried 2 times)" in outcome.result
-    assert outcome.duration_ms < 8_000  # two cut-off attempts and a direct fetch, not two 10 s waits
 
 
 def test_a_429_is_retried_after_the_wait_it_asks_for(web):

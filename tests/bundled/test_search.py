@@ -157,17 +157,17 @@ def test_a_429_is_retried_after_the_wait_retry_after_asks_for(serper):
 def test_a_retry_after_longer_than_http_max_wait_is_reported_instead_of_waited_for(serper):
     serper.script(Reply(429, {"message": "Too many requests", "statusCode": 429}, {"Retry-After": "120"}))
     outcome = search(q="miroctl")
-    assert outcome.exit_code == 1 and outcome.duration_ms < 5_000
+    assert outcome.exit_code == 1  # at once: a wait of 120 s would trip the per-test timeout
     assert "HTTP 429: Too many requests; it asks to retry after 120s, longer than HTTP_MAX_WAIT" in outcome.error
     assert len(serper.seen()) == 1
 
 
 def test_a_service_that_does_not_answer_in_time_times_out_on_each_attempt(serper, monkeypatch):
     quick_retries(monkeypatch, attempts=2, timeout=0.3)
-    serper.script(Reply(delay=10), Reply(delay=10))
+    serper.script(Reply(delay=3600), Reply(delay=3600))  # unanswered: only the 0.3 s timeout ends each attempt
     outcome = search(q="miroctl")
     assert outcome.exit_code == 1 and "Serper: no answer within 0.3s (tried 2 times)" in outcome.error
-    assert outcome.duration_ms < 8_000 and len(serper.seen()) == 2
+    assert len(serper.seen()) == 2
 
 
 @pytest.mark.parametrize(

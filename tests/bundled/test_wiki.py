@@ -189,9 +189,9 @@ def test_http_failures_and_malformed_answers_are_tool_errors(wiki, reply, reason
 
 def test_a_wiki_that_does_not_answer_in_time_is_a_timeout_tool_error(wiki, monkeypatch):
     quick_retries(monkeypatch, attempts=1, timeout=0.3)
-    wiki.script(Reply(delay=10))
+    wiki.script(Reply(delay=3600))  # unanswered: only the 0.3 s timeout ends the lookup
     outcome = page(entity="Lisbon")
-    assert "MediaWiki API: no answer within 0.3s" in outcome.error and outcome.duration_ms < 8_000
+    assert "MediaWiki API: no answer within 0.3s" in outcome.error
 
 
 def test_an_unreachable_wiki_is_a_tool_error(wiki, monkeypatch):
