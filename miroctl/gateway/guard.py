@@ -52,6 +52,7 @@ class HttpSettings:
     read_timeout: float = DEFAULT_READ_TIMEOUT
     max_sessions: int = DEFAULT_MAX_SESSIONS
     session_idle: float = DEFAULT_SESSION_IDLE
+    parser: str | None = None  # uvicorn's HTTP/1.1 parser, "httptools" or "h11" (None: httptools when installed)
     hosts: tuple[str, ...] = field(init=False, default=())
     origins: tuple[str, ...] = field(init=False, default=())
 
