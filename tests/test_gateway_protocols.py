@@ -143,3 +143,19 @@ async def test_each_answer_arrives_in_one_piece_head_and_body_together(parser, w
         answer_head, _, answer_body = piece.partition(b"\r\n\r\n")
         assert answer_head.startswith(b"HTTP/1.1 200 ")
         assert json.loads(answer_body)["result"] == "hi"
+
+
+async def test_metrics_labels_follow_the_tool_map_a_listing_makes(write_config):
+    from miroctl.gateway import toolmap
+    from miroctl.gateway.metrics import Metrics
+
+    loaded = loader.load(str(write_config({"alpha": fixture_yaml("alpha", "--tools", "echo")})))
+    async with Manager(loaded) as manager:
+        gateway = Gateway(manager, list(loaded.servers))
+        await gateway.refresh()
+        metrics = Metrics(gateway, lambda: 0, lambda: 0)
+        before = [metrics.labels("alpha", "echo"), metrics.labels("alpha", "nope"), metrics.labels("zeta", "echo")]
+        gateway.map = toolmap.build([], gateway.separator, ["alpha"], gateway.plain)  # alpha listed no tools
+        after = metrics.labels("alpha", "echo")
+    assert before == [("alpha", "echo"), ("alpha", "other"), ("other", "other")]
+    assert after == ("alpha", "other")
