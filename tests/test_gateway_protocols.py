@@ -54,13 +54,16 @@ async def gateway_on(parser: str, config: Path) -> AsyncIterator[tuple[str, int]
 
 
 def _closed_by_peer(sock: socket.socket, deadline: float) -> bool:
-    sock.settimeout(max(0.01, deadline - time.monotonic()))
-    try:
-        return sock.recv(1024) == b""
-    except TimeoutError:
-        return False
-    except ConnectionResetError:
-        return True
+    """Whether the gateway closes the connection before `deadline` (after whatever it answers first)."""
+    while True:
+        sock.settimeout(max(0.01, deadline - time.monotonic()))
+        try:
+            if sock.recv(65536) == b"":
+                return True
+        except TimeoutError:
+            return False
+        except ConnectionResetError:
+            return True
 
 
 def _call(address: tuple[str, int]) -> tuple[int, dict[str, Any]]:
@@ -101,6 +104,26 @@ async def test_slow_heads_are_closed_within_seconds_while_a_caller_is_served(par
         status, document, closed = await anyio.to_thread.run_sync(abuse)
     assert status == 200 and document["result"] == "hi"
     assert all(closed)
+
+
+@pytest.mark.parametrize("parser", PARSERS)
+async def test_a_kept_connection_that_only_sends_blank_lines_after_an_answer_is_closed(parser, write_config):
+    config = write_config({"alpha": fixture_yaml("alpha", "--tools", "echo")})
+    request = json.dumps(CALL).encode()
+    head = b"POST /v1/call HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+    head += b"Content-Length: %d\r\n\r\n" % len(request)
+    async with gateway_on(parser, config) as address:
+
+        def drip() -> tuple[bytes, bool]:
+            with socket.create_connection(address, timeout=30) as sock:
+                sock.sendall(head + request)
+                answer = sock.recv(1 << 20)
+                sock.sendall(b"\r\n")  # no request begins, but the keep-alive timer is stopped by any byte
+                return answer, _closed_by_peer(sock, time.monotonic() + 15)  # a hang guard: the timeout is 1 s
+
+        answer, closed = await anyio.to_thread.run_sync(drip)
+    assert answer.startswith(b"HTTP/1.1 200 ")
+    assert closed
 
 
 @pytest.mark.parametrize("parser", PARSERS)

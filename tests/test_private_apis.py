@@ -54,7 +54,7 @@ def test_an_anyio_process_exposes_its_subprocess_transport_and_closing_it_is_saf
     ("parser", "attributes", "methods"),
     [
         ("h11", ("conn", "loop", "transport", "scope"), ("handle_events", "on_response_complete")),
-        ("httptools", ("loop", "transport", "scope"), ("on_message_begin", "on_headers_complete")),
+        ("httptools", ("loop", "transport", "scope", "cycle"), ("on_message_begin", "on_headers_complete")),
     ],
 )
 def test_uvicorns_protocols_still_have_what_the_header_deadline_extends(parser, attributes, methods):

@@ -4,8 +4,9 @@ uvicorn closes idle keep-alive connections, but gives a client all the time it w
 request's headers: a few hundred connections that each send a byte now and then (slowloris) hold the
 gateway's sockets forever, and the ASGI app, which would check the token, never even sees them. The
 subclasses here of uvicorn's two HTTP/1.1 protocols (httptools, the fast one, when it is installed; else
-h11) start a clock when a request's first byte arrives (or the connection opens) and close the connection
-if its headers are not complete within the read timeout. They also:
+h11) start a clock when the connection opens, when a request's first byte arrives, and when bytes arrive while
+no request is being answered (blank lines, which httptools skips but which stop uvicorn's keep-alive timer),
+and close the connection if no request's headers are complete within the read timeout. They also:
 
 - tell the app when its client goes away without a task per request that waits for `http.disconnect`: each
   request's scope carries its connection's `Departure` (`departure(scope)`), whose callbacks run when the
@@ -14,8 +15,8 @@ if its headers are not complete within the read timeout. They also:
   write of the same turn of the loop (the body, which Starlette sends right after it), or for the end of it.
 
 They read what uvicorn (0.55) keeps on the protocol object: the loop, the transport, h11's connection
-(`conn`) and the request's `scope`; and httptools' parser callbacks `on_message_begin` and
-`on_headers_complete`.
+(`conn`), the request's `scope` and `cycle` (its `response_complete`); and httptools' parser callbacks
+`on_message_begin` and `on_headers_complete`.
 """
 
 from __future__ import annotations
@@ -162,6 +163,13 @@ def _httptools_protocol(seconds: float) -> type[asyncio.Protocol]:
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]  # uvicorn narrows asyncio's BaseTransport
             super().connection_made(self._cork(transport))
             self._arm(seconds)  # a connection that never sends a byte is just as stuck
+
+        def data_received(self, data: bytes) -> None:
+            super().data_received(data)
+            if (self.cycle is None or self.cycle.response_complete) and not self.transport.is_closing():
+                # No request is being answered: bytes that begin none (blank lines) stopped uvicorn's keep-alive
+                # timer, so this clock closes the connection unless a request's head completes in time.
+                self._arm(seconds)
 
         def on_message_begin(self) -> None:
             super().on_message_begin()
