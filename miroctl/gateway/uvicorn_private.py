@@ -24,13 +24,14 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import h11
 
 if TYPE_CHECKING:
     import uvicorn
 
+Parser = Literal["httptools", "h11"]
 DEPARTURE = "miroctl.departure"  # the scope key of a request's Departure
 HELD = 16 * 1024  # bytes: a write this small (an answer's head) waits for the next one...
 JOINED = 256 * 1024  # ...and is sent in one with it when that one is no larger than this
@@ -66,7 +67,7 @@ def departure(scope: Any) -> Departure | None:
     return found if isinstance(found, Departure) else None
 
 
-def header_timed_protocol(seconds: float, parser: str | None = None) -> type[asyncio.Protocol]:
+def header_timed_protocol(seconds: float, parser: Parser | None = None) -> type[asyncio.Protocol]:
     """uvicorn's httptools protocol (h11's without httptools, or `parser` "h11"/"httptools") with a deadline of
     `seconds` on each request's headers, the requests' Departure, and one write per answer's head and body."""
     if parser == "h11" or (parser is None and not _has_httptools()):
@@ -74,7 +75,7 @@ def header_timed_protocol(seconds: float, parser: str | None = None) -> type[asy
     return _httptools_protocol(seconds)
 
 
-def protocol_name(protocol: type[asyncio.Protocol]) -> str:
+def protocol_name(protocol: type[asyncio.Protocol]) -> Parser:
     """Which parser a protocol of this module uses: "httptools" or "h11"."""
     return "httptools" if any(kind.__name__ == "HttpToolsProtocol" for kind in protocol.__mro__) else "h11"
 
