@@ -1,5 +1,6 @@
 """The HTTP gateway on each of uvicorn's HTTP/1.1 parsers (httptools, the default, and h11 without it): a slow
-head is cut off, a call whose client leaves is cancelled upstream, and an answer goes out in one piece."""
+head, or a kept connection that sends only blank lines, is cut off; a call whose client leaves is cancelled
+upstream; an answer goes out in one piece. And the metrics' labels follow the tool map without a walk per call."""
 
 from __future__ import annotations
 
