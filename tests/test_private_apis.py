@@ -50,7 +50,14 @@ def test_an_anyio_process_exposes_its_subprocess_transport_and_closing_it_is_saf
     assert transport.is_closing()
 
 
-def test_uvicorns_h11_protocol_still_has_what_the_header_deadline_extends():
+@pytest.mark.parametrize(
+    ("parser", "attributes", "methods"),
+    [
+        ("h11", ("conn", "loop", "transport", "scope"), ("handle_events", "on_response_complete")),
+        ("httptools", ("loop", "transport", "scope", "cycle"), ("on_message_begin", "on_headers_complete")),
+    ],
+)
+def test_uvicorns_protocols_still_have_what_the_header_deadline_extends(parser, attributes, methods):
     import asyncio
 
     from uvicorn.config import Config
@@ -61,12 +68,12 @@ def test_uvicorns_h11_protocol_still_has_what_the_header_deadline_extends():
     async def make() -> object:
         config = Config(app=lambda scope, receive, send: None, log_config=None)
         config.load()
-        return header_timed_protocol(1.0)(config=config, server_state=ServerState(), app_state={})
+        return header_timed_protocol(1.0, parser)(config=config, server_state=ServerState(), app_state={})
 
     protocol = asyncio.run(make())
-    for name in ("conn", "loop", "transport"):
-        assert hasattr(protocol, name), f"uvicorn moved H11Protocol.{name}: update miroctl/gateway/uvicorn_private.py"
-    for method in ("connection_made", "data_received", "connection_lost", "on_response_complete"):
+    for name in attributes:
+        assert hasattr(protocol, name), f"uvicorn moved its {parser} protocol's {name}: update uvicorn_private.py"
+    for method in ("connection_made", "data_received", "connection_lost", *methods):
         assert callable(getattr(protocol, method))
 
 

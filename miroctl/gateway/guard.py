@@ -26,6 +26,8 @@ if TYPE_CHECKING:  # starlette is loaded by `serve --http` only
     from starlette.responses import Response
     from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+    from miroctl.gateway.uvicorn_private import Parser
+
 DEFAULT_PORT = 8765
 DEFAULT_MAX_BODY = 4 * 1024 * 1024
 DEFAULT_READ_TIMEOUT = 10.0  # seconds for a request's headers; its body gets BODY_TIME_FACTOR times this
@@ -52,6 +54,7 @@ class HttpSettings:
     read_timeout: float = DEFAULT_READ_TIMEOUT
     max_sessions: int = DEFAULT_MAX_SESSIONS
     session_idle: float = DEFAULT_SESSION_IDLE
+    parser: Parser | None = None  # uvicorn's HTTP/1.1 parser (None: httptools when installed, else h11)
     hosts: tuple[str, ...] = field(init=False, default=())
     origins: tuple[str, ...] = field(init=False, default=())
 

@@ -30,7 +30,7 @@ from miroctl.gateway.guard import Guard, HttpSettings
 from miroctl.gateway.metrics import INSTALL_HINT, Metrics, available
 from miroctl.gateway.sdk_private import open_sessions
 from miroctl.gateway.server import Gateway, build_server
-from miroctl.gateway.uvicorn_private import header_timed_protocol, stop_accepting
+from miroctl.gateway.uvicorn_private import departure, header_timed_protocol, stop_accepting
 
 if TYPE_CHECKING:  # starlette and the SDK's HTTP parts are loaded by `serve --http` only
     from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
@@ -229,6 +229,15 @@ async def _json_body(request: Request) -> object:
 
 async def _until_disconnect(request: Request, work: Awaitable[dict[str, object]]) -> dict[str, object]:
     """`work`'s document, unless the client goes away first (then the work is cancelled)."""
+    connection = departure(request.scope)
+    if connection is None:  # another protocol than miroctl's: a task waits for the disconnect
+        return await _watched(request, work)
+    with anyio.CancelScope() as scope, connection.calling(scope.cancel):
+        return await work
+    raise UsageError("the client went away")
+
+
+async def _watched(request: Request, work: Awaitable[dict[str, object]]) -> dict[str, object]:
     documents: list[dict[str, object]] = []
     errors: list[MiroctlError] = []
     async with anyio.create_task_group() as tg:
@@ -291,7 +300,7 @@ async def serve_http(
     app, inflight = build_app(gateway, settings)
     config = uvicorn.Config(
         app,
-        http=header_timed_protocol(settings.read_timeout),
+        http=header_timed_protocol(settings.read_timeout, settings.parser),
         log_config=None,
         log_level="warning",
         access_log=False,

@@ -40,6 +40,8 @@ class Metrics:
         from prometheus_client import CollectorRegistry, Counter, Histogram  # noqa: PLC0415 - the optional extra
 
         self.gateway = gateway
+        self._known_map: object = None
+        self._known_pairs: frozenset[tuple[str, str]] = frozenset()
         self.registry = CollectorRegistry()
         self.calls = Counter(
             "miroctl_calls",
@@ -65,11 +67,17 @@ class Metrics:
 
     def labels(self, server: str | None, tool: str) -> tuple[str, str]:
         """(server, tool) as labels: known names only, anything else `other`."""
-        known = {(info.server, info.name) for info in self.gateway.map.tools.values()}
-        served = {spec.name for spec in self.gateway.specs}
-        if server not in served:
+        if server not in {spec.name for spec in self.gateway.specs}:
             return OTHER, OTHER
-        return server or OTHER, tool if (server, tool) in known else OTHER
+        return server or OTHER, tool if (server, tool) in self._known() else OTHER
+
+    def _known(self) -> frozenset[tuple[str, str]]:
+        """The (server, tool) pairs of the tool map, made again only when a listing made a new map: a call
+        does not pay for every tool of the pool."""
+        if self._known_map is not self.gateway.map:
+            self._known_map = self.gateway.map
+            self._known_pairs = frozenset((info.server, info.name) for info in self.gateway.map.tools.values())
+        return self._known_pairs
 
     def render(self) -> tuple[bytes, str]:
         """The exposition text and its content type."""
