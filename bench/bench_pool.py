@@ -71,16 +71,34 @@ async def _list_one(command: list[str]) -> list[str]:
         await server.wait()
 
 
-async def _floor(n: int, command: list[str]) -> None:
-    listed = await asyncio.gather(*(_list_one(command) for _ in range(n)))
+async def _floor(n: int, command: list[str], limit: int | None) -> None:
+    gate = asyncio.Semaphore(limit or n)
+
+    async def one() -> list[str]:
+        async with gate:
+            return await _list_one(command)
+
+    listed = await asyncio.gather(*(one() for _ in range(n)))
     for i, names in enumerate(listed):
         print(f"s{i}: {' '.join(names)}")
 
 
-def floor(n: int, command: list[str]) -> int:
-    asyncio.run(_floor(n, command))
+def floor(n: int, command: list[str], limit: int | None = None) -> int:
+    asyncio.run(_floor(n, command, limit))
     Path(os.environ["BENCH_PEAK_FILE"]).write_text(json.dumps({"peak_mb": peak_mb()}))
     return 0
+
+
+def profile(directory: Path, command: list[str], n: int, concurrency: int) -> Path:
+    """A miroctl profile of N copies of `command` (tool/s0.yaml ...) that starts `concurrency` of them at once."""
+    (directory / "tool").mkdir(parents=True)
+    for i in range(n):
+        server = {"name": f"s{i}", "tool_command": command[0], "args": command[1:]}
+        (directory / "tool" / f"s{i}.yaml").write_text(json.dumps(server))
+    names = [f"s{i}" for i in range(n)]
+    document = {"tool_config": names, "startup_timeout": 300, "concurrency": concurrency}
+    (directory / "miroctl.yaml").write_text(json.dumps(document))
+    return directory / "miroctl.yaml"
 
 
 def timed(argv: list[str], env: dict[str, str], expect: list[str], peak_file: Path | None) -> dict[str, float]:
@@ -108,6 +126,13 @@ def main() -> None:
     parser.add_argument("--cache", type=Path, default=ROOT / "bench" / ".cache")
     parser.add_argument("--clients", default="miroctl,mcporter,floor")
     parser.add_argument("--json", type=Path, help="also write the rows to this file")
+    parser.add_argument(
+        "--concurrency",
+        default="",
+        help="e.g. 2,4,8,16: for each, miroctl lists a profile of the N servers with that `concurrency` (servers "
+        "started at once) and the floor starts at most that many at a time; mcporter (which starts every server at "
+        "once) runs once per N. Without it: miroctl's default for an mcpServers file (4) and a floor of all at once.",
+    )
     opts = parser.parse_args()
     # here, not at the top: the --inner process must hold miroctl alone (bench/ is on sys.path for a script)
     from bench_peers import install
@@ -120,6 +145,7 @@ def main() -> None:
     sizes = [int(n) for n in opts.sizes.split(",")]
     kinds = opts.kinds.split(",")
     clients = set(opts.clients.split(","))
+    limits: list[int | None] = [int(k) for k in opts.concurrency.split(",")] if opts.concurrency else [None]
     print(f"load average at the start: {os.getloadavg()}", flush=True)
     rows: list[dict[str, object]] = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -134,24 +160,28 @@ def main() -> None:
                 expect = [f"s{n - 1}", tool]
                 me = [sys.executable, __file__, "--inner", "list", "--startup-timeout", "300"]
                 mcporter = [str(modules / ".bin" / "mcporter"), "--config", str(config), "list"]
-                floor_argv = [sys.executable, __file__, "--floor", str(n), "--", *command]
-                argvs = {
-                    "miroctl": ([*me, "--config", str(config)], env, expect, peak_file),
-                    # its summary must count every server healthy: a timed-out server is not a fast answer
-                    "mcporter": (mcporter, MCPORTER_ENV, [f"{n} healthy"], None),
-                    "floor": (floor_argv, env, expect, peak_file),
-                }
-                nothing = {"seconds": float("nan")}
-                runs = {k: timed(*how) if k in clients else nothing for k, how in argvs.items()}
-                row: dict[str, object] = {"n": n, "kind": kind, **{k: v for k, v in runs.items()}}
-                rows.append(row)
-                m, p, f = (runs[k]["seconds"] for k in ("miroctl", "mcporter", "floor"))
-                print(
-                    f"N={n:<4} {kind:10} miroctl {m:7.2f}s {runs['miroctl'].get('peak_mb', float('nan')):6.1f}MB  "
-                    f"mcporter {p:7.2f}s  floor {f:7.2f}s {runs['floor'].get('peak_mb', float('nan')):6.1f}MB  "
-                    f"{m / f:.2f}x floor  {m / p:.2f}x mcporter  load {os.getloadavg()[0]:.1f}",
-                    flush=True,
-                )
+                for index, limit in enumerate(limits):
+                    listed = config if limit is None else profile(Path(tmp) / f"{kind}-{n}-{limit}", command, n, limit)
+                    floor_argv = [sys.executable, __file__, "--floor", str(n), str(limit or n), "--", *command]
+                    argvs = {
+                        "miroctl": ([*me, "--config", str(listed)], env, expect, peak_file),
+                        # its summary must count every server healthy: a timed-out server is not a fast answer
+                        "mcporter": (mcporter, MCPORTER_ENV, [f"{n} healthy"], None),
+                        "floor": (floor_argv, env, expect, peak_file),
+                    }
+                    nothing = {"seconds": float("nan")}
+                    wanted = clients - ({"mcporter"} if index else set())  # mcporter has no such limit: once per N
+                    runs = {k: timed(*how) if k in wanted else nothing for k, how in argvs.items()}
+                    row: dict[str, object] = {"n": n, "kind": kind, "concurrency": limit, **runs}
+                    rows.append(row)
+                    m, p, f = (runs[k]["seconds"] for k in ("miroctl", "mcporter", "floor"))
+                    print(
+                        f"N={n:<4} {kind:10} {f'concurrency {limit} ' if limit else ''}"
+                        f"miroctl {m:7.2f}s {runs['miroctl'].get('peak_mb', float('nan')):6.1f}MB  "
+                        f"mcporter {p:7.2f}s  floor {f:7.2f}s {runs['floor'].get('peak_mb', float('nan')):6.1f}MB  "
+                        f"{m / f:.2f}x floor  {m / p:.2f}x mcporter  load {os.getloadavg()[0]:.1f}",
+                        flush=True,
+                    )
     for kind in kinds:
         base = next((r for r in rows if r["kind"] == kind and r["n"] == min(sizes)), None)
         for r in rows:
@@ -171,5 +201,5 @@ if __name__ == "__main__":
         sys.exit(inner(sys.argv[2:]))
     if len(sys.argv) > 1 and sys.argv[1] == "--floor":
         split = sys.argv.index("--")
-        sys.exit(floor(int(sys.argv[2]), sys.argv[split + 1 :]))
+        sys.exit(floor(int(sys.argv[2]), sys.argv[split + 1 :], int(sys.argv[3]) if split > 3 else None))
     main()
