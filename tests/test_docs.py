@@ -3,9 +3,9 @@
 Each console block runs in its own scratch directory holding the page's file= blocks written above it, with
 miroctl on PATH, COLUMNS=100, NO_COLOR=1 and HOME/XDG dirs inside the scratch space. A mismatch fails with a
 diff naming the page and line, at its first run. MIROCTL_DOCS_UPDATE=1 writes the printed outputs into the
-pages instead. The `miroctl` on PATH is a client of this worker's fork server (tests/forkserver.py): a real
-process running the console entry, without the interpreter's start and the libraries' import;
-MIROCTL_DOCS_COLD=1 starts each as the plain console script.
+pages instead. The `miroctl` and `python` on PATH are clients of this worker's fork server (tests/forkserver.py):
+real processes running the console entry, the example servers and scripts, without the interpreter's start and
+the libraries' import; MIROCTL_DOCS_COLD=1 starts each as the plain console script or interpreter.
 """
 
 from __future__ import annotations
