@@ -3,9 +3,9 @@
 Each console block runs in its own scratch directory holding the page's file= blocks written above it, with
 miroctl on PATH, COLUMNS=100, NO_COLOR=1 and HOME/XDG dirs inside the scratch space. A mismatch fails with a
 diff naming the page and line, at its first run. MIROCTL_DOCS_UPDATE=1 writes the printed outputs into the
-pages instead. The `miroctl` on PATH is a client of this worker's fork server (tests/forkserver.py): a real
-process running the console entry, without the interpreter's start and the libraries' import;
-MIROCTL_DOCS_COLD=1 starts each as the plain console script.
+pages instead. The `miroctl` and `python` on PATH are clients of this worker's fork server (tests/forkserver.py):
+real processes running the console entry, the example servers and scripts, without the interpreter's start and
+the libraries' import; MIROCTL_DOCS_COLD=1 starts each as the plain console script or interpreter.
 """
 
 from __future__ import annotations
@@ -86,20 +86,24 @@ def fork_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str | None
 
 def scratch_env(space: Path, fork_socket: str | None) -> dict[str, str]:
     """A small, fixed environment: miroctl and python of this test run first on PATH, HOME and XDG in `space`.
-    The `miroctl` there is the fork server's client when one runs, else the console script's own start."""
+    The `miroctl` and `python` there are the fork server's clients when one runs, else the console script's own
+    start and this interpreter."""
     bin_dir = space / "bin"
     bin_dir.mkdir(parents=True, exist_ok=True)
     launcher = bin_dir / "miroctl"
+    python = bin_dir / "python"
     if fork_socket is None:
         launcher.write_text(f"#!{sys.executable} -P\nfrom miroctl.launch.entry import main\n\nmain()\n")
     else:
-        launcher.write_text(forkserver.client_script(fork_socket))
+        launcher.write_text(forkserver.client_script(fork_socket, str(python)))
     launcher.chmod(0o755)
-    for name in ("python", "python3"):
+    for wrapper in (python, bin_dir / "python3"):
         # A script, never a symlink: Python finds its venv from the path it was started by, so through a
         # symlink a venv's interpreter would be the base one, without miroctl and the SDK.
-        wrapper = bin_dir / name
-        wrapper.write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} "$@"\n')
+        if fork_socket is None:
+            wrapper.write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} "$@"\n')
+        else:
+            wrapper.write_text(forkserver.python_client_script(fork_socket, str(python)))
         wrapper.chmod(0o755)
     env = {
         "PATH": os.pathsep.join([str(bin_dir), os.path.dirname(sys.executable), "/usr/local/bin", "/usr/bin", "/bin"]),
@@ -150,28 +154,60 @@ def test_docs_example_prints_what_the_page_shows(example: Example, tmp_path: Pat
 FIDELITY_SCRIPT = """miroctl --version; echo "exit $?"
 miroctl list --config nowhere.yaml; echo "exit $?"
 echo 'not json' | miroctl call --stdio "python -c pass" t --args -; echo "exit $?"
-miroctl call demo >/dev/null 2>errors.txt & wait $!; echo "exit $?"; cat errors.txt
+miroctl call --stdio "python quits.py" t >/dev/null 2>errors.txt & wait $!; echo "exit $?"; cat errors.txt
+miroctl call -c quits.yaml quits t; echo "exit $?"
 (trap '' INT; miroctl --help | head -n 3); echo "exit $?"
+python -u fails.py one 'two words'; echo "exit $?"
+PYTHONSAFEPATH=1 python fails.py; echo "exit $?"
+python -P -m miroctl.servers nosuch; echo "exit $?"
+python sleeps.py & echo started; kill $!; wait $!; echo "exit $?"
+python -c 'import sys; print(sys.argv)' -c; echo "exit $?"
 """
+FIDELITY_FILES = {
+    # A server that quits at once, and says which process started it (the fork server, when warm).
+    "quits.py": """import os, sys
+with open("parents.txt", "a") as parents:
+    parents.write(open(f"/proc/{os.getppid()}/cmdline").read().replace("\\0", " ") + "\\n")
+print("quits: no database at ./data.db", file=sys.stderr)
+sys.exit(3)
+""",
+    "quits.yaml": "name: quits\ntool_command: python\nargs: [quits.py]\n",
+    "fails.py": """import os, sys
+print("argv", sys.argv, os.path.basename(__file__), __name__, __spec__, sys.path[0] == os.path.dirname(__file__))
+print("on stderr", file=sys.stderr)
+def deeper():
+    raise ValueError("as a script fails")
+deeper()
+""",
+    "sleeps.py": "import time\ntime.sleep(60)\n",
+}
 
 
 @pytest.mark.process
 def test_a_command_through_the_fork_server_prints_and_exits_as_the_console_script_does(
     tmp_path: Path, fork_server: str | None
 ) -> None:
+    """miroctl, the servers it starts and the scripts a page runs: warm, they print and exit as cold."""
     if fork_server is None:
         pytest.skip("MIROCTL_DOCS_COLD=1: no fork server")
-    printed = []
+    printed, parents = [], []
     for name, socket_path in (("warm", fork_server), ("cold", None)):
         scratch = tmp_path / name / "scratch"
         scratch.mkdir(parents=True)
+        for file, text in FIDELITY_FILES.items():
+            (scratch / file).write_text(text)
         env = scratch_env(tmp_path / name / "space", socket_path)
         done = subprocess.run(
             ["bash", "-c", FIDELITY_SCRIPT], cwd=scratch, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
         )
         printed.append((done.returncode, done.stdout.decode().replace(str(tmp_path / name), "$SPACE")))
+        parents.append((scratch / "parents.txt").read_text().splitlines())
     assert printed[0] == printed[1]
-    assert "exit 2" in printed[0][1] and "exit 0" in printed[0][1]
+    assert "exit 2" in printed[0][1] and "exit 0" in printed[0][1] and "exit 143" in printed[0][1]
+    assert "ValueError: as a script fails" in printed[0][1] and "usage: python -P -m miroctl.servers" in printed[0][1]
+    warm, cold = parents
+    assert len(warm) == len(cold) >= 2  # by the PATH's python (--stdio) and by miroctl's (the config), retried
+    assert all("tests.forkserver" in line for line in warm) and not any("tests.forkserver" in line for line in cold)
 
 
 def run_block(example: Example, tmp_path: Path, fork_socket: str | None) -> tuple[list[list[str]], list[str]]:
@@ -190,9 +226,10 @@ def run_block(example: Example, tmp_path: Path, fork_socket: str | None) -> tupl
 
 
 def stop_daemons(scratch: Path, env: dict[str, str]) -> None:
-    """End every daemon a block's commands started (a page shows how they start, not always how they end)."""
+    """End every daemon a block's commands started (a page shows how they start, not always how they end),
+    with the block's own `miroctl`."""
     if (scratch / ".run").exists():
-        command = [sys.executable, "-m", "miroctl", "daemon", "stop", "--all"]
+        command = ["miroctl", "daemon", "stop", "--all"]  # found on the block's PATH
         subprocess.run(command, cwd=scratch, env=env, capture_output=True, timeout=COMMAND_TIMEOUT, check=False)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import shlex
@@ -22,10 +23,18 @@ TALKS_TO_SERVERS = set(CONNECTED)
 PYTHON_TYPES = re.compile(r"<[^>\n]*>|\b(list|dict|tuple)\[|\b(str|int|float|bool|NoneType)\b")
 
 
-def help_of(*words: str) -> str:
-    result = CliRunner().invoke(app, [*words, "--help"], env={"COLUMNS": "100"})
-    assert result.exit_code == 0, result.output
-    return result.stdout
+@functools.cache
+def rendered(words: tuple[str, ...], columns: int) -> tuple[int, str, str]:
+    """`miroctl WORDS --help` at COLUMNS columns: its exit code, stdout and whole output. A help changes
+    nothing, so each is rendered once for every test of this module that reads it."""
+    result = CliRunner().invoke(app, [*words, "--help"], env={"COLUMNS": str(columns)})
+    return result.exit_code, result.stdout, result.output
+
+
+def help_of(*words: str, columns: int = 100) -> str:
+    code, stdout, output = rendered(words, columns)
+    assert code == 0, output
+    return stdout
 
 
 def test_every_command_is_covered_by_the_help_examples():
@@ -112,17 +121,14 @@ def names_in_help(command: str) -> set[str]:
 
 @pytest.mark.parametrize("command", ["", *COMMANDS])
 def test_help_at_60_columns_cuts_no_option_name_or_word(command):
-    result = CliRunner().invoke(app, [*command.split(), "--help"], env={"COLUMNS": "60"})
-    assert result.exit_code == 0, result.output
-    assert "…" not in result.stdout
-    assert max(len(line) for line in result.stdout.splitlines()) <= 60
+    text = help_of(*command.split(), columns=60)
+    assert "…" not in text
+    assert max(len(line) for line in text.splitlines()) <= 60
 
 
 @pytest.mark.parametrize("command", ["", *COMMANDS])
 def test_help_at_60_columns_breaks_no_name_metavar_or_example_across_lines(command):
-    result = CliRunner().invoke(app, [*command.split(), "--help"], env={"COLUMNS": "60"})
-    assert result.exit_code == 0, result.output
-    lines = [line.strip(" │") for line in result.stdout.splitlines()]
+    lines = [line.strip(" │") for line in help_of(*command.split(), columns=60).splitlines()]
     for name in names_in_help(command):
         whole = re.compile(rf"(?<![\w-]){re.escape(name)}(?![\w-])")
         assert any(whole.search(line) for line in lines), f"{name!r} is broken across lines"
@@ -131,7 +137,7 @@ def test_help_at_60_columns_breaks_no_name_metavar_or_example_across_lines(comma
 
 
 def test_the_root_help_shows_install_completion_whole_among_its_examples():
-    shown = CliRunner().invoke(app, ["--help"], env={"COLUMNS": "60"}).stdout
+    shown = help_of(columns=60)
     assert "miroctl --install-completion" in [line.strip() for line in shown.splitlines()]
     assert "--show-completion" not in shown
 
