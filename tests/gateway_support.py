@@ -33,6 +33,7 @@ from tests.conftest import HEALTHY_STARTUP, ROOT, fixture_yaml, in_memory
 
 READY = re.compile(r"on (http://\S+)/mcp")
 PLAINRPC = str(ROOT / "tests" / "servers" / "plainrpc.py")
+CRASHING = str(ROOT / "tests" / "servers" / "crashing.py")
 
 
 def pool_files(tag: str | None = None, beta_tools: str = "echo,add", **extra: dict[str, Any]) -> dict[str, Any]:

@@ -24,6 +24,7 @@ from miroctl.gateway.server import META_KEY
 from miroctl.sessions import pool
 from tests.conftest import ROOT, fixture_yaml, hostile_yaml, tagged_processes
 from tests.gateway_support import (
+    CRASHING,
     host_of_gateway_here,
     plain_pool_files,
     pool_files,
@@ -86,8 +87,9 @@ async def test_progress_of_an_upstream_call_is_relayed_to_the_host(tmp_path):
 
 @pytest.mark.process  # the crash is a server process's end
 async def test_upstream_crash_fails_that_call_and_the_next_call_reconnects(tmp_path, leak_tag):
-    config = write_pool(tmp_path, pool_files(leak_tag))
-    async with host_of_gateway_here(config, "alpha") as client:
+    alpha = {"name": "alpha", "tool_command": "python", "args": [CRASHING], "env": {"MIROCTL_TEST_TAG": leak_tag}}
+    config = write_pool(tmp_path, {"alpha": alpha})
+    async with host_of_gateway_here(config) as client:
         crashed = await client.call_tool("alpha__crash", {"code": 9})
         after = await client.call_tool("alpha__echo", {"text": "back again"})
     assert crashed.is_error is True

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -14,7 +16,7 @@ from typer.testing import CliRunner
 
 from miroctl.cli.app import app
 from miroctl.launch import entry as warm
-from tests.conftest import ROOT, free_port, run_miroctl, wait_for_no_tagged
+from tests.conftest import ROOT, free_port, wait_for_no_tagged
 from tests.gateway_support import http_gateway_thread, pool_files, request, without_timing, write_pool
 from tests.test_completion import complete
 
@@ -288,23 +290,37 @@ def test_a_plain_result_through_a_gateway_is_printed_without_loading_rich(pool, 
 
 def server_env(result: Any) -> str:
     """What the fixture's `env` tool answered, once the command exited 0."""
-    code = result.returncode if isinstance(result, subprocess.CompletedProcess) else result.exit_code
-    assert code == 0, result.stderr
+    assert result.exit_code == 0, result.stderr
     return json.loads(result.stdout)["result"]
 
 
+def console(capfd: pytest.CaptureFixture[str], *words: str) -> SimpleNamespace:
+    """A command line run by the console entry (what the `miroctl` script runs) in this process."""
+    capfd.readouterr()
+    handlers = {signum: signal.getsignal(signum) for signum in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        code = warm.run(list(words))
+    finally:  # a cold command takes SIGTERM and SIGHUP over, as the process it runs in is its own
+        for signum, handler in handlers.items():
+            signal.signal(signum, handler)
+    out, err = capfd.readouterr()
+    return SimpleNamespace(exit_code=code, stdout=out, stderr=err)
+
+
 @pytest.mark.process
-def test_call_via_a_gateway_gives_the_server_its_task_id_as_a_direct_call_does(processes, monkeypatch):
+def test_call_via_a_gateway_gives_the_server_its_task_id_as_a_direct_call_does(processes, monkeypatch, capfd):
     """The console script's warm path and the Typer command both send --task-id; the gateway's server for that
     call sees it as TASK_ID, and the served session, started without one, has the gateway's own."""
     monkeypatch.delenv("TASK_ID", raising=False)
     words = ["call", "alpha", "env", "name=TASK_ID", "--json", "--via", processes["url"]]
     assert warm.warm([*words, "--task-id", "t-1"], {}) is not None  # the warm path takes it, not the Typer app
-    assert server_env(run_miroctl(*words, "--task-id", "t-1")) == "t-1"
+    assert server_env(console(capfd, *words, "--task-id", "t-1")) == "t-1"
     assert server_env(invoke(*words, "--task-id", "t-2", "--no-autocorrect")) == "t-2"  # the Typer command
-    assert server_env(run_miroctl(*words, env={"TASK_ID": "t-3"})) == "t-3"  # $TASK_ID, as directly
-    assert server_env(run_miroctl(*words)).startswith("gateway-")
-    direct = run_miroctl(*words[:-2], "--task-id", "t-1", "--config", processes["config"])
+    monkeypatch.setenv("TASK_ID", "t-3")
+    assert server_env(console(capfd, *words)) == "t-3"  # $TASK_ID, as directly
+    monkeypatch.delenv("TASK_ID")
+    assert server_env(console(capfd, *words)).startswith("gateway-")
+    direct = console(capfd, *words[:-2], "--task-id", "t-1", "--config", processes["config"])
     assert server_env(direct) == "t-1"
 
 
