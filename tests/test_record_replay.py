@@ -15,7 +15,7 @@ from miroctl.base.masking import MASK
 from miroctl.cli.app import app
 from miroctl.gateway import replay as replaying
 from tests.conftest import ROOT, fixture_yaml
-from tests.gateway_support import PLAINRPC
+from tests.gateway_support import CRASHING, PLAINRPC
 
 SECRET_ENV = "sk-live-Q2w9Zx7Lm4Np8Rt5Vb3K"
 SECRET_ARG = "Xk93LmQp27ZrT8wA"  # random-looking: a credential by its shape, and the server's name
@@ -125,7 +125,7 @@ def test_secrets_in_env_args_and_headers_never_reach_the_recording(tmp_path, htt
 @pytest.mark.process
 def test_a_crashing_server_leaves_what_was_seen_in_the_recording(tmp_path):
     config = tmp_path / "fx.yaml"
-    config.write_text(yaml.safe_dump(fixture_yaml("fx", startup_timeout=STARTUP)))
+    config.write_text(yaml.safe_dump({"name": "fx", "tool_command": "python", "args": [CRASHING]}))
     recording = tmp_path / "rec.ndjson"
     code, _, _ = invoke("call", "fx", "crash", "--config", str(config), "--record", str(recording), "--json")
     assert code == 3
