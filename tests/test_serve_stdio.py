@@ -99,8 +99,9 @@ async def test_upstream_crash_fails_that_call_and_the_next_call_reconnects(tmp_p
     assert after.content[0].text == "back again"
 
 
-async def test_cancelling_a_call_at_the_gateway_cancels_it_upstream(tmp_path):
-    config = write_pool(tmp_path, pool_files())
+@pytest.mark.process  # the cancellation crosses to a server process
+async def test_cancelling_a_call_at_the_gateway_cancels_it_upstream(tmp_path, leak_tag):
+    config = write_pool(tmp_path, pool_files(leak_tag))
     marker = tmp_path / "marker"
     async with host_of_gateway_here(config, "alpha") as client:
         async with anyio.create_task_group() as tg:
