@@ -1,4 +1,5 @@
-"""Helpers for tests of `miroctl serve`: pool configs, a gateway process over HTTP, raw HTTP requests."""
+"""Helpers for tests of `miroctl serve`: pool configs, a gateway process over HTTP, the same gateway in the test's
+own process (over HTTP, or over the memory transport for what stdio serves), raw HTTP requests."""
 
 from __future__ import annotations
 
@@ -229,7 +230,8 @@ def http_gateway_thread(
     HTTP) and for one gateway shared by a module. `token` is --token-env's value, `limits` the other HTTP
     settings (max_body=, read_timeout=, max_sessions=, session_idle=, allow_origins=); the servers get the
     gateway's own task id, as serve gives them. With `memory` (the default) the healthy fixture servers run in
-    this process; without, every server is a process, as `miroctl serve` starts them."""
+    this process; without, the servers are what the config loads: processes, as `miroctl serve` starts them,
+    in a test marked `process` and in a fixture of module scope (set up before conftest's servers_in_memory)."""
     settings = HttpSettings(token=token, **limits)
     served = http_gateway_here(
         config,
