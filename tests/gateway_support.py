@@ -30,6 +30,7 @@ from miroctl.core.manager import Manager
 from miroctl.gateway.guard import HttpSettings
 from miroctl.gateway.http import address_of, bind, serve_http
 from miroctl.gateway.server import Gateway, build_server, gateway_task_id
+from miroctl.launch import entry
 from tests.conftest import HEALTHY_STARTUP, ROOT, fixture_yaml, in_memory
 
 READY = re.compile(r"on (http://\S+)/mcp")
@@ -243,6 +244,18 @@ def http_gateway_thread(
     )
     with start_blocking_portal() as portal, portal.wrap_async_context_manager(served) as url:
         yield url
+
+
+def run_entry(words: list[str]) -> int:
+    """The exit code of a command line run by the console entry (what the `miroctl` script runs) in this
+    process, whose SIGTERM and SIGHUP handlers stay its own (a cold command takes them over, as it would in a
+    process of its own)."""
+    handlers = {signum: signal.getsignal(signum) for signum in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        return entry.run(words)
+    finally:
+        for signum, handler in handlers.items():
+            signal.signal(signum, handler)
 
 
 def request(

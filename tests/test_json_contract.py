@@ -18,7 +18,7 @@ from miroctl.base.models import PHASES, phase_named
 from miroctl.cli.app import app
 from miroctl.launch import entry
 from tests.conftest import ROOT, fixture_yaml, free_port
-from tests.gateway_support import GatewayProcess, http_gateway_thread, post_json, request, write_pool
+from tests.gateway_support import GatewayProcess, http_gateway_thread, post_json, request, run_entry, write_pool
 from tests.json_contract import one_document, validate
 
 
@@ -112,7 +112,7 @@ def test_an_error_before_any_server_starts_is_one_error_document_on_stdout(words
 @pytest.mark.parametrize("command", [["list"], ["check"], ["serve", "--transport", "http", "--port", "0"]])
 def test_an_unknown_server_name_is_one_not_found_error_document_exit_6(command, write_config, capsys):
     pool = write_config({"alpha": fixture_yaml("alpha", "--tools", "add")})
-    code = entry.run([*command, "--json", "--config", str(pool), "alpah"])
+    code = run_entry([*command, "--json", "--config", str(pool), "alpah"])
     captured = capsys.readouterr()
     assert code == 6, captured.err
     document = one_document(captured.out)

@@ -7,7 +7,6 @@ from __future__ import annotations
 import contextlib
 import re
 import shlex
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -17,10 +16,9 @@ from typer.testing import CliRunner
 
 from miroctl.cli.app import app
 from miroctl.config import loader
-from miroctl.launch import entry
 from miroctl.render.listing import first_sentence
 from tests.conftest import FIXTURE, fixture_yaml, in_memory, parse_json
-from tests.gateway_support import http_gateway_thread
+from tests.gateway_support import http_gateway_thread, run_entry
 from tests.surface_support import surface_yaml, tool
 
 ECHO = f"{sys.executable} {FIXTURE} --name alpha --tools echo,add"
@@ -50,13 +48,8 @@ def runs_as_pasted(line: str, cwd: Path, capfd: pytest.CaptureFixture[str]) -> d
     assert split.returncode == 0 and not split.stderr, split.stderr
     words = split.stdout.decode().split("\0")[:-1]
     capfd.readouterr()
-    handlers = {signum: signal.getsignal(signum) for signum in (signal.SIGTERM, signal.SIGHUP)}
-    try:
-        with contextlib.chdir(cwd):
-            code = entry.run([*words, "--json"])
-    finally:  # the entry takes SIGTERM and SIGHUP over for the command, as the process it runs in is its own
-        for signum, handler in handlers.items():
-            signal.signal(signum, handler)
+    with contextlib.chdir(cwd):
+        code = run_entry([*words, "--json"])
     out, err = capfd.readouterr()
     assert code == 0, err
     return parse_json(out)

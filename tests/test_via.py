@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import signal
 import subprocess
 import sys
 import uuid
@@ -17,7 +16,14 @@ from typer.testing import CliRunner
 from miroctl.cli.app import app
 from miroctl.launch import entry as warm
 from tests.conftest import ROOT, free_port, wait_for_no_tagged
-from tests.gateway_support import http_gateway_thread, pool_files, request, without_timing, write_pool
+from tests.gateway_support import (
+    http_gateway_thread,
+    pool_files,
+    request,
+    run_entry,
+    without_timing,
+    write_pool,
+)
 from tests.test_completion import complete
 
 
@@ -269,7 +275,7 @@ def test_a_call_via_a_gateway_makes_its_tool_completable_and_list_via_fills_in_i
 
 
 def test_the_warm_path_fills_the_completion_cache_too(pool, capsys):
-    assert warm.run(["list", "--via", pool["url"]]) == 0, capsys.readouterr().err  # the console entry's warm path
+    assert run_entry(["list", "--via", pool["url"]]) == 0, capsys.readouterr().err  # the console entry's warm path
     assert complete("call", "--via", pool["url"], "beta", "") == ["echo"]
 
 
@@ -297,12 +303,7 @@ def server_env(result: Any) -> str:
 def console(capfd: pytest.CaptureFixture[str], *words: str) -> SimpleNamespace:
     """A command line run by the console entry (what the `miroctl` script runs) in this process."""
     capfd.readouterr()
-    handlers = {signum: signal.getsignal(signum) for signum in (signal.SIGTERM, signal.SIGHUP)}
-    try:
-        code = warm.run(list(words))
-    finally:  # a cold command takes SIGTERM and SIGHUP over, as the process it runs in is its own
-        for signum, handler in handlers.items():
-            signal.signal(signum, handler)
+    code = run_entry(list(words))
     out, err = capfd.readouterr()
     return SimpleNamespace(exit_code=code, stdout=out, stderr=err)
 
