@@ -1,4 +1,5 @@
-"""Helpers for tests of `miroctl serve`: pool configs, a gateway process over HTTP, raw HTTP requests."""
+"""Helpers for tests of `miroctl serve`: pool configs, a gateway process over HTTP, the same gateway in the test's
+own process (over HTTP, or over the memory transport for what stdio serves), raw HTTP requests."""
 
 from __future__ import annotations
 
@@ -22,15 +23,19 @@ from urllib.parse import urlsplit
 
 import anyio
 import yaml
+from anyio.from_thread import start_blocking_portal
 
 from miroctl.config import loader
 from miroctl.core.manager import Manager
 from miroctl.gateway.guard import HttpSettings
 from miroctl.gateway.http import address_of, bind, serve_http
-from miroctl.gateway.server import Gateway
-from tests.conftest import HEALTHY_STARTUP, ROOT, fixture_yaml
+from miroctl.gateway.server import Gateway, build_server, gateway_task_id
+from miroctl.launch import entry
+from tests.conftest import HEALTHY_STARTUP, ROOT, fixture_yaml, in_memory
 
 READY = re.compile(r"on (http://\S+)/mcp")
+PLAINRPC = str(ROOT / "tests" / "servers" / "plainrpc.py")
+CRASHING = str(ROOT / "tests" / "servers" / "crashing.py")
 
 
 def pool_files(tag: str | None = None, beta_tools: str = "echo,add", **extra: dict[str, Any]) -> dict[str, Any]:
@@ -42,6 +47,21 @@ def pool_files(tag: str | None = None, beta_tools: str = "echo,add", **extra: di
     }
     servers.update(extra)
     return servers
+
+
+def plain_pool_files(directory: Path, tag: str) -> dict[str, Any]:
+    """Server files: alpha and beta as tests/servers/plainrpc.py, an MCP server on the standard library alone
+    (each costs a fraction of the fixture server's start), for tests of what serve does with its servers'
+    processes; each logs what it receives to DIRECTORY/NAME.log, and is tagged for leak checks."""
+    return {
+        name: {
+            "name": name,
+            "tool_command": "python",
+            "args": [PLAINRPC, "--log", str(directory / f"{name}.log")],
+            "env": {"MIROCTL_TEST_TAG": tag},
+        }
+        for name in ("alpha", "beta")
+    }
 
 
 def write_pool(directory: Path, servers: dict[str, Any], **profile: Any) -> Path:
@@ -138,17 +158,26 @@ def start_http_gateway(config: Path, *args: str, env: dict[str, str] | None = No
 
 
 @asynccontextmanager
-async def http_gateway_here(config: Path, *names: str, retry_every: float = 0.5) -> AsyncIterator[str]:
+async def http_gateway_here(
+    config: Path,
+    *names: str,
+    retry_every: float = 0.5,
+    settings: HttpSettings | None = None,
+    task_id: str | None = None,
+    memory: bool = False,
+) -> AsyncIterator[str]:
     """What `miroctl serve --config CONFIG NAMES --transport http --port 0 --retry-every N` serves, in this
     process: the pool following its servers' changes, the watch loop, the HTTP app on a real socket on
-    127.0.0.1; its base URL. Stopped (drained) at the end of the block."""
+    127.0.0.1; its base URL. Stopped (drained) at the end of the block. `settings` are serve's HTTP options
+    (a token, limits; port 0 always), `task_id` the one serve gives its servers, and with `memory` the healthy
+    fixture servers run in this process whatever the test's marks."""
     loaded = loader.load(str(config))
-    specs = [spec for spec in loaded.servers if not names or spec.name in names]
+    specs = [in_memory(spec) if memory else spec for spec in loaded.servers if not names or spec.name in names]
     served = replace(loaded, servers=tuple(specs), default_names=tuple(spec.name for spec in specs))
-    settings = HttpSettings(port=0)
+    settings = replace(settings or HttpSettings(), port=0)
     sock = bind(settings)
     stop = anyio.Event()
-    async with Manager(served, follow_changes=True) as manager:
+    async with Manager(served, follow_changes=True, task_id=task_id) as manager:
         gateway = Gateway(manager, specs)
         await gateway.refresh()
         async with anyio.create_task_group() as tg:
@@ -163,6 +192,70 @@ async def http_gateway_here(config: Path, *names: str, retry_every: float = 0.5)
                 yield address_of(sock)
             finally:
                 stop.set()
+
+
+@asynccontextmanager
+async def host_of_gateway_here(
+    config: Path, *names: str, retry_every: float = 0.5, **client: Any
+) -> AsyncIterator[Any]:
+    """What `miroctl serve --config CONFIG NAMES --retry-every N` serves over stdio, in this process: the pool
+    following its servers' changes and the watch loop; and an MCP host (the SDK's Client with `client`'s
+    options) connected to it over the memory transport, for what does not depend on serve's own process."""
+    from mcp import Client
+
+    loaded = loader.load(str(config))
+    specs = [spec for spec in loaded.servers if not names or spec.name in names]
+    served = replace(loaded, servers=tuple(specs), default_names=tuple(spec.name for spec in specs))
+    async with Manager(served, follow_changes=True) as manager:
+        gateway = Gateway(manager, specs)
+        await gateway.refresh()
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(gateway.watch, retry_every)
+            async with Client(build_server(gateway), **client) as host:
+                yield host
+            tg.cancel_scope.cancel()
+
+
+@contextmanager
+def http_gateway_thread(
+    config: Path,
+    *names: str,
+    token: str | None = None,
+    memory: bool = True,
+    task_id: str | None = None,
+    retry_every: float = 0.5,
+    **limits: Any,
+) -> Iterator[str]:
+    """What `miroctl serve --config CONFIG NAMES --transport http --port 0` serves, on a real socket on
+    127.0.0.1, from a thread of this process with its own event loop: for synchronous tests (CliRunner, raw
+    HTTP) and for one gateway shared by a module. `token` is --token-env's value, `limits` the other HTTP
+    settings (max_body=, read_timeout=, max_sessions=, session_idle=, allow_origins=); the servers get the
+    gateway's own task id, as serve gives them. With `memory` (the default) the healthy fixture servers run in
+    this process; without, the servers are what the config loads: processes, as `miroctl serve` starts them,
+    in a test marked `process` and in a fixture of module scope (set up before conftest's servers_in_memory)."""
+    settings = HttpSettings(token=token, **limits)
+    served = http_gateway_here(
+        config,
+        *names,
+        retry_every=retry_every,
+        settings=settings,
+        task_id=task_id or gateway_task_id(),
+        memory=memory,
+    )
+    with start_blocking_portal() as portal, portal.wrap_async_context_manager(served) as url:
+        yield url
+
+
+def run_entry(words: list[str]) -> int:
+    """The exit code of a command line run by the console entry (what the `miroctl` script runs) in this
+    process, whose SIGTERM and SIGHUP handlers stay its own (a cold command takes them over, as it would in a
+    process of its own)."""
+    handlers = {signum: signal.getsignal(signum) for signum in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        return entry.run(words)
+    finally:
+        for signum, handler in handlers.items():
+            signal.signal(signum, handler)
 
 
 def request(

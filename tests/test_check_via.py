@@ -9,6 +9,7 @@ import sys
 import uuid
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,7 +18,7 @@ from typer.testing import CliRunner
 from miroctl.check.report import CheckRun
 from miroctl.cli.app import app
 from tests.conftest import ROOT, fixture_yaml, free_port, tagged_processes, wait_for_no_tagged
-from tests.gateway_support import post_json, request, start_http_gateway, wait_until, write_pool
+from tests.gateway_support import http_gateway_thread, post_json, request, wait_until, write_pool
 
 TOKEN = "check-via-test-token-3e9f1a"
 AUTH = {"MIROCTL_TOKEN": TOKEN}
@@ -26,25 +27,34 @@ PAIR = ("good", "quitter")  # one healthy server, one that exits before initiali
 
 @pytest.fixture(scope="module")
 def pool(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    """A gateway with a token serving good, quitter and spawner (whose smoke call leaves a detached child)."""
+    """A gateway with a token serving good (in this process) and quitter (a process that exits before
+    initialize)."""
     tag = uuid.uuid4().hex
-    env = {"MIROCTL_TEST_TAG": tag}
     files = {
         "good": fixture_yaml(
-            "good", "--tools", "echo,counter", env=env, smoke={"tool": "echo", "arguments": {"text": "still here"}}
+            "good", "--tools", "echo,counter", smoke={"tool": "echo", "arguments": {"text": "still here"}}
         ),
-        "quitter": fixture_yaml("quitter", "--mode", "exit", env=env),
+        "quitter": fixture_yaml("quitter", "--mode", "exit", env={"MIROCTL_TEST_TAG": tag}),
+    }
+    config = write_pool(tmp_path_factory.mktemp("checkvia"), files)
+    with http_gateway_thread(config, token=TOKEN, max_body=4096) as url:
+        yield {"config": str(config), "url": url}
+    assert not wait_for_no_tagged(tag, timeout=10)
+
+
+@pytest.fixture
+def spawning(tmp_path: Path, leak_tag: str) -> Iterator[dict[str, Any]]:
+    """A gateway with a token whose servers are processes, as `miroctl serve` starts them: good, and spawner,
+    whose smoke call leaves a detached child."""
+    env = {"MIROCTL_TEST_TAG": leak_tag}
+    files = {
+        "good": fixture_yaml("good", "--tools", "echo,counter", env=env),
         "spawner": fixture_yaml(
             "spawner", "--tools", "spawn_child", env=env, smoke={"tool": "spawn_child", "arguments": {"detach": True}}
         ),
     }
-    config = write_pool(tmp_path_factory.mktemp("checkvia"), files)
-    gateway, url = start_http_gateway(
-        config, "--token-env", "CHECKVIA_TOKEN", "--max-body", "4096", env={"CHECKVIA_TOKEN": TOKEN}
-    )
-    yield {"config": str(config), "url": url, "tag": tag, "gateway": gateway}
-    assert gateway.stop() == 143
-    assert not wait_for_no_tagged(tag, timeout=10)
+    with http_gateway_thread(write_pool(tmp_path, files), token=TOKEN, memory=False) as url:
+        yield {"url": url, "tag": leak_tag}
 
 
 def invoke(*args: str, env: dict[str, str] | None = None) -> Any:
@@ -65,7 +75,6 @@ def both(pool: dict[str, Any], *args: str) -> tuple[Any, Any]:
     return invoke("check", *args, "--config", pool["config"]), invoke("check", *args, "--via", pool["url"])
 
 
-@pytest.mark.process
 def test_check_via_gives_the_document_and_exit_code_of_the_direct_check(pool):
     direct, warm = both(pool, *PAIR, "--smoke", "--json")
     assert (warm.exit_code, direct.exit_code) == (1, 1), warm.stderr
@@ -134,23 +143,24 @@ def test_check_via_an_unknown_server_exits_6_like_the_direct_check(pool):
     assert "no server named 'godo'" in warm.stderr
 
 
-def test_a_check_leaves_the_gateways_serving_sessions_alone_and_its_own_servers_gone(pool):
+@pytest.mark.process
+def test_a_check_leaves_the_gateways_serving_sessions_alone_and_its_own_servers_gone(spawning):
     def count() -> int:
-        result = invoke("call", "good", "counter", "--json", "--via", pool["url"])
+        result = invoke("call", "good", "counter", "--json", "--via", spawning["url"])
         return int(json.loads(result.stdout)["result"])
 
     def alive() -> set[int]:  # quitter is left out: the gateway may retry it, and it exits at once
-        return {pid for pid in tagged_processes(pool["tag"]) if "quitter" not in " ".join(_cmdline(pid))}
+        return {pid for pid in tagged_processes(spawning["tag"]) if "quitter" not in " ".join(_cmdline(pid))}
 
     first = count()
     serving = alive()
     assert len(serving) == 2
     # spawner's smoke call leaves a detached grandchild outside its server's process group.
-    result = invoke("check", "good", "spawner", "--smoke", "--json", "--via", pool["url"])
+    result = invoke("check", "good", "spawner", "--smoke", "--json", "--via", spawning["url"])
     assert result.exit_code == 0, result.stderr
     assert count() == first + 1
     wait_until(lambda: alive() == serving, timeout=10, message="only the gateway's own sessions alive")
-    status, _, body = request(pool["url"], "GET", "/healthz", headers={"Authorization": f"Bearer {TOKEN}"})
+    status, _, body = request(spawning["url"], "GET", "/healthz", headers={"Authorization": f"Bearer {TOKEN}"})
     good = next(s for s in json.loads(body)["servers"] if s["name"] == "good")
     assert (status, good["state"], good["starts"]) == (200, "connected", 1)
 

@@ -17,8 +17,8 @@ from miroctl.base.errors import ERROR_KIND_NAMES, ErrorKind
 from miroctl.base.models import PHASES, phase_named
 from miroctl.cli.app import app
 from miroctl.launch import entry
-from tests.conftest import ROOT, fixture_yaml, free_port, run_miroctl
-from tests.gateway_support import GatewayProcess, post_json, request, running, write_pool
+from tests.conftest import ROOT, fixture_yaml, free_port
+from tests.gateway_support import GatewayProcess, http_gateway_thread, post_json, request, run_entry, write_pool
 from tests.json_contract import one_document, validate
 
 
@@ -110,11 +110,12 @@ def test_an_error_before_any_server_starts_is_one_error_document_on_stdout(words
 
 
 @pytest.mark.parametrize("command", [["list"], ["check"], ["serve", "--transport", "http", "--port", "0"]])
-def test_an_unknown_server_name_is_one_not_found_error_document_exit_6(command, write_config):
+def test_an_unknown_server_name_is_one_not_found_error_document_exit_6(command, write_config, capsys):
     pool = write_config({"alpha": fixture_yaml("alpha", "--tools", "add")})
-    result = run_miroctl(*command, "--json", "--config", str(pool), "alpah")
-    assert result.returncode == 6, result.stderr
-    document = one_document(result.stdout)
+    code = run_entry([*command, "--json", "--config", str(pool), "alpah"])
+    captured = capsys.readouterr()
+    assert code == 6, captured.err
+    document = one_document(captured.out)
     assert (document["schema"], document["error_kind"], document["exit_code"]) == ("miroctl.error/1", "not_found", 6)
     assert document["error"] == "no server named 'alpah'" and document["hint"] == "did you mean 'alpha'?"
 
@@ -132,6 +133,7 @@ def _first_line(stream, timeout: float = 60) -> str:
     return stream.readline()
 
 
+@pytest.mark.process
 def test_serve_json_prints_its_ready_line_as_one_document_and_the_api_documents_validate(tmp_path, leak_tag, capsys):
     env = {"MIROCTL_TEST_TAG": leak_tag}
     path = write_pool(tmp_path, {"alpha": fixture_yaml("alpha", "--tools", "echo,add", env=env)})
@@ -156,6 +158,7 @@ def test_serve_json_prints_its_ready_line_as_one_document_and_the_api_documents_
     assert gateway.proc.returncode in (0, 130, 143)
 
 
+@pytest.mark.process
 def test_serve_json_over_stdio_puts_its_ready_line_on_stderr_and_keeps_stdout_for_mcp(tmp_path, leak_tag):
     env = {"MIROCTL_TEST_TAG": leak_tag}
     path = write_pool(tmp_path, {"alpha": fixture_yaml("alpha", "--tools", "add", env=env)})
@@ -174,13 +177,10 @@ def test_serve_json_over_stdio_puts_its_ready_line_on_stderr_and_keeps_stdout_fo
     assert proc.returncode == 0 and out == ""
 
 
-def test_an_http_refusal_of_the_gateway_is_an_error_document_with_its_status(tmp_path, leak_tag):
-    env = {"MIROCTL_TEST_TAG": leak_tag, "CONTRACT_TOKEN": "s3cret-token-for-the-test"}
-    path = write_pool(tmp_path, {"alpha": fixture_yaml("alpha", "--tools", "add", env={"MIROCTL_TEST_TAG": leak_tag})})
-    with running(
-        "--config", str(path), "--transport", "http", "--port", "0", "--token-env", "CONTRACT_TOKEN", env=env
-    ) as g:
-        status, refused = post_json(g.url(), "/v1/list", {})
+def test_an_http_refusal_of_the_gateway_is_an_error_document_with_its_status(tmp_path):
+    path = write_pool(tmp_path, {"alpha": fixture_yaml("alpha", "--tools", "add")})
+    with http_gateway_thread(path, token="s3cret-token-for-the-test") as url:
+        status, refused = post_json(url, "/v1/list", {})
     assert status == 401
     assert validate(refused)["status"] == 401 and refused["error_kind"] == "http" and refused["is_error"] is True
 

@@ -4,19 +4,21 @@ tables that never break a tool name and never cut a description that goes to a f
 
 from __future__ import annotations
 
-import os
+import contextlib
 import re
 import shlex
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from miroctl.cli.app import app
+from miroctl.config import loader
 from miroctl.render.listing import first_sentence
-from tests.conftest import FIXTURE, ROOT, fixture_yaml, parse_json
-from tests.gateway_support import start_http_gateway
+from tests.conftest import FIXTURE, fixture_yaml, in_memory, parse_json
+from tests.gateway_support import http_gateway_thread, run_entry
 from tests.surface_support import surface_yaml, tool
 
 ECHO = f"{sys.executable} {FIXTURE} --name alpha --tools echo,add"
@@ -38,13 +40,29 @@ def example_line(stdout: str) -> str:
     return next(line.strip() for line in stdout.splitlines() if line.strip().startswith("miroctl call"))
 
 
-def runs_as_pasted(line: str, cwd: str) -> dict:
-    """The example line run by bash, as a user pasting it would (this checkout's miroctl, --json added)."""
-    script = line.replace("miroctl", f"{shlex.quote(sys.executable)} -m miroctl", 1) + " --json"
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    done = subprocess.run(["bash", "-c", script], capture_output=True, text=True, env=env, cwd=cwd, timeout=120)
-    assert done.returncode == 0, done.stderr
-    return parse_json(done.stdout)
+def runs_as_pasted(line: str, cwd: Path, capfd: pytest.CaptureFixture[str]) -> dict:
+    """The example line as a user pasting it runs it: its words as bash reads them (quotes, escapes, redirections)
+    given to miroctl's console entry, --json added."""
+    script = line.replace("miroctl", "printf '%s\\0'", 1)
+    split = subprocess.run(["bash", "-c", script], capture_output=True, cwd=cwd, timeout=60, check=False)
+    assert split.returncode == 0 and not split.stderr, split.stderr
+    words = split.stdout.decode().split("\0")[:-1]
+    capfd.readouterr()
+    with contextlib.chdir(cwd):
+        code = run_entry([*words, "--json"])
+    out, err = capfd.readouterr()
+    assert code == 0, err
+    return parse_json(out)
+
+
+@pytest.fixture(autouse=True)
+def adhoc_servers_in_memory(monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> None:
+    """A --stdio fixture server runs in this process too, as a configured one does (conftest's
+    servers_in_memory), unless the test is marked `process`."""
+    if request.node.get_closest_marker("process"):
+        return
+    given = loader.adhoc_servers
+    monkeypatch.setattr(loader, "adhoc_servers", lambda *args: [in_memory(spec) for spec in given(*args)])
 
 
 @pytest.fixture
@@ -110,24 +128,24 @@ def test_list_server_dot_tool_shows_the_detail_view_with_its_description_dedente
     assert example_line(stdout) == f"miroctl call -c {long_tools} docs {LONG_NAME}"
 
 
-def test_list_stdio_cmd_tool_shows_the_detail_view_and_its_example_runs_when_pasted(tmp_path):
+def test_list_stdio_cmd_tool_shows_the_detail_view_and_its_example_runs_when_pasted(tmp_path, capfd):
     code, stdout, stderr = invoke("list", "--stdio", ECHO, "add")
     assert code == 0, stderr
     assert "add  (fixture)" in stdout
     line = example_line(stdout)
     assert line == f"miroctl call --stdio {shlex.quote(ECHO)} fixture add a=1"
-    assert runs_as_pasted(line, str(tmp_path))["result"] == "1"
+    assert runs_as_pasted(line, tmp_path, capfd)["result"] == "1"
 
 
 @pytest.mark.process
-def test_list_url_tool_shows_the_detail_view_and_its_example_runs_when_pasted(http_fixture, tmp_path):
+def test_list_url_tool_shows_the_detail_view_and_its_example_runs_when_pasted(http_fixture, tmp_path, capfd):
     url = http_fixture("web", "--tools", "echo")
     code, stdout, stderr = invoke("list", "--url", url, "echo")
     assert code == 0, stderr
     line = example_line(stdout)
     assert line.startswith(f"miroctl call --url {url} ")
     assert line.endswith(" echo text='<text>'")
-    assert runs_as_pasted(line, str(tmp_path))["result"] == "<text>"
+    assert runs_as_pasted(line, tmp_path, capfd)["result"] == "<text>"
 
 
 def _view(stdout: str) -> list[str]:
@@ -136,23 +154,19 @@ def _view(stdout: str) -> list[str]:
     return [re.sub(r"^  miroctl call .* alpha add", "  miroctl call ... alpha add", line) for line in lines]
 
 
-@pytest.mark.process
 def test_list_via_a_gateway_shows_the_detail_view_of_list_server_tool_and_its_example_runs_when_pasted(
-    write_config, leak_tag, tmp_path
+    write_config, tmp_path, capfd
 ):
-    path = write_config({"alpha": fixture_yaml("alpha", "--tools", "echo,add", env={"MIROCTL_TEST_TAG": leak_tag})})
+    path = write_config({"alpha": fixture_yaml("alpha", "--tools", "echo,add")})
     direct = invoke("list", "alpha", "add", "-c", str(path), env={"COLUMNS": "100"})
-    gateway, url = start_http_gateway(path)
-    try:
+    with http_gateway_thread(path) as url:
         views = [
             invoke("list", "--via", url, *words, env={"COLUMNS": "100"}) for words in (["alpha", "add"], ["alpha.add"])
         ]
         code, listed, _ = invoke("list", "--via", url, "alpha.add", "--json")
         line = example_line(views[0][1])
         assert line == f"miroctl call --via {url} alpha add a=1"
-        assert runs_as_pasted(line, str(tmp_path))["result"] == "1"
-    finally:
-        gateway.stop()
+        assert runs_as_pasted(line, tmp_path, capfd)["result"] == "1"
     assert direct[0] == 0 and [code for code, _, _ in views] == [0, 0], views
     assert _view(views[0][1]) == _view(views[1][1]) == _view(direct[1])
     assert code == 0

@@ -15,6 +15,7 @@ from miroctl.base.masking import MASK
 from miroctl.cli.app import app
 from miroctl.gateway import replay as replaying
 from tests.conftest import ROOT, fixture_yaml
+from tests.gateway_support import CRASHING, PLAINRPC
 
 SECRET_ENV = "sk-live-Q2w9Zx7Lm4Np8Rt5Vb3K"
 SECRET_ARG = "Xk93LmQp27ZrT8wA"  # random-looking: a credential by its shape, and the server's name
@@ -35,6 +36,12 @@ def without_duration(document: dict) -> dict:
     return {k: v for k, v in document.items() if k != "duration_ms"}
 
 
+def plain_yaml(name: str, log: Path) -> dict:
+    """A server file for tests/servers/plainrpc.py, an MCP server on the standard library alone: what these tests
+    record is miroctl's side of the traffic, whichever server answers."""
+    return {"name": name, "tool_command": "python", "args": [PLAINRPC, "--log", str(log)], "startup_timeout": STARTUP}
+
+
 def replay_yaml(tmp_path: Path, recording: Path, name: str = "fx") -> Path:
     """A server file that runs `miroctl replay RECORDING` as the stdio server NAME."""
     path = tmp_path / f"replay-{name}.yaml"
@@ -43,11 +50,13 @@ def replay_yaml(tmp_path: Path, recording: Path, name: str = "fx") -> Path:
     return path
 
 
-@pytest.fixture
-def recorded(tmp_path: Path) -> tuple[Path, dict]:
-    """A recording of `call fx echo text=hello` against the real fixture server, and that call's output."""
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
+    """A recording of `call fx echo text=hello` against a real server (a process: a server in miroctl's own
+    process has no traffic to record), and that call's output; the tests only read it."""
+    tmp_path = tmp_path_factory.mktemp("recorded")
     config = tmp_path / "fx.yaml"
-    config.write_text(yaml.safe_dump(fixture_yaml("fx", startup_timeout=STARTUP)))
+    config.write_text(yaml.safe_dump(plain_yaml("fx", tmp_path / "fx.log")))
     recording = tmp_path / "rec.ndjson"
     code, stdout, _ = invoke(
         "call", "fx", "echo", "text=hello", "--config", str(config), "--record", str(recording), "--json"
@@ -91,6 +100,7 @@ def test_a_request_missing_from_the_recording_gets_an_error_naming_the_closest(r
     assert 'closest recorded: tools/call {"arguments":{"text":"hello"},"name":"echo"}' in error
 
 
+@pytest.mark.process  # the stdio server is a process: one in miroctl's own has no traffic to record
 def test_secrets_in_env_args_and_headers_never_reach_the_recording(tmp_path, http_fixture):
     url = http_fixture("web")
     (tmp_path / "tool").mkdir()
@@ -104,6 +114,7 @@ def test_secrets_in_env_args_and_headers_never_reach_the_recording(tmp_path, htt
     config = str(tmp_path / "miroctl.yaml")
     assert invoke("call", "local", "env", "name=API_KEY", "--config", config, "--record", str(recording))[0] == 0
     text = recording.read_text()
+    assert {entry["server"] for entry in lines(recording)[1:]} == {"local"}  # the stdio traffic was recorded
     assert invoke("call", "web", "headers", "--config", config, "--record", str(recording))[0] == 0
     text += recording.read_text()
     assert SECRET_ENV not in text and SECRET_ARG not in text and SECRET_HEADER not in text
@@ -114,7 +125,7 @@ def test_secrets_in_env_args_and_headers_never_reach_the_recording(tmp_path, htt
 @pytest.mark.process
 def test_a_crashing_server_leaves_what_was_seen_in_the_recording(tmp_path):
     config = tmp_path / "fx.yaml"
-    config.write_text(yaml.safe_dump(fixture_yaml("fx", startup_timeout=STARTUP)))
+    config.write_text(yaml.safe_dump({"name": "fx", "tool_command": "python", "args": [CRASHING]}))
     recording = tmp_path / "rec.ndjson"
     code, _, _ = invoke("call", "fx", "crash", "--config", str(config), "--record", str(recording), "--json")
     assert code == 3
@@ -194,13 +205,14 @@ def test_a_recording_of_several_servers_needs_server(tmp_path):
     assert "records 2 servers: s, t" in stderr
 
 
+@pytest.mark.process
 @pytest.mark.anyio
 async def test_serve_records_the_traffic_of_its_servers(tmp_path):
     from mcp import Client, StdioServerParameters
     from mcp.client.stdio import stdio_client
 
     config = tmp_path / "fx.yaml"
-    config.write_text(yaml.safe_dump(fixture_yaml("fx", startup_timeout=STARTUP)))
+    config.write_text(yaml.safe_dump(plain_yaml("fx", tmp_path / "fx.log")))
     recording = tmp_path / "rec.ndjson"
     args = ["-m", "miroctl", "serve", "--config", str(config), "--record", str(recording)]
     params = StdioServerParameters(command=sys.executable, args=args, cwd=str(ROOT))

@@ -1,6 +1,7 @@
 """What the MCP conformance suite's server scenarios need of serve (bench/conformance_serve.py measures them all):
 servers that ask their client with requests of their own, reached on the handshake protocol; resource
-subscriptions passed on and their updates relayed back. Upstreams are real stdio servers."""
+subscriptions passed on and their updates relayed back. The conformance server is a real stdio server; the
+others run in this process."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ import anyio
 import mcp_types as types
 import pytest
 from mcp import Client, MCPError
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.types import EmptyResult, SubscribeRequestParams, UnsubscribeRequestParams
 
 from miroctl.base.errors import ConfigError
 from miroctl.base.masking import Masker
@@ -26,8 +29,9 @@ from miroctl.core.manager import Manager
 from miroctl.gateway.passthrough import Catalog
 from miroctl.gateway.server import Gateway, build_server
 from miroctl.gateway.subscriptions import Subscriptions
-from tests.conftest import ROOT, fixture_yaml
-from tests.gateway_support import running, write_pool
+from tests.conftest import ROOT
+from tests.gateway_support import plain_pool_files, running, write_pool
+from tests.servers.fixture import build
 
 pytestmark = [
     pytest.mark.anyio,
@@ -36,50 +40,47 @@ pytestmark = [
 ]
 CONFORMANCE = str(ROOT / "bench" / "conformance_server.py")
 
-WATCHED = '''
-import sys
-from mcp.server.mcpserver import Context, MCPServer
-from mcp.types import EmptyResult, SubscribeRequestParams, UnsubscribeRequestParams
 
-server = MCPServer("watched", log_level="WARNING")
-subscribed = set()
+def watched_server(modern: bool) -> MCPServer:
+    """A server whose resource test://watched takes subscriptions; its tool `touch` announces that a resource
+    changed: on a listen stream when `modern` (2026-07-28), or as a notification before."""
+    server = MCPServer("watched", log_level="WARNING")
+    subscribed: set[str] = set()
 
+    @server.resource("test://watched")
+    def watched() -> str:
+        return "watched"
 
-@server.resource("test://watched")
-def watched() -> str:
-    return "watched"
+    @server.tool()
+    async def touch(uri: str, ctx: Context) -> str:
+        """Announce that a resource changed."""
+        if modern:
+            await ctx.notify_resource_updated(uri)
+        else:
+            await ctx.session.send_resource_updated(uri)
+        return "touched"
 
+    @server.tool()
+    def subscriptions() -> str:
+        """The URIs subscribed to, comma-separated."""
+        return ",".join(sorted(subscribed)) or "-"
 
-@server.tool()
-async def touch(uri: str, ctx: Context) -> str:
-    """Announce that a resource changed: on a listen stream (2026-07-28), or as a notification before."""
-    if "--modern" in sys.argv:
-        await ctx.notify_resource_updated(uri)
-    else:
-        await ctx.session.send_resource_updated(uri)
-    return "touched"
+    async def subscribe(ctx: Any, params: SubscribeRequestParams) -> EmptyResult:
+        subscribed.add(str(params.uri))
+        return EmptyResult()
 
+    async def unsubscribe(ctx: Any, params: UnsubscribeRequestParams) -> EmptyResult:
+        subscribed.discard(str(params.uri))
+        return EmptyResult()
 
-@server.tool()
-def subscriptions() -> str:
-    """The URIs subscribed to, comma-separated."""
-    return ",".join(sorted(subscribed)) or "-"
-
-
-async def subscribe(ctx, params: SubscribeRequestParams) -> EmptyResult:
-    subscribed.add(str(params.uri))
-    return EmptyResult()
-
-
-async def unsubscribe(ctx, params: UnsubscribeRequestParams) -> EmptyResult:
-    subscribed.discard(str(params.uri))
-    return EmptyResult()
+    server._lowlevel_server.add_request_handler("resources/subscribe", SubscribeRequestParams, subscribe)
+    server._lowlevel_server.add_request_handler("resources/unsubscribe", UnsubscribeRequestParams, unsubscribe)
+    return server
 
 
-server._lowlevel_server.add_request_handler("resources/subscribe", SubscribeRequestParams, subscribe)
-server._lowlevel_server.add_request_handler("resources/unsubscribe", UnsubscribeRequestParams, unsubscribe)
-server.run("stdio")
-'''
+def memory(name: str, target: Any, protocol: str = "legacy") -> ServerSpec:
+    """A server in this process (the memory transport), reached on `protocol`."""
+    return ServerSpec(name=name, transport="memory", target=target, protocol=protocol)
 
 
 @pytest.fixture
@@ -119,6 +120,7 @@ async def accepted(context: Any, params: types.ElicitRequestParams) -> types.Eli
     return types.ElicitResult(action="accept", content={"response": "yes"})
 
 
+@pytest.mark.process
 async def test_a_server_asking_its_client_with_requests_of_its_own_reaches_the_host_on_the_handshake_protocol(
     leak_tag,
 ):
@@ -131,6 +133,7 @@ async def test_a_server_asking_its_client_with_requests_of_its_own_reaches_the_h
     assert elicited.content[0].text == 'User response: action=accept, content={"response":"yes"}'
 
 
+@pytest.mark.process
 async def test_on_protocol_2026_07_28_such_a_server_cannot_ask_which_is_why_protocol_legacy_exists(leak_tag):
     spec = stdio("conformance", CONFORMANCE, leak_tag, "auto", "--transport", "stdio")
     async with served(spec, plain=True, sampling_callback=sampled) as host:
@@ -160,13 +163,9 @@ def updates_heard() -> tuple[list[str], anyio.Event, Any]:
     return updates, heard, hear
 
 
-async def test_a_subscription_is_passed_on_once_and_the_servers_updates_reach_the_host_under_its_uri(
-    tmp_path: Path, leak_tag
-):
-    script = tmp_path / "watched.py"
-    script.write_text(WATCHED)
+async def test_a_subscription_is_passed_on_once_and_the_servers_updates_reach_the_host_under_its_uri():
     updates, heard, hear = updates_heard()
-    async with served(stdio("watch", str(script), leak_tag), message_handler=hear) as host:
+    async with served(memory("watch", watched_server(modern=False)), message_handler=hear) as host:
         await host.subscribe_resource("miroctl://watch/test://watched")
         upstream = await host.call_tool("watch__subscriptions", {})
         await host.call_tool("watch__touch", {"uri": "test://watched"})
@@ -179,13 +178,9 @@ async def test_a_subscription_is_passed_on_once_and_the_servers_updates_reach_th
     assert after.content[0].text == "-"
 
 
-async def test_a_resource_of_a_2026_07_28_server_is_followed_on_a_listen_stream_while_a_host_is_subscribed(
-    tmp_path: Path, leak_tag
-):
-    script = tmp_path / "watched.py"
-    script.write_text(WATCHED)
+async def test_a_resource_of_a_2026_07_28_server_is_followed_on_a_listen_stream_while_a_host_is_subscribed():
     updates, heard, hear = updates_heard()
-    spec = stdio("watch", str(script), leak_tag, "auto", "--modern")
+    spec = memory("watch", watched_server(modern=True), "auto")
     async with gateway_and_host(spec, plain=True, message_handler=hear) as (gateway, host):
         await host.subscribe_resource("test://watched")
         followed = set(gateway.relays.subscriptions.streams)
@@ -199,9 +194,8 @@ async def test_a_resource_of_a_2026_07_28_server_is_followed_on_a_listen_stream_
     assert after == set()
 
 
-async def test_subscribing_to_a_resource_of_a_server_without_subscriptions_is_method_not_found(leak_tag):
-    fixture = str(ROOT / "tests" / "servers" / "fixture.py")
-    async with served(stdio("alpha", fixture, leak_tag, "legacy", "--name", "alpha")) as host:
+async def test_subscribing_to_a_resource_of_a_server_without_subscriptions_is_method_not_found():
+    async with served(memory("alpha", build("alpha", None))) as host:
         with pytest.raises(MCPError) as raised:
             await host.subscribe_resource("miroctl://alpha/fixture://notes")
     assert raised.value.code == -32601
@@ -215,8 +209,9 @@ def test_with_plain_names_a_servers_own_uri_that_looks_like_a_gateway_uri_stays_
     assert catalog.exposed("alpha", "miroctl://beta/x") == "miroctl://alpha/miroctl://beta/x"
 
 
+@pytest.mark.process  # the ready line of the command itself
 def test_the_ready_line_of_serve_with_plain_names_says_tools_keep_their_names(tmp_path: Path, leak_tag):
-    config = write_pool(tmp_path, {"alpha": fixture_yaml("alpha", env={"MIROCTL_TEST_TAG": leak_tag})})
+    config = write_pool(tmp_path, {"alpha": plain_pool_files(tmp_path, leak_tag)["alpha"]})
     with running("--config", str(config), "--plain-names", stdin=subprocess.PIPE) as gateway:
         gateway.wait_for(r"miroctl serve: \d+ tools from 1 of 1 server as TOOL \(plain names\)")
         gateway.proc.stdin.close()  # type: ignore[union-attr]

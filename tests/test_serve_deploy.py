@@ -1,5 +1,5 @@
-"""The HTTP gateway beyond one machine, as a real `miroctl serve` process: metrics, liveness and readiness,
-and a graceful drain on SIGTERM."""
+"""The HTTP gateway beyond one machine: metrics, liveness and readiness; and, as a real `miroctl serve` process,
+a graceful drain on SIGTERM."""
 
 from __future__ import annotations
 
@@ -17,8 +17,16 @@ from urllib.parse import urlsplit
 import pytest
 
 from miroctl.gateway.http import FLUSH
-from tests.conftest import fixture_yaml, wait_for_no_tagged
-from tests.gateway_support import pool_files, post_json, request, start_http_gateway, wait_until, write_pool
+from tests.conftest import fixture_yaml
+from tests.gateway_support import (
+    http_gateway_thread,
+    pool_files,
+    post_json,
+    request,
+    start_http_gateway,
+    wait_until,
+    write_pool,
+)
 
 TOKEN = "deploy-test-token-8c4e1b2a7d90"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -27,14 +35,9 @@ AUTH = {"Authorization": f"Bearer {TOKEN}"}
 @pytest.fixture(scope="module")
 def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     """alpha and beta behind a token."""
-    tag = uuid.uuid4().hex
-    config = write_pool(tmp_path_factory.mktemp("deploy"), pool_files(tag))
-    process, url = start_http_gateway(config, "--token-env", "GATEWAY_TOKEN", env={"GATEWAY_TOKEN": TOKEN})
-    try:
-        yield {"url": url, "process": process}
-    finally:
-        assert process.stop() == 143
-    assert not wait_for_no_tagged(tag, timeout=10)
+    config = write_pool(tmp_path_factory.mktemp("deploy"), pool_files())
+    with http_gateway_thread(config, token=TOKEN) as url:
+        yield {"url": url}
 
 
 def metrics(url: str) -> str:
@@ -98,16 +101,14 @@ def test_readiness_is_503_while_a_server_has_not_started_and_listed(tmp_path, le
         "alpha": fixture_yaml("alpha", "--tools", "echo", env={"MIROCTL_TEST_TAG": leak_tag}),
         "broken": fixture_yaml("broken", "--mode", "exit", env={"MIROCTL_TEST_TAG": leak_tag}),
     }
-    process, url = start_http_gateway(write_pool(tmp_path, files), "--retry-every", "0")
-    try:
+    with http_gateway_thread(write_pool(tmp_path, files), retry_every=0) as url:
         status, _, body = request(url, "GET", "/readyz")
         assert status == 503
         assert json.loads(body) == {"status": "not ready", "servers": 2, "listed": 1}
         assert request(url, "GET", "/livez")[0] == 200
-    finally:
-        assert process.stop() == 143
 
 
+@pytest.mark.process
 def test_sigterm_drains_a_call_in_flight_refuses_new_connections_and_exits_once_it_is_answered(tmp_path, leak_tag):
     release = tmp_path / "release"
     files = {"alpha": fixture_yaml("alpha", "--tools", "hold,echo", env={"MIROCTL_TEST_TAG": leak_tag})}
@@ -140,6 +141,7 @@ def test_sigterm_drains_a_call_in_flight_refuses_new_connections_and_exits_once_
     assert answers[0][1]["result"] == "released"
 
 
+@pytest.mark.process
 def test_a_call_longer_than_the_grace_is_cut_when_it_ends(tmp_path, leak_tag):
     files = {"alpha": fixture_yaml("alpha", "--tools", "hold", env={"MIROCTL_TEST_TAG": leak_tag})}
     process, url = start_http_gateway(write_pool(tmp_path, files), "--grace", "1")

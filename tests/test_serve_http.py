@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -23,11 +24,12 @@ from miroctl.sessions import pool
 from tests.conftest import FIXTURE, serve_on_a_free_port, tagged_processes, wait_for_no_tagged
 from tests.gateway_support import (
     http_gateway_here,
+    http_gateway_thread,
+    plain_pool_files,
     pool_files,
     post_json,
     request,
     running,
-    start_http_gateway,
     wait_until,
     write_pool,
 )
@@ -38,32 +40,24 @@ AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
 @pytest.fixture(scope="module")
 def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    """One gateway for the module: alpha and beta over stdio, web over HTTP, a token, a small body limit."""
+    """One gateway for the module: alpha and beta (in this process), web over HTTP, a token, a small body
+    limit."""
     tag = uuid.uuid4().hex
     web, port = serve_on_a_free_port(
         lambda port: [sys.executable, FIXTURE, "--name", "web", "--http", str(port), "--tools", "headers,echo"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
-        env={**_env(), "MIROCTL_TEST_TAG": tag},
+        env={**os.environ, "MIROCTL_TEST_TAG": tag},
     )
     try:  # the web server is stopped even when the gateway never comes up
-        files = pool_files(tag, web={"name": "web", "url": f"http://127.0.0.1:{port}/mcp"})
+        files = pool_files(web={"name": "web", "url": f"http://127.0.0.1:{port}/mcp"})
         config = write_pool(tmp_path_factory.mktemp("secured"), files)
-        gateway, url = start_http_gateway(
-            config, "--token-env", "GATEWAY_TOKEN", "--max-body", "20000", env={"GATEWAY_TOKEN": TOKEN}
-        )
-        yield {"url": url, "gateway": gateway, "tag": tag}
-        assert gateway.stop() == 143
+        with http_gateway_thread(config, token=TOKEN, max_body=20000) as url:
+            yield {"url": url}
     finally:
         web.terminate()
         web.wait(timeout=10)
     assert not wait_for_no_tagged(tag, timeout=10)
-
-
-def _env() -> dict[str, str]:
-    import os
-
-    return dict(os.environ)
 
 
 @asynccontextmanager
@@ -214,7 +208,7 @@ def test_busy_port_is_refused_with_exit_2(tmp_path):
 @pytest.mark.process
 @pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_signal_stops_the_http_gateway_and_leaves_no_server_behind(tmp_path, leak_tag, sig, code):
-    config = write_pool(tmp_path, pool_files(leak_tag))
+    config = write_pool(tmp_path, plain_pool_files(tmp_path, leak_tag))
     with running("--config", str(config), "--transport", "http", "--port", "0") as gateway:
         url = gateway.url()
         wait_until(lambda: len(tagged_processes(leak_tag)) == 2, message="both servers running")

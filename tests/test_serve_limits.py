@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from tests.conftest import fixture_yaml
-from tests.gateway_support import request, start_http_gateway, wait_until, write_pool
+from tests.gateway_support import http_gateway_thread, request, wait_until, write_pool
 
 TOKEN = "limits-token-8c1f2e9d7b"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -32,11 +32,9 @@ MCP_HEADERS = {**AUTH, "Content-Type": "application/json", "Accept": "applicatio
 def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A gateway with a token, a one-second read timeout, a small body limit, few sessions, and one web origin."""
     config = write_pool(tmp_path_factory.mktemp("limits"), {"alpha": fixture_yaml("alpha", "--tools", "echo")})
-    options = ["--token-env", "LIMITS_TOKEN", "--read-timeout", "1", "--max-body", "1000"]
-    options += ["--max-sessions", "4", "--session-idle", "1", "--allow-origin", APP]
-    process, url = start_http_gateway(config, *options, env={"LIMITS_TOKEN": TOKEN})
-    yield url
-    process.stop()
+    limits = {"read_timeout": 1, "max_body": 1000, "max_sessions": 4, "session_idle": 1, "allow_origins": [APP]}
+    with http_gateway_thread(config, token=TOKEN, **limits) as url:
+        yield url
 
 
 def _address(url: str) -> tuple[str, int]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import uuid
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -23,8 +22,8 @@ from miroctl.gateway import toolmap
 from miroctl.gateway.passthrough import expands, unwrap, wrap
 from miroctl.gateway.server import Gateway, build_server
 from miroctl.policy.decisions import Policy
-from tests.conftest import ROOT, fixture_yaml, wait_for_no_tagged
-from tests.gateway_support import pool_files, start_http_gateway, without_timing, write_pool
+from tests.conftest import ROOT, fixture_yaml
+from tests.gateway_support import http_gateway_thread, pool_files, without_timing, write_pool
 from tests.servers.fixture import build
 
 pytestmark = pytest.mark.anyio
@@ -215,12 +214,9 @@ def test_a_hostile_template_costs_a_scan_of_the_uri_not_a_backtracking_search():
 @pytest.fixture(scope="module")
 def pool(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     """A gateway over HTTP serving alpha and beta; beta's prompt `review` is blacklisted."""
-    tag = uuid.uuid4().hex
-    config = write_pool(tmp_path_factory.mktemp("pass"), pool_files(tag), tool_blacklist=[["beta", "review"]])
-    gateway, url = start_http_gateway(config)
-    yield {"config": str(config), "url": url}
-    assert gateway.stop() == 143
-    assert not wait_for_no_tagged(tag, timeout=10)
+    config = write_pool(tmp_path_factory.mktemp("pass"), pool_files(), tool_blacklist=[["beta", "review"]])
+    with http_gateway_thread(config) as url:
+        yield {"config": str(config), "url": url}
 
 
 def invoke(*args: str) -> Any:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import anyio
 import pytest
 
@@ -9,7 +11,8 @@ from miroctl.base.models import CallRequest, ServerSpec
 from miroctl.config.loader import Config, Profile
 from miroctl.core.manager import Manager
 from miroctl.sessions import pool
-from tests.conftest import fixture_spec
+from tests.conftest import HEALTHY_STARTUP
+from tests.gateway_support import CRASHING
 from tests.servers.fixture import build
 
 pytestmark = pytest.mark.anyio
@@ -20,13 +23,25 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
+def crashing(leak_tag: str) -> ServerSpec:
+    """alpha as tests/servers/crashing.py, a process that exits mid-call when asked (its implementation is
+    incidental: the standard library's starts fastest)."""
+    return ServerSpec(
+        name="alpha",
+        command=sys.executable,
+        args=(CRASHING,),
+        env={"MIROCTL_TEST_TAG": leak_tag},
+        startup_timeout=HEALTHY_STARTUP,
+    )
+
+
 def config_of(*specs: ServerSpec) -> Config:
     return Config(servers=specs, profile=Profile(startup_timeout=30), default_names=tuple(s.name for s in specs))
 
 
 @pytest.mark.process
 async def test_crash_fails_that_call_and_the_next_call_restarts_the_server_at_once(leak_tag):
-    spec = fixture_spec("alpha", env={"MIROCTL_TEST_TAG": leak_tag})
+    spec = crashing(leak_tag)
     async with Manager(config_of(spec)) as manager:
         crashed = await manager.call(CallRequest("alpha", "crash"))
         after = await manager.call(CallRequest("alpha", "echo", {"text": "again"}))
@@ -39,7 +54,7 @@ async def test_crash_fails_that_call_and_the_next_call_restarts_the_server_at_on
 @pytest.mark.process
 async def test_second_crash_in_a_row_backs_off_before_the_next_restart(leak_tag, monkeypatch):
     monkeypatch.setattr(pool, "CRASH_BACKOFF", 60.0)
-    spec = fixture_spec("alpha", env={"MIROCTL_TEST_TAG": leak_tag})
+    spec = crashing(leak_tag)
     async with Manager(config_of(spec)) as manager:
         await manager.call(CallRequest("alpha", "crash"))
         await manager.call(CallRequest("alpha", "crash"))
@@ -68,7 +83,7 @@ async def test_calls_to_one_server_beyond_its_bound_wait_for_a_slot(monkeypatch)
 
 @pytest.mark.process
 async def test_a_call_that_notices_a_loss_late_never_closes_the_fresh_session(leak_tag):
-    spec = fixture_spec("alpha", env={"MIROCTL_TEST_TAG": leak_tag})
+    spec = crashing(leak_tag)
     async with Manager(config_of(spec)) as manager:
         handle = manager.handle(spec)
         await manager.call(CallRequest("alpha", "crash"))

@@ -1,4 +1,6 @@
-"""`miroctl serve` over stdio as a real process, driven by the SDK's own client, as an MCP host would."""
+"""`miroctl serve` over stdio, driven by the SDK's own client as an MCP host would: as a real process where the
+process is the point (the wire, stdin's end, signals, the servers it leaves behind), and what it serves in this
+process, over the memory transport, for the rest."""
 
 from __future__ import annotations
 
@@ -19,8 +21,17 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 from miroctl.gateway.server import META_KEY
+from miroctl.sessions import pool
 from tests.conftest import ROOT, fixture_yaml, hostile_yaml, tagged_processes
-from tests.gateway_support import pool_files, running, wait_until, write_pool
+from tests.gateway_support import (
+    CRASHING,
+    host_of_gateway_here,
+    plain_pool_files,
+    pool_files,
+    running,
+    wait_until,
+    write_pool,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -40,34 +51,45 @@ async def stdio_gateway(config: Path, *args: str, **client_options: Any) -> Asyn
             yield client
 
 
+@pytest.mark.process
 async def test_sdk_client_lists_namespaced_tools_and_calls_them_over_stdio(tmp_path, leak_tag):
-    config = write_pool(tmp_path, pool_files(leak_tag))
-    async with stdio_gateway(config) as client:
-        names = {tool.name for tool in (await client.list_tools()).tools}
-        added = await client.call_tool("alpha__add", {"a": 20, "b": 22})
-        echoed = await client.call_tool("beta__echo", {"text": "from beta"})
-    assert {"alpha__add", "alpha__progress", "beta__echo", "beta__add"} <= names
-    assert "beta__progress" not in names
-    assert added.content[0].text == "42"
-    assert echoed.content[0].text == "from beta"
-
-
-async def test_progress_of_an_upstream_call_is_relayed_over_stdio(tmp_path, leak_tag):
     config = write_pool(tmp_path, pool_files(leak_tag))
     seen: list[float] = []
 
     async def progress(value: float, total: float | None, message: str | None) -> None:
         seen.append(value)
 
-    async with stdio_gateway(config, "alpha") as client:
+    async with stdio_gateway(config) as client:
+        names = {tool.name for tool in (await client.list_tools()).tools}
+        added = await client.call_tool("alpha__add", {"a": 20, "b": 22})
+        echoed = await client.call_tool("beta__echo", {"text": "from beta"})
+        stepped = await client.call_tool("alpha__progress", {"steps": 4}, progress_callback=progress)
+    assert {"alpha__add", "alpha__progress", "beta__echo", "beta__add"} <= names
+    assert "beta__progress" not in names
+    assert added.content[0].text == "42"
+    assert echoed.content[0].text == "from beta"
+    assert stepped.content[0].text == "did 4 steps"
+    assert seen == [1, 2, 3, 4]  # progress notifications cross the wire too
+
+
+async def test_progress_of_an_upstream_call_is_relayed_to_the_host(tmp_path):
+    config = write_pool(tmp_path, pool_files())
+    seen: list[float] = []
+
+    async def progress(value: float, total: float | None, message: str | None) -> None:
+        seen.append(value)
+
+    async with host_of_gateway_here(config, "alpha") as client:
         result = await client.call_tool("alpha__progress", {"steps": 4}, progress_callback=progress)
     assert result.content[0].text == "did 4 steps"
     assert seen == [1, 2, 3, 4]
 
 
+@pytest.mark.process  # the crash is a server process's end
 async def test_upstream_crash_fails_that_call_and_the_next_call_reconnects(tmp_path, leak_tag):
-    config = write_pool(tmp_path, pool_files(leak_tag))
-    async with stdio_gateway(config, "alpha") as client:
+    alpha = {"name": "alpha", "tool_command": "python", "args": [CRASHING], "env": {"MIROCTL_TEST_TAG": leak_tag}}
+    config = write_pool(tmp_path, {"alpha": alpha})
+    async with host_of_gateway_here(config) as client:
         crashed = await client.call_tool("alpha__crash", {"code": 9})
         after = await client.call_tool("alpha__echo", {"text": "back again"})
     assert crashed.is_error is True
@@ -77,10 +99,11 @@ async def test_upstream_crash_fails_that_call_and_the_next_call_reconnects(tmp_p
     assert after.content[0].text == "back again"
 
 
+@pytest.mark.process  # the cancellation crosses to a server process
 async def test_cancelling_a_call_at_the_gateway_cancels_it_upstream(tmp_path, leak_tag):
     config = write_pool(tmp_path, pool_files(leak_tag))
     marker = tmp_path / "marker"
-    async with stdio_gateway(config, "alpha") as client:
+    async with host_of_gateway_here(config, "alpha") as client:
         async with anyio.create_task_group() as tg:
             tg.start_soon(client.call_tool, "alpha__wait_cancel", {"seconds": 120, "marker": str(marker)})
             await _wait_for_text(marker, "started")
@@ -90,7 +113,8 @@ async def test_cancelling_a_call_at_the_gateway_cancels_it_upstream(tmp_path, le
     assert still_works.content[0].text == "ok"
 
 
-async def test_a_host_listening_for_changes_hears_when_a_left_out_server_comes_back(tmp_path, leak_tag):
+async def test_a_host_listening_for_changes_hears_when_a_left_out_server_comes_back(tmp_path, leak_tag, monkeypatch):
+    monkeypatch.setattr(pool, "RETRY_AFTER", 0.0)  # the pool's wait before it starts a failed server again
     ready = tmp_path / "ready"
     late = fixture_yaml(
         "late",
@@ -101,11 +125,11 @@ async def test_a_host_listening_for_changes_hears_when_a_left_out_server_comes_b
         env={"FIXTURE_READY_FILE": str(ready), "MIROCTL_TEST_TAG": leak_tag},
     )
     config = write_pool(tmp_path, pool_files(leak_tag, late=late))
-    async with stdio_gateway(config, "alpha", "late", "--retry-every", "0.5") as client:
+    async with host_of_gateway_here(config, "alpha", "late", retry_every=0.05) as client:
         before = {tool.name for tool in (await client.list_tools()).tools}
         async with client.listen(tools_list_changed=True) as changes:
             ready.touch()
-            with anyio.fail_after(30):  # the pool tries a server that failed to start again after 5 s
+            with anyio.fail_after(30):
                 event = await changes.__anext__()
         after = {tool.name for tool in (await client.list_tools()).tools}
     assert type(event).__name__ == "ToolsListChanged"
@@ -113,9 +137,9 @@ async def test_a_host_listening_for_changes_hears_when_a_left_out_server_comes_b
     assert after == before | {"late__echo"}
 
 
-async def test_a_host_listening_for_changes_hears_when_an_upstream_announces_new_tools(tmp_path, leak_tag):
-    config = write_pool(tmp_path, pool_files(leak_tag))
-    async with stdio_gateway(config, "alpha") as client:
+async def test_a_host_listening_for_changes_hears_when_an_upstream_announces_new_tools(tmp_path):
+    config = write_pool(tmp_path, pool_files())
+    async with host_of_gateway_here(config, "alpha") as client:
         async with client.listen(tools_list_changed=True) as changes:
             grown = await client.call_tool("alpha__grow", {"tool_name": "fresh"})
             with anyio.fail_after(30):
@@ -127,15 +151,15 @@ async def test_a_host_listening_for_changes_hears_when_an_upstream_announces_new
     assert fresh.is_error is False and fresh.content[0].text == "new here"
 
 
-async def test_a_host_on_an_older_protocol_is_told_unsolicited_when_the_tools_change(tmp_path, leak_tag):
-    config = write_pool(tmp_path, pool_files(leak_tag))
+async def test_a_host_on_an_older_protocol_is_told_unsolicited_when_the_tools_change(tmp_path):
+    config = write_pool(tmp_path, pool_files())
     told = anyio.Event()
 
     async def messages(message: Any) -> None:
         if getattr(message, "method", None) == "notifications/tools/list_changed":
             told.set()
 
-    async with stdio_gateway(config, "alpha", mode="legacy", message_handler=messages) as client:
+    async with host_of_gateway_here(config, "alpha", mode="legacy", message_handler=messages) as client:
         assert client.protocol_version < "2026-07-28"
         assert client.server_capabilities.tools.list_changed is True
         await client.list_tools()
@@ -152,18 +176,23 @@ async def _wait_for_text(path: Path, text: str, timeout: float = 30) -> None:
             await anyio.sleep(0.02)
 
 
-def test_gateway_exits_0_and_stops_its_servers_when_stdin_closes(tmp_path, leak_tag):
-    config = write_pool(tmp_path, pool_files(leak_tag))
+@pytest.mark.process
+def test_gateway_exits_0_and_stops_its_servers_when_stdin_closes_and_a_pipe_hears_nothing_of_waiting(
+    tmp_path, leak_tag
+):
+    config = write_pool(tmp_path, plain_pool_files(tmp_path, leak_tag))
     with running("--config", str(config), stdin=subprocess.PIPE) as gateway:
         gateway.wait_for(r"miroctl serve: \d+ tools from 2 of 2 servers")
         gateway.proc.stdin.close()  # type: ignore[union-attr]
         assert gateway.proc.wait(timeout=30) == 0
         assert gateway.proc.stdout.read() == ""  # type: ignore[union-attr]
+    assert "waiting for an MCP host" not in gateway.stderr  # said on a terminal only
 
 
+@pytest.mark.process
 @pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_signal_stops_the_stdio_gateway_and_leaves_no_server_behind(tmp_path, leak_tag, sig, code):
-    config = write_pool(tmp_path, pool_files(leak_tag))
+    config = write_pool(tmp_path, plain_pool_files(tmp_path, leak_tag))
     with running("--config", str(config), stdin=subprocess.PIPE) as gateway:
         gateway.wait_for("miroctl serve:")
         wait_until(lambda: len(tagged_processes(leak_tag)) == 2, message="both servers running")
@@ -173,7 +202,7 @@ def test_signal_stops_the_stdio_gateway_and_leaves_no_server_behind(tmp_path, le
 
 @pytest.mark.process
 def test_a_host_that_closes_stdin_and_signals_at_once_is_not_reported_as_an_interruption(tmp_path, leak_tag):
-    config = write_pool(tmp_path, pool_files(leak_tag))
+    config = write_pool(tmp_path, plain_pool_files(tmp_path, leak_tag))
     with running("--config", str(config), stdin=subprocess.PIPE) as gateway:
         gateway.wait_for(r"miroctl serve: \d+ tools from 2 of 2 servers")
         gateway.proc.stdin.close()  # type: ignore[union-attr]
@@ -210,7 +239,7 @@ async def recorded_stdio_gateway(config: Path, status: Path) -> AsyncIterator[An
 
 @pytest.mark.process
 async def test_an_sdk_host_that_leaves_never_has_to_signal_serve_and_no_server_outlives_it(tmp_path, leak_tag):
-    config = write_pool(tmp_path, pool_files(leak_tag))
+    config = write_pool(tmp_path, plain_pool_files(tmp_path, leak_tag))
     status = tmp_path / "status"
     async with recorded_stdio_gateway(config, status) as client:
         assert len((await client.list_tools()).tools) > 2
@@ -234,8 +263,8 @@ async def test_a_server_that_ignores_the_end_of_its_input_is_stopped_before_the_
 
 
 @pytest.mark.process
-def test_stdio_serve_on_a_terminal_says_it_waits_for_a_host_and_a_pipe_hears_nothing_of_it(tmp_path, leak_tag):
-    config = write_pool(tmp_path, pool_files(leak_tag))
+def test_stdio_serve_on_a_terminal_says_it_waits_for_a_host(tmp_path, leak_tag):
+    config = write_pool(tmp_path, plain_pool_files(tmp_path, leak_tag))
     master, terminal = pty.openpty()
     try:
         with running("--config", str(config), stdin=terminal) as gateway:
@@ -243,8 +272,3 @@ def test_stdio_serve_on_a_terminal_says_it_waits_for_a_host_and_a_pipe_hears_not
     finally:
         os.close(master)
         os.close(terminal)
-    with running("--config", str(config), stdin=subprocess.PIPE) as piped:
-        piped.wait_for(r"miroctl serve: \d+ tools from 2 of 2 servers")
-        piped.proc.stdin.close()  # type: ignore[union-attr]
-        assert piped.proc.wait(timeout=30) == 0
-        assert "waiting for an MCP host" not in piped.stderr

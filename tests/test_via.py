@@ -7,6 +7,7 @@ import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -14,19 +15,34 @@ from typer.testing import CliRunner
 
 from miroctl.cli.app import app
 from miroctl.launch import entry as warm
-from tests.conftest import ROOT, free_port, run_miroctl, wait_for_no_tagged
-from tests.gateway_support import pool_files, request, start_http_gateway, without_timing, write_pool
+from tests.conftest import ROOT, free_port, wait_for_no_tagged
+from tests.gateway_support import (
+    http_gateway_thread,
+    pool_files,
+    request,
+    run_entry,
+    without_timing,
+    write_pool,
+)
 from tests.test_completion import complete
 
 
 @pytest.fixture(scope="module")
 def pool(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    """A profile (beta.add blacklisted) and a gateway serving it."""
+    """A profile (beta.add blacklisted) and a gateway serving it over HTTP, its servers in this process."""
+    config = write_pool(tmp_path_factory.mktemp("via"), pool_files(), tool_blacklist=[["beta", "add"]])
+    with http_gateway_thread(config) as url:
+        yield {"config": str(config), "url": url}
+
+
+@pytest.fixture(scope="module")
+def processes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    """alpha behind a gateway that starts it as a process, as `miroctl serve` does: each session of it sees the
+    task id of its calls in its environment."""
     tag = uuid.uuid4().hex
-    config = write_pool(tmp_path_factory.mktemp("via"), pool_files(tag), tool_blacklist=[["beta", "add"]])
-    gateway, url = start_http_gateway(config)
-    yield {"config": str(config), "url": url}
-    assert gateway.stop() == 143
+    config = write_pool(tmp_path_factory.mktemp("via"), pool_files(tag))
+    with http_gateway_thread(config, "alpha", memory=False) as url:
+        yield {"config": str(config), "url": url}
     assert not wait_for_no_tagged(tag, timeout=10)
 
 
@@ -122,7 +138,6 @@ def test_via_with_no_gateway_listening_exits_3_with_a_reason():
     assert f"cannot reach the gateway at {url}" in result.stderr
 
 
-@pytest.mark.process
 def test_list_via_gives_the_document_and_exit_code_of_list(pool):
     direct = invoke("list", "beta", "alpha", "--json", "--config", pool["config"])
     warm = invoke("list", "beta", "alpha", "--json", "--via", f"{pool['url']}/mcp")
@@ -259,9 +274,8 @@ def test_a_call_via_a_gateway_makes_its_tool_completable_and_list_via_fills_in_i
     assert complete("call", "--via", url, "alpha", "add", "") == ["a=", "b="]
 
 
-def test_the_warm_path_fills_the_completion_cache_too(pool, tool_cache):
-    done = run_miroctl("list", "--via", pool["url"], env={"MIROCTL_CACHE_DIR": str(tool_cache)})
-    assert done.returncode == 0, done.stderr
+def test_the_warm_path_fills_the_completion_cache_too(pool, capsys):
+    assert run_entry(["list", "--via", pool["url"]]) == 0, capsys.readouterr().err  # the console entry's warm path
     assert complete("call", "--via", pool["url"], "beta", "") == ["echo"]
 
 
@@ -282,30 +296,39 @@ def test_a_plain_result_through_a_gateway_is_printed_without_loading_rich(pool, 
 
 def server_env(result: Any) -> str:
     """What the fixture's `env` tool answered, once the command exited 0."""
-    code = result.returncode if isinstance(result, subprocess.CompletedProcess) else result.exit_code
-    assert code == 0, result.stderr
+    assert result.exit_code == 0, result.stderr
     return json.loads(result.stdout)["result"]
 
 
+def console(capfd: pytest.CaptureFixture[str], *words: str) -> SimpleNamespace:
+    """A command line run by the console entry (what the `miroctl` script runs) in this process."""
+    capfd.readouterr()
+    code = run_entry(list(words))
+    out, err = capfd.readouterr()
+    return SimpleNamespace(exit_code=code, stdout=out, stderr=err)
+
+
 @pytest.mark.process
-def test_call_via_a_gateway_gives_the_server_its_task_id_as_a_direct_call_does(pool, monkeypatch):
+def test_call_via_a_gateway_gives_the_server_its_task_id_as_a_direct_call_does(processes, monkeypatch, capfd):
     """The console script's warm path and the Typer command both send --task-id; the gateway's server for that
     call sees it as TASK_ID, and the served session, started without one, has the gateway's own."""
     monkeypatch.delenv("TASK_ID", raising=False)
-    words = ["call", "alpha", "env", "name=TASK_ID", "--json", "--via", pool["url"]]
+    words = ["call", "alpha", "env", "name=TASK_ID", "--json", "--via", processes["url"]]
     assert warm.warm([*words, "--task-id", "t-1"], {}) is not None  # the warm path takes it, not the Typer app
-    assert server_env(run_miroctl(*words, "--task-id", "t-1")) == "t-1"
+    assert server_env(console(capfd, *words, "--task-id", "t-1")) == "t-1"
     assert server_env(invoke(*words, "--task-id", "t-2", "--no-autocorrect")) == "t-2"  # the Typer command
-    assert server_env(run_miroctl(*words, env={"TASK_ID": "t-3"})) == "t-3"  # $TASK_ID, as directly
-    assert server_env(run_miroctl(*words)).startswith("gateway-")
-    direct = run_miroctl(*words[:-2], "--task-id", "t-1", "--config", pool["config"])
+    monkeypatch.setenv("TASK_ID", "t-3")
+    assert server_env(console(capfd, *words)) == "t-3"  # $TASK_ID, as directly
+    monkeypatch.delenv("TASK_ID")
+    assert server_env(console(capfd, *words)).startswith("gateway-")
+    direct = console(capfd, *words[:-2], "--task-id", "t-1", "--config", processes["config"])
     assert server_env(direct) == "t-1"
 
 
 @pytest.mark.process
-def test_a_task_id_in_a_v1_call_reaches_the_server_and_a_bad_one_is_refused(pool):
+def test_a_task_id_in_a_v1_call_reaches_the_server_and_a_bad_one_is_refused(processes):
     body = {"server": "alpha", "tool": "env", "arguments": {"name": "TASK_ID"}, "task_id": "api-7"}
-    status, _, data = request(pool["url"], "POST", "/v1/call", json.dumps(body))
+    status, _, data = request(processes["url"], "POST", "/v1/call", json.dumps(body))
     assert status == 200 and json.loads(data)["result"] == "api-7"
-    status, _, data = request(pool["url"], "POST", "/v1/call", json.dumps({**body, "task_id": 7}))
+    status, _, data = request(processes["url"], "POST", "/v1/call", json.dumps({**body, "task_id": 7}))
     assert status == 400 and "task_id must be a string" in json.loads(data)["error"]

@@ -57,7 +57,8 @@ def answering(body: bytes, content_type: str = "application/json") -> Iterator[s
             pass
 
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    # shutdown() waits for serve_forever to look at its flag, which it does every poll_interval (0.5 s by default)
+    threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
     try:
         yield f"http://127.0.0.1:{httpd.server_address[1]}"
     finally:
