@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 
 from miroctl.cli.app import app
 from tests.conftest import fixture_yaml, free_port, parse_json
+from tests.fakes.base import POLL
 
 
 def invoke(*words: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
@@ -38,7 +39,7 @@ class _NotMcp(BaseHTTPRequestHandler):
 @pytest.fixture
 def web_page() -> Iterator[str]:
     server = ThreadingHTTPServer(("127.0.0.1", 0), _NotMcp)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": POLL}, daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{server.server_address[1]}/"
     server.shutdown()

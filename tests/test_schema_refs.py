@@ -14,6 +14,7 @@ from miroctl.config.loader import Config
 from miroctl.core import arguments as args
 from miroctl.core import schemas
 from miroctl.core.manager import Manager
+from tests.fakes.base import POLL
 
 
 class Point(BaseModel):
@@ -67,7 +68,7 @@ class Hits(BaseHTTPRequestHandler):
 @pytest.fixture
 def schema_host():
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), Hits)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": POLL}, daemon=True).start()
     Hits.count = 0
     yield f"http://127.0.0.1:{httpd.server_address[1]}/point.json"
     httpd.shutdown()

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from miroctl.base.models import CallOutcome
+from tests.fakes.base import POLL
 
 
 def quick_retries(monkeypatch: pytest.MonkeyPatch, *, attempts: int = 3, timeout: float = 10.0) -> None:
@@ -42,7 +43,7 @@ def refusing_proxy() -> Iterator[tuple[str, list[str]]]:
 
     server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": POLL}, daemon=True)
     thread.start()
     try:
         yield f"http://127.0.0.1:{server.server_address[1]}", seen

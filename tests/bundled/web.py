@@ -11,6 +11,8 @@ from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+from tests.fakes.base import POLL
+
 HOME_PAGE = b"<html><head><title>Fixture</title></head><body><h1>Hello page</h1><p>A <a href='/next'>link</a>.</p>"
 PAGES = {
     "/": ("text/html", HOME_PAGE + b"</body></html>"),
@@ -52,7 +54,7 @@ def serve(tls_dir: Path | None = None, *, days: int = 30) -> Iterator[str]:
         context.load_cert_chain(*self_signed(tls_dir, days))
         server.socket = context.wrap_socket(server.socket, server_side=True)
         scheme = "https"
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": POLL}, daemon=True)
     thread.start()
     try:
         yield f"{scheme}://127.0.0.1:{server.server_address[1]}"

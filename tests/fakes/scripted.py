@@ -22,6 +22,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from tests.fakes.base import POLL
+
 
 @dataclass
 class Reply:
@@ -109,7 +111,7 @@ class FakeService:
     def running(self) -> Iterator[FakeService]:
         server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_class(self))
         server.daemon_threads = True
-        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": POLL}, daemon=True)
         thread.start()
         self.url = f"http://127.0.0.1:{server.server_address[1]}"
         try:
