@@ -110,14 +110,12 @@ async def test_slow_heads_are_closed_within_seconds_while_a_caller_is_served(par
 @pytest.mark.parametrize("parser", PARSERS)
 async def test_a_kept_connection_that_only_sends_blank_lines_after_an_answer_is_closed(parser, write_config):
     config = write_config({"alpha": fixture_yaml("alpha", "--tools", "echo")})
-    request = json.dumps(CALL).encode()
-    head = b"POST /v1/call HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-    head += b"Content-Length: %d\r\n\r\n" % len(request)
+    request = _raw_call()
     async with gateway_on(parser, config) as address:
 
         def drip() -> tuple[bytes, bool]:
             with socket.create_connection(address, timeout=30) as sock:
-                sock.sendall(head + request)
+                sock.sendall(request)
                 answer = sock.recv(1 << 20)
                 sock.sendall(b"\r\n")  # no request begins, but the keep-alive timer is stopped by any byte
                 return answer, _closed_by_peer(sock, time.monotonic() + 15)  # a hang guard: the timeout is 1 s
@@ -149,16 +147,14 @@ async def test_a_call_is_cancelled_upstream_when_its_client_leaves(parser, write
 @pytest.mark.parametrize("parser", PARSERS)
 async def test_each_answer_arrives_in_one_piece_head_and_body_together(parser, write_config):
     config = write_config({"alpha": fixture_yaml("alpha", "--tools", "echo")})
-    request = json.dumps(CALL).encode()
-    head = b"POST /v1/call HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-    head += b"Content-Length: %d\r\n\r\n" % len(request)
+    request = _raw_call()
     async with gateway_on(parser, config) as address:
 
         def first_reads() -> list[bytes]:
             with socket.create_connection(address, timeout=30) as sock:
                 pieces = []
                 for _ in range(30):  # one keep-alive connection; each answer read with one recv
-                    sock.sendall(head + request)
+                    sock.sendall(request)
                     pieces.append(sock.recv(1 << 20))
                 return pieces
 
@@ -183,3 +179,10 @@ async def test_metrics_labels_follow_the_tool_map_a_listing_makes(write_config):
         after = metrics.labels("alpha", "echo")
     assert before == [("alpha", "echo"), ("alpha", "other"), ("other", "other")]
     assert after == ("alpha", "other")
+
+
+def _raw_call() -> bytes:
+    """POST /v1/call of CALL as the bytes a client writes: its head and its JSON body."""
+    body = json.dumps(CALL).encode()
+    head = b"POST /v1/call HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+    return head + b"Content-Length: %d\r\n\r\n" % len(body) + body
