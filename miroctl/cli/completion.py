@@ -26,6 +26,9 @@ from miroctl.remote import URL_ENV
 bash_without_space_after_equals()  # before any script is shown, installed or sourced
 
 
+CONFIG_KEY = "miroctl.completion.config"  # ctx.meta: the configuration a completion has read
+
+
 def _option(ctx: typer.Context, name: str) -> Any:
     """An option's value on this command, else on `miroctl` itself (`miroctl -c research call <Tab>`)."""
     value = ctx.params.get(name)
@@ -35,6 +38,14 @@ def _option(ctx: typer.Context, name: str) -> Any:
 
 
 def _config(ctx: typer.Context) -> Config | None:
+    """The configuration the command line names, read once per completion (a Tab after `key=` asks twice)."""
+    if CONFIG_KEY not in ctx.meta:
+        ctx.meta[CONFIG_KEY] = _read_config(ctx)
+    found = ctx.meta[CONFIG_KEY]
+    return found if isinstance(found, Config) else None
+
+
+def _read_config(ctx: typer.Context) -> Config | None:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
