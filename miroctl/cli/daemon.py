@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import time
 from typing import Annotated
 
 import typer
@@ -18,9 +17,9 @@ from miroctl.daemonclient.choice import place_for
 from miroctl.daemonclient.places import Place, places, runtime_dir
 from miroctl.render.daemons import daemons_table, log_lines
 from miroctl.render.output import Output
+from miroctl.sessions.processes import wait_dead
 
 STOP_WAIT = 60.0  # seconds a stopped daemon may take to drain its calls and stop its servers
-POLL = 0.02  # seconds between two looks at a stopping daemon
 
 app = typer.Typer(
     name="daemon",
@@ -95,16 +94,7 @@ def _wait_gone(pids: list[int], seconds: float = STOP_WAIT) -> None:
             alive.append(psutil.Process(pid))
         except psutil.NoSuchProcess:
             continue
-
-    def running(process: psutil.Process) -> bool:
-        try:
-            return process.status() != psutil.STATUS_ZOMBIE
-        except psutil.Error:  # gone, or no longer ours to see
-            return False
-
-    deadline = time.monotonic() + seconds
-    while (left := [process for process in alive if running(process)]) and time.monotonic() < deadline:
-        time.sleep(POLL)
+    left = wait_dead(alive, seconds)
     if left:
         raise TimedOut(
             f"daemon pid {', '.join(str(p.pid) for p in left)} did not exit within {seconds:g}s",

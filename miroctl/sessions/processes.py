@@ -161,13 +161,14 @@ def sweep_orphans(run_id: str = RUN_ID) -> int:
     for proc in victims:
         with suppress(psutil.Error):
             proc.kill()
-    _wait_dead(victims, timeout=2)
+    wait_dead(victims, timeout=2)
     return len(victims)
 
 
-def _wait_dead(procs: list[psutil.Process], timeout: float) -> None:
-    """Wait until each process is gone or a zombie: a killed orphan is dead once it is a zombie, whenever its
-    new parent (init, which may take a second or more) gets round to reaping it. miroctl's own are reaped here."""
+def wait_dead(procs: list[psutil.Process], timeout: float) -> list[psutil.Process]:
+    """Wait until each process is gone or a zombie; the ones still running after `timeout`. A process that is
+    not miroctl's child (a killed orphan, a stopped daemon) is dead once it is a zombie, whenever its parent
+    (init, which may take a second or more) gets round to reaping it. miroctl's own are reaped here."""
     import psutil
 
     deadline = time.monotonic() + timeout
@@ -175,6 +176,7 @@ def _wait_dead(procs: list[psutil.Process], timeout: float) -> None:
     while alive and time.monotonic() < deadline:
         _, alive = psutil.wait_procs(alive, timeout=0.01)
         alive = [proc for proc in alive if not _zombie(proc)]
+    return alive
 
 
 def _zombie(proc: psutil.Process) -> bool:
