@@ -16,18 +16,24 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def plot_pool(rows: list[dict[str, object]], out: Path, rerun: list[dict[str, object]] | None = None) -> None:
-    """`rerun`: rows of another run (e.g. --clients mcporter) whose clients are drawn dotted beside the first."""
+def panels(count: int) -> tuple[Any, Any]:
+    """A figure of `count` plots side by side, drawn off screen (matplotlib: the bench extra)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    figure, (times, memory) = plt.subplots(1, 2, figsize=(11, 4.2))
+    return plt.subplots(1, count, figsize=(15 if count == 3 else 11, 4.2))
+
+
+def plot_pool(rows: list[dict[str, object]], out: Path, rerun: list[dict[str, object]] | None = None) -> None:
+    """`rerun`: rows of another run (e.g. --clients mcporter) whose clients are drawn dotted beside the first."""
+    figure, (times, memory) = panels(2)
     for kind, style in (("py", "-"), ("everything", "--")):
         mine = [r for r in rows if r["kind"] == kind]
         sizes = [r["n"] for r in mine]
@@ -53,12 +59,7 @@ def plot_pool(rows: list[dict[str, object]], out: Path, rerun: list[dict[str, ob
 
 
 def plot_batch(rows: list[dict[str, object]], out: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    figure, (times, memory) = plt.subplots(1, 2, figsize=(11, 4.2))
+    figure, (times, memory) = panels(2)
     sizes = [r["n"] for r in rows]
     for key, label, colour in (
         ("batch", "call --batch", "tab:blue"),
@@ -88,14 +89,9 @@ SIDES = {
 
 def plot_gateway(document: dict[str, object], out: Path, before: dict[str, object] | None = None) -> None:
     """`before`: the rows of a run before a fix, its `via` drawn dotted."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     rows: list[dict[str, object]] = document["rows"]  # type: ignore[assignment]
     soak = document.get("soak")
-    figure, axes = plt.subplots(1, 3 if soak else 2, figsize=(15 if soak else 11, 4.2))
+    figure, axes = panels(3 if soak else 2)
     rate, tail = axes[0], axes[1]
     levels = [r["concurrency"] for r in rows]
     for side, (label, colour) in SIDES.items():
@@ -128,12 +124,7 @@ def plot_gateway(document: dict[str, object], out: Path, before: dict[str, objec
 
 
 def plot_large(rows: list[dict[str, object]], out: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    figure, (times, memory) = plt.subplots(1, 2, figsize=(11, 4.2))
+    figure, (times, memory) = panels(2)
     sizes = [r["mb"] for r in rows]
     for key, label, colour in (
         ("call", "call (cold)", "tab:blue"),
