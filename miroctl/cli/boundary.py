@@ -15,6 +15,7 @@ from collections.abc import Callable
 from contextvars import ContextVar
 
 from miroctl.base.errors import ErrorKind, ExitCode, Interrupted, MiroctlError, error_document
+from miroctl.launch.handoff import Stopped, stop_in
 from miroctl.render.output import Output
 
 TRACEBACK_FLAG = "--traceback"
@@ -62,7 +63,10 @@ def report(exc: BaseException, *, json_mode: bool = False) -> int:
     wanted = _tracebacks_wanted()
     if wanted:
         traceback.print_exception(exc, file=sys.stderr)
-    if isinstance(exc, KeyboardInterrupt):
+    stop = stop_in(exc) if not isinstance(exc, MiroctlError) else None
+    if isinstance(stop, Stopped):  # a stop signal outside the core's own handling, or wrapped (see stop_in)
+        exc = Interrupted(stop.signum)
+    elif stop is not None:
         exc = Interrupted(stopped=False)
     if isinstance(exc, MiroctlError):
         message, hint, kind, code = exc.message, exc.hint, str(exc.kind), exc.exit_code

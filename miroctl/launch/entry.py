@@ -16,7 +16,7 @@ import sys
 from collections.abc import Mapping, Sequence
 
 from miroctl.launch import early, helpcache, reader, shortcut
-from miroctl.launch.handoff import Launch, Stopped
+from miroctl.launch.handoff import Launch, Stopped, stop_in
 from miroctl.launch.options import CALL, LIST, URL_ENV
 from miroctl.launch.reader import Reading
 
@@ -38,9 +38,12 @@ def run(words: list[str]) -> int:
             return 0
         early.first_line(launch.words, os.environ)
         return _hand_over(launch)
-    except (KeyboardInterrupt, Stopped) as exc:  # while miroctl was still loading: one line, nothing left
+    except (KeyboardInterrupt, Stopped, Exception) as exc:  # while miroctl was still loading: one line, nothing left
+        stop = stop_in(exc)
+        if stop is None:  # a defect: its traceback, as Python prints it
+            raise
         launch.close()
-        return _interrupted(launch, exc)
+        return _interrupted(launch, stop)
     finally:
         launch.close()
 

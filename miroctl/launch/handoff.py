@@ -28,6 +28,22 @@ class Stopped(BaseException):
         self.signum = signum
 
 
+def stop_in(exc: BaseException) -> Stopped | KeyboardInterrupt | None:
+    """The stop signal or Ctrl-C behind an error, if one is behind it; None if none is.
+
+    A signal raises where Python happens to be, and Python 3.11 wraps an exception raised while a class is
+    being made (a descriptor's `__set_name__`, as in any dataclass) in a RuntimeError: a signal that lands
+    while a module is being imported can come out as that RuntimeError, with the signal as its cause."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, Stopped | KeyboardInterrupt):
+            return current
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return None
+
+
 class Launch:
     """One run of the console entry, from the command line to its exit code."""
 
