@@ -103,7 +103,8 @@ def _unix_connection(path: str, timeout: float) -> http.client.HTTPConnection:
     """An HTTP connection over a Unix socket that talks only to a process of this user (SO_PEERCRED)."""
     import http.client  # noqa: PLC0415 - as in GatewayClient._post
     import socket  # noqa: PLC0415
-    import struct  # noqa: PLC0415
+
+    from miroctl.base.peercred import peer  # noqa: PLC0415 - with socket, only a command through a daemon
 
     class UnixConnection(http.client.HTTPConnection):
         def connect(self) -> None:
@@ -111,7 +112,7 @@ def _unix_connection(path: str, timeout: float) -> http.client.HTTPConnection:
             sock.settimeout(timeout)
             try:
                 sock.connect(path)
-                _, uid, _ = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))
+                _, uid = peer(sock)
             except OSError:
                 sock.close()
                 raise

@@ -88,3 +88,41 @@ def test_a_stopped_daemon_that_has_exited_but_is_not_yet_reaped_counts_as_gone()
         daemon_cli._wait_gone([pid], seconds=5)  # raises TimedOut if it waits for the reaping
     finally:
         parent.communicate("")
+
+
+BROKEN_DAEMON = """
+import signal, socket, sys
+signal.signal(signal.SIGTERM, lambda *_: (print("SIGTERM", flush=True), sys.exit(0)))
+sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+sock.bind(sys.argv[1])
+sock.listen(8)
+print("listening", flush=True)
+while True:
+    conn, _ = sock.accept()
+    try:
+        if sys.argv[2] == "fails" and conn.recv(65536):
+            conn.sendall(b"HTTP/1.1 500 Oops\\r\\nContent-Length: 4\\r\\nConnection: close\\r\\n\\r\\noops")
+    except OSError:
+        pass
+    conn.close()
+"""
+
+
+@pytest.mark.process
+@pytest.mark.parametrize("broken", ["hangs up", "fails"])
+def test_stop_sends_sigterm_to_a_daemon_that_listens_but_does_not_take_the_request(runtime: Path, broken: str) -> None:
+    runtime.mkdir(parents=True, mode=0o700)
+    key = "0123456789abcdef"
+    with subprocess.Popen(
+        [sys.executable, "-c", BROKEN_DAEMON, str(runtime / f"{key}.sock"), broken], stdout=subprocess.PIPE, text=True
+    ) as daemon:
+        try:
+            assert daemon.stdout is not None and daemon.stdout.readline() == "listening\n"
+            record = {"pid": daemon.pid, "config": None, "source": "/x/miroctl.yaml", "cwd": "/x"}
+            (runtime / f"{key}.json").write_text(json.dumps(record))
+            stopped = CliRunner().invoke(app, ["daemon", "stop", "--all"])
+            assert stopped.exit_code == 0, stopped.stderr
+            assert "stopped the daemon of /x/miroctl.yaml and its servers" in stopped.stderr
+            assert daemon.stdout.read() == "SIGTERM\n"  # never reported as not running while it still ran
+        finally:
+            daemon.kill()

@@ -5,18 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import os
-import socket
-import struct
 from collections.abc import Callable
 from typing import Any
 
-CREDENTIALS = struct.Struct("3i")  # struct ucred: pid, uid, gid
-
-
-def peer(sock: socket.socket) -> tuple[int, int]:
-    """The pid and uid of the process at the other end of a connected Unix socket."""
-    pid, uid, _ = CREDENTIALS.unpack(sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, CREDENTIALS.size))
-    return pid, uid
+from miroctl.base.peercred import peer
 
 
 def same_user_only(protocol: type[asyncio.Protocol], refused: Callable[[int, int], None]) -> type[asyncio.Protocol]:

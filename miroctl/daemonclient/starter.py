@@ -7,6 +7,7 @@ import errno
 import fcntl
 import os
 import select
+import signal
 import socket
 import subprocess
 import sys
@@ -17,7 +18,8 @@ from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from miroctl.base.errors import ServerUnavailable
+from miroctl.base.errors import ServerUnavailable, TimedOut
+from miroctl.base.peercred import peer
 from miroctl.daemonclient.places import Place, places
 from miroctl.remote import GatewayClient
 
@@ -64,15 +66,23 @@ def find_or_start(place: Place, origin: str, config_name: str | None, idle: floa
 
 def answers(place: Place) -> bool:
     """Whether a process listens on the daemon's socket (a refused or missing socket: no daemon)."""
+    return listener(place) is not None
+
+
+def listener(place: Place) -> int | None:
+    """The pid of the process of this user that listens on the daemon's socket; None when none listens."""
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
         sock.settimeout(5.0)
         try:
             sock.connect(str(place.socket))
+            pid, uid = peer(sock)
         except OSError as exc:
             if exc.errno in (errno.ECONNREFUSED, errno.ENOENT, errno.ENOTSOCK):
-                return False
+                return None
             raise ServerUnavailable(f"cannot reach the daemon at {place.socket}: {exc.strerror or exc}") from None
-    return True
+    if uid != os.getuid():
+        raise ServerUnavailable(f"the daemon's socket {place.socket} is served by uid {uid}, not by this user")
+    return pid
 
 
 def hold_in_use(place: Place) -> None:
@@ -182,12 +192,19 @@ def _replace_older(place: Place, origin: str) -> None:
 
 
 def stop(place: Place) -> int | None:
-    """Ask a daemon to drain and exit; its pid, or None when none answered."""
-    if not answers(place):
+    """Ask a daemon to drain and exit; its pid, or None when none listens. A daemon that listens but does not
+    take the request (it fails, closes the connection or does not answer in time) is sent SIGTERM, which it
+    handles the same way: never reported as not running while it still is."""
+    pid = listener(place)
+    if pid is None:
         return None
     try:
         answer = GatewayClient(f"unix:{place.socket}", timeout=10.0).request("/v1/daemon/stop")
-    except ServerUnavailable:
-        return None
-    pid = answer.get("pid")
-    return pid if isinstance(pid, int) else None
+    except (ServerUnavailable, TimedOut):
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:  # it left meanwhile
+            return None
+        return pid
+    answered = answer.get("pid")
+    return answered if isinstance(answered, int) else pid
