@@ -18,10 +18,8 @@ from __future__ import annotations
 
 import difflib
 import fcntl
-import hashlib
 import os
 import re
-import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -244,8 +242,9 @@ def diff(command: Command, actual: list[str], exit_code: int, page: str) -> str:
 def rewrite(page: Path, block_index: int, outputs: list[list[str]]) -> None:
     """Write a console block's new expected outputs into its page, in place, under a lock (blocks of one page
     may be refreshed by parallel workers at once)."""
-    lock_path = Path(tempfile.gettempdir()) / f"miroctl-docs-{hashlib.sha1(str(page).encode()).hexdigest()[:12]}.lock"
-    with open(lock_path, "w") as lock:
+    # The lock is the page's own directory (never a file in the shared tmp, which another user could plant).
+    lock = os.open(page.parent, os.O_RDONLY | os.O_DIRECTORY)
+    try:
         fcntl.flock(lock, fcntl.LOCK_EX)
         try:
             text = page.read_text()
@@ -263,6 +262,8 @@ def rewrite(page: Path, block_index: int, outputs: list[list[str]]) -> None:
             os.replace(fresh, page)  # readers in other workers see the old page or the new one, never half
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
+    finally:
+        os.close(lock)
 
 
 def files_before(blocks: list[Block], block_index: int) -> Iterator[Block]:

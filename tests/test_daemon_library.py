@@ -15,6 +15,7 @@ import yaml
 from miroctl import ToolManager, UsageError, connect
 from miroctl.config.loader import load
 from miroctl.library.sync import SyncToolManager
+from tests import forkserver
 from tests.conftest import FIXTURE, HEALTHY_STARTUP, in_memory, parse_json
 from tests.test_daemon import GUARD, Here, content, daemon_place, family, gone
 
@@ -52,12 +53,16 @@ def in_this_process() -> SyncToolManager:
 
 
 def own_children() -> list[psutil.Process]:
-    """This process's living children (a daemon of an earlier test may just have been reaped)."""
+    """This process's living children and theirs (a daemon of an earlier test may just have been reaped),
+    without the docs test's fork server, which lives as long as this worker once a docs example has run here."""
     alive = []
-    for proc in psutil.Process().children(recursive=True):
+    for child in psutil.Process().children():
         try:
-            if proc.status() != psutil.STATUS_ZOMBIE:
-                alive.append(proc)
+            if forkserver.__name__ in child.cmdline():
+                continue
+            for proc in [child, *child.children(recursive=True)]:
+                if proc.status() != psutil.STATUS_ZOMBIE:
+                    alive.append(proc)
         except psutil.NoSuchProcess:
             continue
     return alive

@@ -67,7 +67,7 @@ def fork_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str | None
     path = str(directory / "socket")
     env = scratch_env(tmp_path_factory.mktemp("fork-server"), None)
     server = subprocess.Popen(
-        [sys.executable, "-P", "-m", "tests.forkserver", path],
+        [sys.executable, "-P", "-m", forkserver.__name__, path],
         cwd=ROOT,
         env=env,
         stdin=subprocess.DEVNULL,
@@ -252,6 +252,8 @@ def run_commands(
         outputs.append(docs.refreshed(command.expected, actual, code))
         if code != command.expected_exit or not docs.matches(command.expected_output, actual):
             failures.append(docs.diff(command, actual, code, str(example)))
+    if failures:  # what the block's daemons wrote, if it started any: a mismatch of theirs is explained there
+        failures += [f"{log.name}:\n{log.read_text(errors='replace')}" for log in sorted(scratch.glob(".run/*/*.log"))]
     return outputs, failures
 
 
