@@ -14,6 +14,7 @@ import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from miroctl.base.errors import ConfigError, NotFound
 from miroctl.base.models import DEFAULT_CALL_TIMEOUT, DEFAULT_STARTUP_TIMEOUT, ServerSpec
@@ -22,6 +23,9 @@ from miroctl.config import agents, clients, codex, ecosystem, envrefs, interpret
 from miroctl.config.resolve import interpolated_values
 from miroctl.config.sections import Sections
 from miroctl.config.servers import adhoc_servers, positive, reject_unknown, server_from_mapping
+
+if TYPE_CHECKING:
+    from omegaconf import DictConfig, ListConfig
 
 __all__ = ["Config", "Profile", "find_config", "load", "server_from_file"]
 
@@ -207,12 +211,13 @@ def _load_file(path: Path, agent: str | None = None) -> Config:
         return _servers_only(ecosystem.read_json_servers(path), path)
     if path.suffix == ".toml":
         return _servers_only([t.spec() for t in codex.templates(codex.read_toml(path), path)], path)
-    raw = _read_yaml(path, resolve=False)
+    read = _read_yaml(path)
+    raw = read.raw
     if not isinstance(raw, Mapping):
         raise ConfigError(f"{path}: expected a mapping at the top level")
     if agents.is_agent_file(raw):
         return _load_agent(path, agent)
-    data = _read_yaml(path)
+    data = read.resolved()
     if not isinstance(data, Mapping):  # resolved, the mapping read above stays one
         raise ConfigError(f"{path}: expected a mapping at the top level")
     if "mcpServers" in data or "servers" in data:
@@ -230,7 +235,33 @@ def _servers_only(specs: Sequence[ServerSpec], path: Path) -> Config:
 # ---------------------------------------------------------------------------------------------- yaml
 
 
-def _read_yaml(path: Path, *, resolve: bool = True) -> object:
+class _Yaml:
+    """A yaml file read once through OmegaConf: as written (`raw`) and, on demand, with its interpolations
+    resolved (reading a file is most of what OmegaConf costs: once, not once for each)."""
+
+    def __init__(self, path: Path, node: DictConfig | ListConfig) -> None:
+        from omegaconf import OmegaConf
+
+        self.path, self._node = path, node
+        self.raw: object = OmegaConf.to_container(node, resolve=False)
+
+    def resolved(self) -> object:
+        """The values with every ${...} resolved; a variable it needs that is unset, or a value that cannot be
+        resolved, is a one-line ConfigError."""
+        from omegaconf import OmegaConf
+        from omegaconf.errors import OmegaConfBaseException
+
+        _require_env(self.raw, self.path)
+        try:
+            with warnings.catch_warnings():  # `${oc.env:KEY,}` (upstream's files have it) means an empty default
+                warnings.filterwarnings("ignore", message="In the sequence", category=UserWarning)
+                return OmegaConf.to_container(self._node, resolve=True)
+        except OmegaConfBaseException as exc:
+            key = getattr(exc, "full_key", None)
+            raise ConfigError(f"{self.path}: cannot resolve {key or 'a value'}: {_first_line(exc)}") from None
+
+
+def _read_yaml(path: Path) -> _Yaml:
     """Read a yaml file through OmegaConf; yaml errors become a one-line ConfigError with the line."""
     from omegaconf import OmegaConf
     from omegaconf.errors import OmegaConfBaseException
@@ -244,16 +275,7 @@ def _read_yaml(path: Path, *, resolve: bool = True) -> object:
         raise ConfigError(_yaml_error_line(path, exc)) from None
     except (OmegaConfBaseException, OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: cannot read: {_first_line(exc)}") from None
-    if not resolve:
-        return OmegaConf.to_container(node, resolve=False)
-    _require_env(OmegaConf.to_container(node, resolve=False), path)
-    try:
-        with warnings.catch_warnings():  # `${oc.env:KEY,}` (upstream's files have it) means an empty default
-            warnings.filterwarnings("ignore", message="In the sequence", category=UserWarning)
-            return OmegaConf.to_container(node, resolve=True)
-    except OmegaConfBaseException as exc:
-        key = getattr(exc, "full_key", None)
-        raise ConfigError(f"{path}: cannot resolve {key or 'a value'}: {_first_line(exc)}") from None
+    return _Yaml(path, node)
 
 
 def _yaml_error_line(path: Path, exc: Exception) -> str:
@@ -409,10 +431,11 @@ def server_from_file(path: Path, profile_python: str | None = None) -> ServerSpe
     its bundled servers)."""
     fallback_name = path.stem
     try:
-        raw = _read_yaml(path, resolve=False)
+        read = _read_yaml(path)
+        raw = read.raw
         if isinstance(raw, Mapping) and isinstance(raw.get("name"), str):
             fallback_name = raw["name"]
-        data = _read_yaml(path)
+        data = read.resolved()
         if not isinstance(data, Mapping):
             raise ConfigError(f"{path}: expected a mapping of server settings")
         secrets = interpolated_values(raw, data)
