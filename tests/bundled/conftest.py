@@ -32,10 +32,19 @@ def bundled_config() -> config_.Config:
     return config_.load(str(CONFIG))
 
 
+def shipped_server(name: str) -> ServerSpec:
+    """One shipped server file (`search` is tool/tool-search.yaml) read as the default profile reads it, without
+    reading the profile's other 15 (tests/bundled/test_bundled_config.py holds the two equal)."""
+    folder = CONFIG.parent / "tool"
+    path = next((p for p in (folder / f"{name}.yaml", folder / f"tool-{name}.yaml") if p.is_file()), None)
+    assert path is not None, f"no shipped server file for {name!r}"
+    return config_.server_from_file(path)
+
+
 def bundled_spec(name: str, env: Mapping[str, str] | None = None, *, rename: str | None = None) -> ServerSpec:
     """The shipped spec of a bundled server, with test settings laid over its env."""
-    spec = bundled_config().get(name)
-    assert spec is not None and spec.error is None, f"{name}: {spec and spec.error}"
+    spec = shipped_server(name)
+    assert spec.error is None, f"{name}: {spec.error}"
     return replace(spec, name=rename or spec.name, env={**spec.env, **(env or {})}, startup_timeout=HEALTHY_STARTUP)
 
 

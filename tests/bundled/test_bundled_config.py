@@ -14,7 +14,15 @@ import pytest
 from typer.testing import CliRunner
 
 from miroctl.cli.app import app
-from tests.bundled.conftest import BUNDLED, CONFIG, bundled_config, bundled_spec, listed_tools, memory_spec
+from tests.bundled.conftest import (
+    BUNDLED,
+    CONFIG,
+    bundled_config,
+    bundled_spec,
+    listed_tools,
+    memory_spec,
+    shipped_server,
+)
 from tests.conftest import parse_json
 
 HINTS = {
@@ -32,6 +40,13 @@ def test_the_default_profile_enables_the_five_bundled_servers():
         spec = config.get(name)
         assert spec.error is None and spec.command == sys.executable
         assert spec.args == ("-P", "-m", "miroctl.servers", name.removeprefix("tool-"))
+
+
+def test_a_shipped_server_file_read_alone_is_the_spec_the_default_profile_gives_it():
+    config = bundled_config()
+    assert len(config.servers) == 16
+    for spec in config.servers:
+        assert shipped_server(spec.name.removeprefix("tool-")) == spec == shipped_server(spec.name)
 
 
 def test_every_bundled_tool_has_yaml_metadata_that_matches_its_annotations():
