@@ -62,8 +62,8 @@ class Launch:
         self._pending: int | None = None
 
     def take_config(self, name: str | None) -> object | None:
-        """The configuration the early start read for this --config, once (reading a profile again costs
-        ~0.2 s); None when it read none or another."""
+        """The configuration the early start read for this --config, once (reading the bundled profile again
+        costs ~0.07 CPU-s); None when it read none or another."""
         config, self.config = self.config, None
         return config if config is not None and self.config_name == (name or None) else None
 
