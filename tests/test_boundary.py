@@ -125,3 +125,13 @@ def test_a_defect_wrapped_by_python_is_still_a_defect_not_an_interruption(monkey
     monkeypatch.setattr(prestart, "begin", signal_while_a_class_is_made(ValueError("not a signal")))
     with pytest.raises(RuntimeError):
         entry.run(["call", "some-server", "some-tool"])
+
+
+def test_a_signal_inside_a_task_groups_exception_group_ends_the_run_as_that_signal(monkeypatch, capfd):
+    def step(*args, **kwargs):
+        raise BaseExceptionGroup("a task group's", [Stopped(signal.SIGTERM)])
+
+    monkeypatch.setattr(prestart, "begin", step)
+    assert entry.run(["call", "some-server", "some-tool"]) == 143
+    err = capfd.readouterr().err
+    assert err.splitlines()[0].startswith("miroctl: interrupted: interrupted by SIGTERM"), err

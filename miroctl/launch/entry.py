@@ -38,7 +38,7 @@ def run(words: list[str]) -> int:
             return 0
         early.first_line(launch.words, os.environ)
         return _hand_over(launch)
-    except (KeyboardInterrupt, Stopped, Exception) as exc:  # while miroctl was still loading: one line, nothing left
+    except (KeyboardInterrupt, Stopped, Exception, BaseExceptionGroup) as exc:  # while loading: one line, nothing left
         stop = stop_in(exc)
         if stop is None:  # a defect: its traceback, as Python prints it
             raise

@@ -33,12 +33,17 @@ def stop_in(exc: BaseException) -> Stopped | KeyboardInterrupt | None:
 
     A signal raises where Python happens to be, and Python 3.11 wraps an exception raised while a class is
     being made (a descriptor's `__set_name__`, as in any dataclass) in a RuntimeError: a signal that lands
-    while a module is being imported can come out as that RuntimeError, with the signal as its cause."""
+    while a module is being imported can come out as that RuntimeError, with the signal as its cause; one
+    that lands in a task group comes out as a member of its exception group."""
     seen: set[int] = set()
     current: BaseException | None = exc
     while current is not None and id(current) not in seen:
         if isinstance(current, Stopped | KeyboardInterrupt):
             return current
+        if isinstance(current, BaseExceptionGroup):  # a task group's: the signal may be one of its members
+            found = next((stop for member in current.exceptions if (stop := stop_in(member))), None)
+            if found is not None:
+                return found
         seen.add(id(current))
         current = current.__cause__ or current.__context__
     return None
