@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import socket
 import subprocess
 import sys
@@ -220,8 +221,39 @@ def tagged_processes(tag: str) -> list[int]:
 def wait_for_no_tagged(tag: str, timeout: float) -> list[int]:
     deadline = time.monotonic() + timeout
     while (alive := tagged_processes(tag)) and time.monotonic() < deadline:
-        time.sleep(0.05)
+        # the kernel says when these exit; then look again (one of them may have started another)
+        wait_exited(alive, deadline - time.monotonic())
     return alive
+
+
+def wait_exited(pids: list[int] | list[psutil.Process], timeout: float) -> bool:
+    """Whether every one of these processes exits (a zombie has exited) within `timeout`: a pidfd of each
+    becomes readable when it does, so nothing is polled. A pid no longer found, or reused by a process other
+    than the psutil.Process given, has exited."""
+    fds = []
+    try:
+        for given in pids:
+            pid = given.pid if isinstance(given, psutil.Process) else given
+            try:
+                fd = os.pidfd_open(pid)
+            except ProcessLookupError:
+                continue
+            if isinstance(given, psutil.Process) and not given.is_running():  # the pid now names another process
+                os.close(fd)
+                continue
+            fds.append(fd)
+        deadline = time.monotonic() + timeout
+        pending = fds
+        while pending:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            ready, _, _ = select.select(pending, [], [], left)
+            pending = [fd for fd in pending if fd not in ready]
+        return True
+    finally:
+        for fd in fds:
+            os.close(fd)
 
 
 def free_port() -> int:

@@ -26,7 +26,7 @@ import yaml
 from typer.testing import CliRunner
 
 from miroctl.cli.app import app
-from tests.conftest import FIXTURE, HEALTHY_STARTUP, parse_json, tagged_processes
+from tests.conftest import FIXTURE, HEALTHY_STARTUP, parse_json, tagged_processes, wait_exited
 from tests.entry_support import console_entry
 from tests.json_contract import one_document
 
@@ -136,7 +136,7 @@ def kill_tagged(tag: str) -> None:
         for pid in alive:
             with contextlib.suppress(psutil.Error, OSError):
                 psutil.Process(pid).kill()
-        time.sleep(0.05)  # a killed process is gone (or a zombie) a moment later
+        wait_exited(alive, deadline - time.monotonic())  # a killed process is gone (or a zombie) a moment later
 
 
 def family(proc: psutil.Process) -> list[psutil.Process]:
@@ -146,12 +146,7 @@ def family(proc: psutil.Process) -> list[psutil.Process]:
 def gone(procs: list[psutil.Process]) -> bool:
     """Whether every one of `procs` exits within GUARD. An exited daemon is not this process's child: it is a
     zombie until the machine's init reaps it, which may take a second, and exited all the same."""
-    deadline = time.monotonic() + GUARD
-    while any(living(proc) for proc in procs):
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
-    return True
+    return wait_exited(procs, GUARD)
 
 
 def living(proc: psutil.Process) -> bool:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import psutil
@@ -14,6 +13,7 @@ from typer.testing import CliRunner
 
 from miroctl.cli import daemon as daemon_cli
 from miroctl.cli.app import app
+from tests.conftest import wait_exited
 from tests.json_contract import one_document
 
 
@@ -81,10 +81,8 @@ def test_a_stopped_daemon_that_has_exited_but_is_not_yet_reaped_counts_as_gone()
         assert parent.stdout is not None
         pid = int(parent.stdout.readline())
         zombie = psutil.Process(pid)
-        guard = time.monotonic() + 60  # a hang guard only
-        while zombie.status() != psutil.STATUS_ZOMBIE:
-            assert time.monotonic() < guard, "the child never exited"
-            time.sleep(0.01)
+        assert wait_exited([zombie], 60), "the child never exited"  # 60 s: a hang guard only
+        assert zombie.status() == psutil.STATUS_ZOMBIE
         daemon_cli._wait_gone([pid], seconds=5)  # raises TimedOut if it waits for the reaping
     finally:
         parent.communicate("")
