@@ -22,6 +22,15 @@ def lines_of(*documents: Any) -> str:
     return "\n".join(d if isinstance(d, str) else json.dumps(d) for d in documents) + "\n"
 
 
+def parse_lines(text: str) -> list[batch.Line]:
+    """A batch's lines as `call --batch` reads them (batch.read_lines), from text held whole."""
+
+    async def main() -> list[batch.Line]:
+        return [line async for line in batch.read_lines(_chunks(text.encode()))]
+
+    return anyio.run(main)
+
+
 def test_run_emits_in_input_order_when_later_calls_finish_first():
     delays = {"slow": 0.2, "medium": 0.1, "fast": 0.0}
     emitted: list[str] = []
@@ -30,7 +39,7 @@ def test_run_emits_in_input_order_when_later_calls_finish_first():
         await anyio.sleep(delays[request.tool])
         return CallOutcome("s", request.tool, result=request.tool)
 
-    lines = batch.parse_lines(lines_of(*({"server": "s", "tool": t} for t in delays)))
+    lines = parse_lines(lines_of(*({"server": "s", "tool": t} for t in delays)))
     anyio.run(batch.run, lines, call, lambda outcome: emitted.append(outcome.tool_name), 3)
     assert emitted == ["slow", "medium", "fast"]
 
@@ -46,7 +55,7 @@ def test_run_keeps_at_most_jobs_calls_in_flight():
         in_flight -= 1
         return CallOutcome("s", request.tool, result="")
 
-    lines = batch.parse_lines(lines_of(*({"tool": f"t{i}"} for i in range(12))))
+    lines = parse_lines(lines_of(*({"tool": f"t{i}"} for i in range(12))))
     failed = anyio.run(batch.run, lines, call, lambda _: None, 3)
     assert failed == []
     assert peak == 3
@@ -54,7 +63,7 @@ def test_run_keeps_at_most_jobs_calls_in_flight():
 
 def test_run_reads_a_line_only_while_the_lines_before_it_wait_in_a_bounded_window():
     pulled = emitted = ahead = 0
-    parsed = batch.parse_lines(lines_of(*({"tool": f"t{i}"} for i in range(500))))
+    parsed = parse_lines(lines_of(*({"tool": f"t{i}"} for i in range(500))))
 
     def lines() -> Iterator[batch.Line]:
         nonlocal pulled
@@ -82,7 +91,7 @@ def test_run_returns_only_the_outcomes_that_failed_so_exit_code_sees_them():
             return CallOutcome("s", "bad", error="it broke", error_kind="tool")
         return CallOutcome("s", request.tool, result="")
 
-    lines = batch.parse_lines(lines_of({"tool": "a"}, {"tool": "bad"}, {"tool": "c"}))
+    lines = parse_lines(lines_of({"tool": "a"}, {"tool": "bad"}, {"tool": "c"}))
     failed = anyio.run(batch.run, lines, call, lambda _: None, 2)
     assert [outcome.tool_name for outcome in failed] == ["bad"]
     assert batch.exit_code(failed) == 1
@@ -100,14 +109,14 @@ def test_run_returns_only_the_outcomes_that_failed_so_exit_code_sees_them():
     ],
 )
 def test_a_line_that_cannot_be_read_becomes_a_usage_envelope_with_exit_2(raw, reason):
-    (line,) = batch.parse_lines(raw)
+    (line,) = parse_lines(raw)
     assert line.request is None
     assert line.problem.error.startswith(reason)
     assert line.problem.to_dict()["exit_code"] == 2
 
 
 def test_blank_lines_are_skipped_and_numbers_follow_the_file():
-    lines = batch.parse_lines('\n{"tool": "a"}\n\n{"tool": 1}\n')
+    lines = parse_lines('\n{"tool": "a"}\n\n{"tool": 1}\n')
     assert [line.number for line in lines] == [2, 4]
     assert lines[1].problem.error.startswith("line 4:")
 

@@ -73,16 +73,18 @@ async def read_lines(
 ) -> AsyncIterator[Line]:
     """Every non-blank line of a batch as its bytes arrive, numbered from 1 as in the file, with --timeout
     (where a line has none) and --no-autocorrect applied. Only the line being read is held, never the batch."""
-    number, pending = 0, b""
+    number, pending = 0, bytearray()  # the part of a line read so far: only new bytes are searched and copied
     async for chunk in chunks:
-        pending, start = pending + chunk if pending else chunk, 0
-        while (end := pending.find(b"\n", start)) >= 0:
-            number, raw, start = number + 1, pending[start:end], end + 1
+        start, search = 0, len(pending)
+        pending += chunk
+        while (end := pending.find(b"\n", search)) >= 0:
+            number, raw, start = number + 1, bytes(pending[start:end]), end + 1
+            search = start
             if raw.strip():
                 yield with_default(_decoded(number, raw), timeout, autocorrect)
-        pending = pending[start:]
+        del pending[:start]
     if pending.strip():
-        yield with_default(_decoded(number + 1, pending), timeout, autocorrect)
+        yield with_default(_decoded(number + 1, bytes(pending)), timeout, autocorrect)
 
 
 def with_default(line: Line, timeout: float | None, autocorrect: bool) -> Line:
@@ -91,11 +93,6 @@ def with_default(line: Line, timeout: float | None, autocorrect: bool) -> Line:
         line.request.timeout = line.request.timeout or timeout
         line.request.autocorrect = line.request.autocorrect and autocorrect
     return line
-
-
-def parse_lines(text: str) -> list[Line]:
-    """Every non-blank line of a batch held whole, numbered from 1 as in the file."""
-    return [parse_line(number, raw) for number, raw in enumerate(text.splitlines(), 1) if raw.strip()]
 
 
 def _decoded(number: int, raw: bytes) -> Line:
