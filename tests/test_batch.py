@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import http.client
 import json
+import os
+import threading
 from collections.abc import Iterator
 from typing import Any
 from urllib.parse import urlsplit
@@ -279,6 +281,23 @@ def test_run_takes_the_input_a_window_at_a_time_not_whole():
     anyio.run(main)
     assert seen_while_waiting and seen_while_waiting[0] <= 2 * batch.WINDOW + 3, seen_while_waiting
     assert len(taken) == 1000
+
+
+def test_a_batch_from_a_pipe_is_taken_a_line_at_a_time_while_the_pipe_is_still_open():
+    """What `call --batch -` reads, directly or to send through a gateway: the first line as soon as it is
+    written, not once 64 KB have arrived or the writer has closed the pipe."""
+    read_end, write_end = os.pipe()
+    with open(read_end, "rb") as handle:
+        pieces = batch.pieces_of(handle)
+        os.write(write_end, b'{"tool": "first"}\n')
+        got: list[bytes] = []
+        reader = threading.Thread(target=lambda: got.append(next(pieces)), daemon=True)
+        reader.start()
+        reader.join(timeout=30)  # a hang guard only: a read that waits for more blocks until the pipe closes
+        before_the_close = list(got)
+        os.close(write_end)
+        reader.join()
+    assert before_the_close == [b'{"tool": "first"}\n']
 
 
 def test_batch_via_a_gateway_streams_the_file_and_gives_the_direct_envelopes(config, tmp_path):

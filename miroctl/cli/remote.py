@@ -14,7 +14,7 @@ from typing import BinaryIO
 from miroctl.base.errors import UsageError
 from miroctl.core import toolcache
 from miroctl.core.arguments import load_base
-from miroctl.core.batch import CHUNK
+from miroctl.core.batch import pieces_of
 from miroctl.remote import URL_ENV, GatewayClient, fetched_from_dict, list_from_dict, outcome_from_dict, readable
 from miroctl.render import blobs
 from miroctl.render.output import Output
@@ -88,9 +88,8 @@ def list_servers(via: str, servers: list[str], *, out: Output, schema: bool = Fa
 def batch(via: str, source: BinaryIO, *, out: Output, jobs: int, timeout: float | None, no_autocorrect: bool) -> int:
     """`miroctl call --batch FILE --via URL`: the gateway's envelopes, one JSON line each, printed as they
     come; the exit code. The file is sent as it is read, never held whole."""
-    pieces = iter(lambda: source.read(CHUNK), b"")
     failed = False
-    for document in GatewayClient(via, timeout=timeout).batch(pieces, jobs, timeout, no_autocorrect):
+    for document in GatewayClient(via, timeout=timeout).batch(pieces_of(source), jobs, timeout, no_autocorrect):
         out.json(document)
         failed = failed or document.get("exit_code") != 0
     return 1 if failed else 0

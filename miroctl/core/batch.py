@@ -60,11 +60,18 @@ def closing(handle: BinaryIO) -> Iterator[BinaryIO]:
             handle.close()
 
 
-async def chunks_of(handle: BinaryIO) -> AsyncIterator[bytes]:
-    """`handle`'s bytes as they come (a pipe's as soon as it has some), read in a worker thread so that the
-    calls in flight go on while the next lines are awaited."""
+def pieces_of(handle: BinaryIO) -> Iterator[bytes]:
+    """`handle`'s bytes as they come: a pipe's as soon as it has some (read1), not once CHUNK bytes have
+    arrived or it has closed; a file's CHUNK at a time."""
     read = getattr(handle, "read1", handle.read)
-    while chunk := await anyio.to_thread.run_sync(read, CHUNK, abandon_on_cancel=True):
+    return iter(lambda: read(CHUNK), b"")
+
+
+async def chunks_of(handle: BinaryIO) -> AsyncIterator[bytes]:
+    """pieces_of(handle), each read in a worker thread so that the calls in flight go on while the next lines
+    are awaited."""
+    pieces = pieces_of(handle)
+    while chunk := await anyio.to_thread.run_sync(next, pieces, b"", abandon_on_cancel=True):
         yield chunk
 
 
