@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import select
@@ -257,9 +258,28 @@ def wait_exited(pids: list[int] | list[psutil.Process], timeout: float) -> bool:
 
 
 def free_port() -> int:
+    """A port of 127.0.0.1 free now, for a server the test starts on it (for a port that must stay dead, see
+    refused_port)."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+        port: int = sock.getsockname()[1]
+        return port
+
+
+_REFUSING: list[socket.socket] = []
+
+
+def refused_port() -> int:
+    """A port of 127.0.0.1 that refuses every connection for the rest of the run: this process holds it bound
+    and never listens on it, so no other process can take it. (A port that free_port() found free may be
+    another worker's server by the time a test dials it.)"""
+    if not _REFUSING:
+        sock = socket.socket()
+        sock.bind(("127.0.0.1", 0))
+        atexit.register(sock.close)
+        _REFUSING.append(sock)
+    port: int = _REFUSING[0].getsockname()[1]
+    return port
 
 
 def _listens(pid: int, port: int) -> bool:

@@ -13,7 +13,7 @@ from miroctl.base.models import ServerSpec
 from miroctl.check.probe import probe_all, smoke_calls
 from miroctl.config.loader import Config, Profile
 from miroctl.core.manager import Manager
-from tests.conftest import HEALTHY_STARTUP, fixture_spec, free_port
+from tests.conftest import HEALTHY_STARTUP, fixture_spec, refused_port
 
 LEGACY = str(Path(__file__).parent / "servers" / "legacy.py")
 SHORT = 2.0  # for things meant to time out; the legacy server starts in well under a second
@@ -255,7 +255,7 @@ def test_a_smoke_call_that_never_answers_costs_no_more_than_the_budget():
 
 
 def test_an_http_server_that_is_not_listening_fails_in_the_connect_phase():
-    [report] = probe(ServerSpec(name="gone", transport="streamable_http", url=f"http://127.0.0.1:{free_port()}/mcp"))
+    [report] = probe(ServerSpec(name="gone", transport="streamable_http", url=f"http://127.0.0.1:{refused_port()}/mcp"))
     assert report.failure.kind == "http" and report.failure.phase == "connect"
     assert report.failure.message.startswith("cannot connect to http://127.0.0.1:")
     assert statuses(report)["connect"] == "failed" and statuses(report)["initialize"] == "not_run"

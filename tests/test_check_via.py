@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 
 from miroctl.check.report import CheckRun
 from miroctl.cli.app import app
-from tests.conftest import ROOT, fixture_yaml, free_port, tagged_processes, wait_for_no_tagged
+from tests.conftest import ROOT, fixture_yaml, refused_port, tagged_processes, wait_for_no_tagged
 from tests.gateway_support import http_gateway_thread, post_json, request, wait_until, write_pool
 
 TOKEN = "check-via-test-token-3e9f1a"
@@ -166,7 +166,7 @@ def test_a_check_leaves_the_gateways_serving_sessions_alone_and_its_own_servers_
 
 
 def test_check_via_with_no_gateway_listening_exits_3_like_call_via():
-    url = f"http://127.0.0.1:{free_port()}"
+    url = f"http://127.0.0.1:{refused_port()}"
     check = invoke("check", "--json", "--via", url)
     call = invoke("call", "good", "echo", "text=x", "--json", "--via", url)
     assert (check.exit_code, call.exit_code) == (3, 3)
@@ -186,7 +186,7 @@ def test_miroctl_url_sends_check_through_the_gateway_unless_a_config_is_named(po
     warm = invoke("check", "good", "--json", env={"MIROCTL_URL": pool["url"]})
     assert warm.exit_code == 0, warm.stderr
     assert json.loads(warm.stdout)["config"] == pool["config"]
-    dead = f"http://127.0.0.1:{free_port()}"
+    dead = f"http://127.0.0.1:{refused_port()}"
     direct = invoke("check", "good", "--json", "--config", pool["config"], env={"MIROCTL_URL": dead})
     assert direct.exit_code == 0, direct.stderr
 

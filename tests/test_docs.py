@@ -14,7 +14,6 @@ import os
 import re
 import shlex
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -26,6 +25,7 @@ import pytest
 
 from tests import docs_support as docs
 from tests import forkserver
+from tests.conftest import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -255,13 +255,6 @@ def run_commands(
     if failures:  # what the block's daemons wrote, if it started any: a mismatch of theirs is explained there
         failures += [f"{log.name}:\n{log.read_text(errors='replace')}" for log in sorted(scratch.glob(".run/*/*.log"))]
     return outputs, failures
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 VENV = "python3 -m venv .venv && . .venv/bin/activate && "

@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from miroctl.cli.app import app
-from tests.conftest import fixture_yaml, free_port, parse_json
+from tests.conftest import fixture_yaml, parse_json, refused_port
 from tests.fakes.base import POLL
 
 
@@ -88,7 +88,7 @@ def test_a_url_that_answers_404_suggests_the_paths_where_mcp_servers_answer(web_
 
 
 def test_an_unreachable_gateway_from_miroctl_url_says_how_to_do_without_it():
-    url = f"http://127.0.0.1:{free_port()}"
+    url = f"http://127.0.0.1:{refused_port()}"
     code, _, stderr = invoke("call", "system", "disk_usage", env={"MIROCTL_URL": url})
     assert code == 3
     assert f"cannot reach the gateway at {url}" in stderr

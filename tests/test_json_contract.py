@@ -17,7 +17,7 @@ from miroctl.base.errors import ERROR_KIND_NAMES, ErrorKind
 from miroctl.base.models import PHASES, phase_named
 from miroctl.cli.app import app
 from miroctl.launch import entry
-from tests.conftest import ROOT, fixture_yaml, free_port
+from tests.conftest import ROOT, fixture_yaml, refused_port
 from tests.gateway_support import GatewayProcess, http_gateway_thread, post_json, request, run_entry, write_pool
 from tests.json_contract import one_document, validate
 
@@ -121,7 +121,7 @@ def test_an_unknown_server_name_is_one_not_found_error_document_exit_6(command, 
 
 
 def test_an_unreachable_gateway_is_an_error_document_with_exit_3(capsys):
-    code = entry.run(["call", "--via", f"http://127.0.0.1:{free_port()}", "--json", "alpha", "add"])
+    code = entry.run(["call", "--via", f"http://127.0.0.1:{refused_port()}", "--json", "alpha", "add"])
     assert code == 3
     document = one_document(capsys.readouterr().out)
     assert document["error_kind"] == "unavailable" and "cannot reach the gateway" in document["error"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from miroctl.launch import entry
-from tests.conftest import fixture_yaml, free_port
+from tests.conftest import fixture_yaml, refused_port
 from tests.json_contract import one_document
 
 ERROR = "miroctl.error/1"
@@ -100,7 +100,7 @@ def pool(write_config, leak_tag, monkeypatch):
 def test_every_json_error_is_its_exit_code_one_document_on_stdout_and_its_reason_on_stderr(
     command, words, code, kind, schema, pool, tmp_path, capsys
 ):
-    fill = {"missing": str(tmp_path / "nowhere.yaml"), "down": f"http://127.0.0.1:{free_port()}"}
+    fill = {"missing": str(tmp_path / "nowhere.yaml"), "down": f"http://127.0.0.1:{refused_port()}"}
     words = [word.format(**fill) for word in words]
     own = "--config" in words or "--via" in words or command in ("config", "daemon")  # theirs, or none taken
     config = [] if own else ["--config", str(pool)]

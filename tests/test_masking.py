@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 
 from miroctl.base.masking import Masker, header_secrets, secret_values
 from miroctl.cli.app import app
-from tests.conftest import fixture_yaml, free_port
+from tests.conftest import fixture_yaml, refused_port
 from tests.surface_support import echo, surface_yaml
 
 RESULT = '{"ok": true, "level": "info", "note": "information for Europe/Berlin as application/json, pin 1234"}'
@@ -67,7 +67,7 @@ def test_named_and_random_looking_credentials_are_still_masked(write_config):
 
 
 def test_credentials_in_urls_are_masked_in_tables_json_errors_and_the_log(write_config, tmp_path):
-    url = f"http://robot:{URL_PASSWORD}@127.0.0.1:{free_port()}/mcp?api_key={URL_KEY}&v=2"
+    url = f"http://robot:{URL_PASSWORD}@127.0.0.1:{refused_port()}/mcp?api_key={URL_KEY}&v=2"
     local = surface_yaml(tmp_path, [echo()], name="local")
     path = write_config({"remote": {"name": "remote", "url": url}, "local": local})
     log = tmp_path / "calls.jsonl"

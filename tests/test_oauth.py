@@ -13,7 +13,7 @@ import httpx2
 import pytest
 import yaml
 
-from tests.conftest import free_port, parse_json
+from tests.conftest import parse_json, refused_port
 from tests.oauth_support import (
     Protected,
     age_record,
@@ -133,7 +133,7 @@ def test_reset_forgets_the_stored_login(protected, tmp_path):
 def test_a_ci_run_without_tokens_fails_at_once_without_touching_the_network(tmp_path, command, code):
     # Nothing listens at this URL: an answer other than "auth required" would mean miroctl tried to connect.
     # A login would wait 300 s for a browser: far past the per-test timeout, which fails a command that waits.
-    cfg = config(tmp_path, f"http://127.0.0.1:{free_port()}/mcp")
+    cfg = config(tmp_path, f"http://127.0.0.1:{refused_port()}/mcp")
     result = run(tmp_path / "auth", *command, "--json", "--config", str(cfg))
     assert result.returncode == code, result.stderr
     document = parse_json(result.stdout)

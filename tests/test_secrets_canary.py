@@ -9,7 +9,7 @@ from miroctl.cli.app import app
 from miroctl.config.loader import load
 from miroctl.core.manager import Manager
 from miroctl.sessions.tokens import Record, TokenStore
-from tests.conftest import free_port
+from tests.conftest import refused_port
 from tests.policy_support import webtools_yaml
 
 CANARY = "canary-7f3a9c-DO-NOT-PRINT"
@@ -24,7 +24,7 @@ def leaky(write_config):
         "web": webtools_yaml("web", env={"ECHO": "${oc.env:MIROCTL_CANARY}", "DB_PASSWORD": PASSWORD}),
         "remote": {
             "name": "remote",
-            "url": f"http://127.0.0.1:{free_port()}/mcp",
+            "url": f"http://127.0.0.1:{refused_port()}/mcp",
             "headers": {"Authorization": f"Bearer {HEADER_CANARY}"},
         },
     }
@@ -109,7 +109,7 @@ def test_an_oauth_token_masked_on_stdout_is_masked_in_the_record_and_the_log_too
 def test_a_manager_made_without_a_masker_masks_the_oauth_tokens_stored_for_its_servers(
     write_config, tmp_path, monkeypatch
 ):
-    url = f"http://127.0.0.1:{free_port()}/mcp"
+    url = f"http://127.0.0.1:{refused_port()}/mcp"
     TokenStore(tmp_path / "auth").save(Record(url=url, tokens={"access_token": OAUTH_TOKEN, "token_type": "Bearer"}))
     monkeypatch.setenv("MIROCTL_AUTH_DIR", str(tmp_path / "auth"))
     monkeypatch.setenv("MIROCTL_AUTH_STORE", "file")

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from miroctl.cli.app import app
 from miroctl.launch import entry as warm
-from tests.conftest import ROOT, free_port, wait_for_no_tagged
+from tests.conftest import ROOT, refused_port, wait_for_no_tagged
 from tests.gateway_support import (
     http_gateway_thread,
     pool_files,
@@ -118,7 +118,7 @@ def test_miroctl_url_is_ignored_when_a_config_is_named(pool):
         "--json",
         "--config",
         pool["config"],
-        env={"MIROCTL_URL": f"http://127.0.0.1:{free_port()}"},
+        env={"MIROCTL_URL": f"http://127.0.0.1:{refused_port()}"},
     )
     assert result.exit_code == 0
     assert json.loads(result.stdout)["result"] == "direct"
@@ -131,7 +131,7 @@ def test_via_together_with_config_is_a_usage_error_exit_2(pool):
 
 
 def test_via_with_no_gateway_listening_exits_3_with_a_reason():
-    url = f"http://127.0.0.1:{free_port()}"
+    url = f"http://127.0.0.1:{refused_port()}"
     result = invoke("call", "alpha", "echo", "text=x", "--json", "--via", url)
     assert result.exit_code == 3
     assert json.loads(result.stdout)["error_kind"] == "unavailable"  # --json: the error is the one document

@@ -12,7 +12,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from miroctl.launch import entry as warm
-from tests.conftest import free_port
+from tests.conftest import refused_port
 
 
 @contextmanager
@@ -99,7 +99,7 @@ def test_a_silent_gateway_is_awaited_the_timeout_plus_a_small_margin_which_the_m
 
 
 def test_nothing_listening_is_unavailable_at_once(capsys):
-    code, _, err = run(capsys, "list", "--via", f"http://127.0.0.1:{free_port()}")
+    code, _, err = run(capsys, "list", "--via", f"http://127.0.0.1:{refused_port()}")
     assert code == 3
     assert err.startswith("miroctl: unavailable: cannot reach the gateway at")
 

@@ -17,7 +17,7 @@ from miroctl.base.models import CallOutcome
 from miroctl.cli.app import app
 from miroctl.servers.helpers import browser_session
 from tests.bundled.conftest import CONFIG, Calls, bundled_spec, memory_spec, session, session_then
-from tests.conftest import free_port
+from tests.conftest import refused_port
 from tests.fakes.web_files import FileSite
 
 HOME = b"""<html><head><title>Shop</title></head><body>
@@ -113,7 +113,7 @@ def test_stale_refs_refused_connections_and_blocked_urls_are_tool_errors(site, m
         ("browser_navigate", {"url": f"{site.url}/files/home.html"}),
         ("browser_click", {"target": "e999"}),
         ("browser_click", {"target": "not a ref!"}),
-        ("browser_navigate", {"url": f"http://127.0.0.1:{free_port()}/"}),
+        ("browser_navigate", {"url": f"http://127.0.0.1:{refused_port()}/"}),
         ("browser_navigate", {"url": site.redirect_to(BLOCKED)}),
         ("browser_navigate", {"url": "file:///etc/passwd"}),
         ("browser_navigate", {"url": BLOCKED}),

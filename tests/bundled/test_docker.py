@@ -9,7 +9,7 @@ import pytest
 
 from miroctl.policy.decisions import Policy
 from tests.bundled.conftest import bundled_spec, cli_call, listed_tools, memory_spec, session
-from tests.conftest import free_port
+from tests.conftest import refused_port
 from tests.fakes.docker_api import LIST, LOGS, Container, DockerFake
 from tests.fakes.scripted import Reply
 
@@ -135,7 +135,7 @@ def test_unknown_containers_bad_input_and_engine_errors_are_tool_errors(engine):
 
 
 def test_an_engine_that_is_not_there_or_too_slow_is_a_clear_tool_error(monkeypatch):
-    monkeypatch.setenv("DOCKER_HOST", f"tcp://127.0.0.1:{free_port()}")
+    monkeypatch.setenv("DOCKER_HOST", f"tcp://127.0.0.1:{refused_port()}")
     refused = session(memory_spec("docker"), ("list_containers", {}))
     with DockerFake(WEB).running() as slow:
         slow.queue(LIST, Reply(200, [], delay=30))

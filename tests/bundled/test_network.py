@@ -10,7 +10,7 @@ import pytest
 
 from tests.bundled.conftest import cli_call, memory_spec, session
 from tests.bundled.web import serve
-from tests.conftest import free_port
+from tests.conftest import refused_port
 
 UNRESOLVABLE = "nonexistent.invalid"  # .invalid never resolves, and fails at once without a network
 
@@ -34,7 +34,7 @@ def test_tcp_port_check_tells_an_open_port_from_a_closed_one_and_an_unreachable_
     with socket.socket() as listener:
         listener.bind(("127.0.0.1", 0))
         listener.listen()
-        open_port, closed_port = listener.getsockname()[1], free_port()
+        open_port, closed_port = listener.getsockname()[1], refused_port()
         got = session(
             memory_spec("network"),
             ("tcp_port_check", {"host": "127.0.0.1", "port": open_port}),
@@ -50,7 +50,7 @@ def test_tcp_port_check_tells_an_open_port_from_a_closed_one_and_an_unreachable_
 
 
 def test_http_check_reports_status_latency_redirects_and_refusals():
-    closed = free_port()
+    closed = refused_port()
     with serve() as base:
         got = session(
             memory_spec("network"),
@@ -92,7 +92,7 @@ def test_http_check_reports_the_expiry_and_trust_of_a_self_signed_certificate(tm
 def test_ping_falls_back_to_tcp_when_the_system_ping_is_missing_and_says_so(monkeypatch):
     monkeypatch.setenv("NETWORK_PING", "/nonexistent/ping")
     spec = memory_spec("network")
-    closed = free_port()
+    closed = refused_port()
     got = session(
         spec,
         ("ping", {"host": "127.0.0.1", "count": 2, "tcp_port": closed}),
@@ -111,7 +111,7 @@ def test_ping_falls_back_to_tcp_when_the_system_ping_is_missing_and_says_so(monk
 
 @pytest.mark.process
 def test_miroctl_call_network_reports_a_closed_port_as_a_finding():
-    port = free_port()
+    port = refused_port()
     code, envelope = cli_call("network", "tcp_port_check", "host=127.0.0.1", f"port={port}")
     assert code == 0, envelope
     assert envelope["structured_content"]["state"] == "closed" and "is CLOSED" in envelope["result"]
@@ -158,6 +158,6 @@ def test_ping_uses_the_system_ping_and_reads_its_summary(tmp_path: Path, monkeyp
 def test_ping_falls_back_to_tcp_when_the_system_ping_is_not_permitted(tmp_path: Path, monkeypatch):
     denied = fake_ping(tmp_path, "", "ping: socket: Operation not permitted", code=2)
     monkeypatch.setenv("NETWORK_PING", str(denied))
-    got = session(memory_spec("network"), ("ping", {"host": "127.0.0.1", "count": 1, "tcp_port": free_port()}))
+    got = session(memory_spec("network"), ("ping", {"host": "127.0.0.1", "count": 1, "tcp_port": refused_port()}))
     assert got[0].structured_content["method"].startswith("TCP connect")
     assert "the system ping failed (ping: socket: Operation not permitted); timed TCP connects" in got[0].result

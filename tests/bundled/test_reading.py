@@ -12,7 +12,7 @@ import pytest
 from tests.bundled.conftest import bundled_spec, cli_call, memory_spec, session
 from tests.bundled.files import hide_module, minimal_pdf
 from tests.bundled.web import serve
-from tests.conftest import free_port
+from tests.conftest import refused_port
 
 
 @pytest.fixture
@@ -86,7 +86,7 @@ def test_urls_are_fetched_and_http_failures_are_reported(monkeypatch):
             ("read_file", {"uri": f"{base}/"}),
             ("read_file", {"uri": f"{base}/data.csv"}),
             ("read_file", {"uri": f"{base}/missing"}),
-            ("read_file", {"uri": f"http://127.0.0.1:{free_port()}/"}),
+            ("read_file", {"uri": f"http://127.0.0.1:{refused_port()}/"}),
             ("read_file", {"uri": "http://nonexistent.invalid/"}),
         )
     assert "# Hello page" in got[0].result and "[link](/next)" in got[0].result

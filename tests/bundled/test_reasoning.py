@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tests.bundled.conftest import bundled_spec, cli_call, memory_spec, session
-from tests.conftest import free_port
+from tests.conftest import refused_port
 from tests.fakes import anthropic_api, openai_api
 from tests.fakes.anthropic_api import MESSAGES, AnthropicFake
 from tests.fakes.openai_api import CHAT, OpenAIFake
@@ -142,7 +142,7 @@ def test_malformed_bodies_and_refused_connections_are_explained(model_env):
         model_env(**anthropic_env(anthropic))
         anthropic.queue(MESSAGES, Reply(200, {"type": "message"}))
         claude = session(memory_spec("reasoning"), ("reasoning", QUESTION))
-    model_env(ANTHROPIC_API_KEY="sk-ant-x", ANTHROPIC_BASE_URL=f"http://127.0.0.1:{free_port()}")
+    model_env(ANTHROPIC_API_KEY="sk-ant-x", ANTHROPIC_BASE_URL=f"http://127.0.0.1:{refused_port()}")
     refused = session(memory_spec("reasoning"), ("reasoning", QUESTION))
     assert [o.exit_code for o in openai.outcomes] == [1, 1, 1]
     assert all("sent a malformed response" in o.error for o in openai.outcomes), [o.error for o in openai.outcomes]

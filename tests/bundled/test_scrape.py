@@ -18,7 +18,7 @@ from miroctl.config.sections import Sections
 from miroctl.core.manager import Manager
 from tests.bundled.conftest import bundled_spec, memory_spec
 from tests.bundled.research import quick_retries
-from tests.conftest import free_port
+from tests.conftest import refused_port
 from tests.fakes.base import Reply
 from tests.fakes.jina import KEY, FakeJina, reader_error
 from tests.fakes.site import FakeSite, html, redirect
@@ -94,7 +94,7 @@ def test_a_refused_key_falls_back_to_a_direct_fetch_and_says_why(web, monkeypatc
 
 def test_when_the_reader_and_the_direct_fetch_both_fail_the_error_gives_both_reasons(web, monkeypatch):
     monkeypatch.setenv("JINA_API_KEY", "jina_wrong")
-    outcome = scrape(f"http://127.0.0.1:{free_port()}/gone")
+    outcome = scrape(f"http://127.0.0.1:{refused_port()}/gone")
     assert outcome.exit_code == 1 and outcome.error_kind == "tool_error"
     assert "Jina reader: the key was refused (HTTP 401" in outcome.error
     assert "; the direct fetch failed too: cannot reach http://127.0.0.1:" in outcome.error
@@ -152,7 +152,7 @@ def test_a_blocked_url_is_denied_by_miroctl_before_the_server_is_asked(web):
 def test_the_server_refuses_a_url_its_rules_block_and_redirects_to_one(web, monkeypatch):
     monkeypatch.delenv("JINA_API_KEY")
     web.site.pages["/jump"] = redirect("https://huggingface.co/datasets/x/y")
-    monkeypatch.setenv("MIROCTL_URL_BLOCK", f"huggingface.co/datasets\n127.0.0.1:{free_port()}/x")
+    monkeypatch.setenv("MIROCTL_URL_BLOCK", f"huggingface.co/datasets\n127.0.0.1:{refused_port()}/x")
     jump = scrape(web.url("/jump"))
     assert jump.exit_code == 1
     assert "https://huggingface.co/datasets/x/y is blocked by the url rule 'huggingface.co/datasets'" in jump.error

@@ -16,7 +16,7 @@ from miroctl.config.sections import Sections
 from miroctl.core.manager import Manager
 from tests.bundled.conftest import bundled_spec, memory_spec, session
 from tests.bundled.research import payload, quick_retries, refusing_proxy
-from tests.conftest import free_port
+from tests.conftest import refused_port
 from tests.fakes.base import Reply
 from tests.fakes.mediawiki import FakeMediaWiki, Page
 from tests.fakes.serper import KEY, FakeSerper, organic
@@ -185,7 +185,7 @@ def test_a_malformed_answer_is_a_tool_error(serper, body, reason):
 
 
 def test_an_unreachable_service_is_retried_then_reported(serper, monkeypatch):
-    monkeypatch.setenv("SERPER_BASE_URL", f"http://127.0.0.1:{free_port()}")
+    monkeypatch.setenv("SERPER_BASE_URL", f"http://127.0.0.1:{refused_port()}")
     outcome = search(q="miroctl")
     assert outcome.exit_code == 1
     assert "Serper: cannot connect to http://127.0.0.1:" in outcome.error

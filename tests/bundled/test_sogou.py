@@ -9,7 +9,7 @@ import pytest
 
 from tests.bundled.conftest import memory_spec, session, text_of
 from tests.bundled.research import payload, quick_retries
-from tests.conftest import free_port
+from tests.conftest import refused_port
 from tests.fakes.tencent import SECRET_ID, SECRET_KEY, FakeSearchPro, failure, page
 
 
@@ -88,7 +88,7 @@ def test_a_count_searchpro_does_not_offer_is_refused_before_sending(searchpro, n
 
 
 def test_an_unreachable_endpoint_is_tried_again_then_a_tool_error_saying_so(searchpro, monkeypatch):
-    monkeypatch.setenv("SOGOU_BASE_URL", f"http://127.0.0.1:{free_port()}")
+    monkeypatch.setenv("SOGOU_BASE_URL", f"http://127.0.0.1:{refused_port()}")
     outcome = sogou(q="北京 天气")
     assert outcome.exit_code == 1
     assert "Tencent Cloud SearchPro failed after 3 attempts (ClientNetworkError" in outcome.error

@@ -11,7 +11,7 @@ import psutil
 import pytest
 
 from tests.bundled.conftest import cli_call, memory_spec, session
-from tests.conftest import free_port
+from tests.conftest import refused_port
 
 
 def test_cpu_memory_and_disk_numbers_come_with_their_context(tmp_path: Path):
@@ -55,7 +55,7 @@ def test_listening_ports_finds_a_socket_the_test_opened():
             memory_spec("system"),
             ("listening_ports", {"port": port}),
             ("listening_ports", {}),
-            ("listening_ports", {"port": free_port()}),
+            ("listening_ports", {"port": refused_port()}),
         )
     assert f"tcp 127.0.0.1:{port} (this machine only) pid {os.getpid()}" in got[0].result
     assert any(s["port"] == port for s in got[1].structured_content["listening"])

@@ -8,7 +8,7 @@ import pytest
 
 from tests.bundled.conftest import bundled_spec, memory_spec, session
 from tests.bundled.research import quick_retries
-from tests.conftest import free_port
+from tests.conftest import refused_port
 from tests.fakes.base import Reply
 from tests.fakes.wayback import TOOLBAR, FakeWayback
 
@@ -180,7 +180,7 @@ def test_an_archive_that_does_not_answer_in_time_is_a_timeout_tool_error(archive
 
 
 def test_an_unreachable_archive_is_a_tool_error(archive, monkeypatch):
-    dead = f"http://127.0.0.1:{free_port()}"
+    dead = f"http://127.0.0.1:{refused_port()}"
     for name, path in (("AVAILABILITY", "/wayback/available"), ("CDX", "/cdx/search/cdx")):
         monkeypatch.setenv(f"WAYBACK_{name}_URL", dead + path)
     quick_retries(monkeypatch, attempts=1)

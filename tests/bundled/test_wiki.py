@@ -8,7 +8,7 @@ import pytest
 
 from tests.bundled.conftest import bundled_spec, memory_spec, session
 from tests.bundled.research import quick_retries
-from tests.conftest import free_port
+from tests.conftest import refused_port
 from tests.fakes.base import Reply
 from tests.fakes.mediawiki import FakeMediaWiki, Page, Revision
 
@@ -195,7 +195,7 @@ def test_a_wiki_that_does_not_answer_in_time_is_a_timeout_tool_error(wiki, monke
 
 
 def test_an_unreachable_wiki_is_a_tool_error(wiki, monkeypatch):
-    monkeypatch.setenv("WIKI_API_URL", f"http://127.0.0.1:{free_port()}/w/api.php")
+    monkeypatch.setenv("WIKI_API_URL", f"http://127.0.0.1:{refused_port()}/w/api.php")
     outcome = page(entity="Lisbon")
     assert outcome.exit_code == 1 and "Connection refused" in outcome.error
 
