@@ -127,7 +127,7 @@ def test_structured_content_that_breaks_the_output_schema_is_refused_as_the_sdk_
     assert "Invalid structured content returned by tool echo: 5 is not of type 'string'" in outcome.error
 
 
-def test_a_cold_call_and_list_import_neither_the_sdk_nor_its_types(tmp_path):
+def test_a_cold_call_and_list_import_neither_the_sdk_nor_its_types_nor_typers_parser(tmp_path):
     config = tmp_path / "mcp.json"
     config.write_text(json.dumps({"mcpServers": {"fx": {"command": sys.executable, "args": [FIXTURE]}}}))
     for argv, expected in ((["call", "fx", "echo", "text=hi"], "hi\n"), (["list", "fx", "--json"], '"echo"')):
@@ -142,6 +142,7 @@ def test_a_cold_call_and_list_import_neither_the_sdk_nor_its_types(tmp_path):
         assert expected in done.stdout
         imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if "import time" in line}
         assert not {name for name in imported if name.split(".")[0] in ("mcp", "mcp_types")}
+        assert "typer._adapters" not in imported  # the direct path (cli/direct.py): Typer converts nothing
 
 
 def test_the_protocol_versions_are_the_sdks():

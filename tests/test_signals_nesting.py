@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from miroctl.base.errors import ConfigError
 from miroctl.base.models import ServerSpec
-from miroctl.cli import program, root
+from miroctl.cli import direct, program, root
 from miroctl.cli.app import app
 from miroctl.config import nesting
 from miroctl.launch.handoff import Launch
@@ -145,7 +145,9 @@ def test_a_signal_right_after_the_early_start_spawned_a_server_stops_it_and_says
     assert not wait_for_no_tagged(leak_tag, timeout=10)
 
 
-@pytest.mark.parametrize("words", [["list", "--config", "missing.yaml"], ["check", "--config", "missing.yaml"]])
+@pytest.mark.parametrize(
+    "words", [["list", "--resources", "--config", "missing.yaml"], ["check", "--config", "missing.yaml"]]
+)
 def test_a_ctrl_c_while_typer_reads_the_command_line_says_so_instead_of_a_silent_130(monkeypatch, capfd, words):
     # Typer turns a KeyboardInterrupt while it makes the command's context into exit 130 with nothing said.
     make_context = root._Guarded.make_context
@@ -162,3 +164,20 @@ def test_a_ctrl_c_while_typer_reads_the_command_line_says_so_instead_of_a_silent
         "miroctl: interrupted: interrupted by SIGINT; every server was stopped"
     ]
     assert signal.getsignal(signal.SIGINT) is before  # Ctrl-C is the caller's again afterwards
+
+
+def test_a_ctrl_c_while_the_direct_path_reads_the_command_line_says_so_in_one_line(monkeypatch, capfd):
+    keywords = direct.keywords
+
+    def interrupted_while_reading(found):
+        os.kill(os.getpid(), signal.SIGINT)  # handled here, at the next instruction
+        return keywords(found)
+
+    monkeypatch.setattr(direct, "keywords", interrupted_while_reading)
+    before = signal.getsignal(signal.SIGINT)
+    code = program.run(Launch(["list", "--config", "missing.yaml"]))
+    assert code == 130
+    assert capfd.readouterr().err.splitlines() == [
+        "miroctl: interrupted: interrupted by SIGINT; every server was stopped"
+    ]
+    assert signal.getsignal(signal.SIGINT) is before

@@ -30,6 +30,7 @@ from miroctl.cli.options import (
     seconds,
 )
 from miroctl.config.loader import Config
+from miroctl.config.sections import Mode
 from miroctl.core import batch, toolcache
 from miroctl.core.arguments import load_base, split_pair, split_target
 from miroctl.core.manager import Manager
@@ -131,6 +132,41 @@ def call(
     record: RecordOpt = None,
 ) -> None:
     """Call one tool and print its result; the exit code says how it went."""
+    options = dict(locals())  # every parameter by its name, as `perform` takes them
+    del options["ctx"]
+    raise typer.Exit(perform(_launch(ctx), **options))
+
+
+def perform(
+    launch: Launch | None,
+    *,
+    target: list[str] | None = None,
+    args: str | None = None,
+    json_mode: bool = False,
+    timeout: float | None = None,
+    no_autocorrect: bool = False,
+    save_dir: str | None = None,
+    config: str | None = None,
+    agent: str | None = None,
+    stdio: list[str] | None = None,
+    url: list[str] | None = None,
+    header: list[str] | None = None,
+    env: list[str] | None = None,
+    startup_timeout: float | None = None,
+    mode: Mode | None = None,
+    yes: bool = False,
+    task_id: str | None = None,
+    log: str | None = None,
+    output: str | None = None,
+    via: str | None = None,
+    no_daemon: bool = False,
+    batch_file: str | None = None,
+    jobs: int = 8,
+    record: str | None = None,
+) -> int:
+    """`miroctl call` once its command line is read (by Typer, or by the option table: cli/direct.py): the
+    exit code."""
+    del no_daemon  # read before this runs (cli/prestart.py)
     out = boundary.output(json_mode)
     check_output(output)
     blobs.check_dir(save_dir)
@@ -150,27 +186,25 @@ def call(
                     gateway_url, source, out=out, jobs=jobs, timeout=timeout, no_autocorrect=no_autocorrect
                 )
             else:
-                loaded = load_config(config, stdio, url, header, out, startup_timeout, env, agent, launch=_launch(ctx))
-                connector = lean_connector(_launch(ctx))
+                loaded = load_config(config, stdio, url, header, out, startup_timeout, env, agent, launch=launch)
+                connector = lean_connector(launch)
                 manager = manager_for(loaded, out, mode, yes, task_id, log, record=record, connector=connector)
                 code = _batch(out, manager, source, jobs, timeout, no_autocorrect)
-        raise typer.Exit(code)
+        return code
     if gateway_url and output:
         raise UsageError("--output is not supported through a gateway", hint="drop --via, or redirect stdout")
     if gateway_url:
-        raise typer.Exit(
-            remote.call(
-                gateway_url,
-                target or [],
-                out=out,
-                args=args,
-                timeout=timeout,
-                no_autocorrect=no_autocorrect,
-                save_dir=save_dir,
-                task_id=task_id,
-            )
+        return remote.call(
+            gateway_url,
+            target or [],
+            out=out,
+            args=args,
+            timeout=timeout,
+            no_autocorrect=no_autocorrect,
+            save_dir=save_dir,
+            task_id=task_id,
         )
-    loaded = load_config(config, stdio, url, header, out, startup_timeout, env, agent, launch=_launch(ctx))
+    loaded = load_config(config, stdio, url, header, out, startup_timeout, env, agent, launch=launch)
     check_log(loaded, log)
     server, tool, pairs = split_target(target or [], loaded)
     for pair in pairs:
@@ -190,7 +224,7 @@ def call(
                 log,
                 record=record,
                 stages=stages,
-                connector=lean_connector(_launch(ctx)),
+                connector=lean_connector(launch),
             )
             async with manager:
                 request = CallRequest(
@@ -211,7 +245,7 @@ def call(
     else:
         saved = blobs.save(outcome.content, outcome.tool_name, save_dir) if outcome.ok else None
         call_result(out, outcome, saved)
-    raise typer.Exit(int(outcome.exit_code))
+    return int(outcome.exit_code)
 
 
 def _batch(

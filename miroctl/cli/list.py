@@ -30,6 +30,7 @@ from miroctl.cli.options import (
     ViaOpt,
 )
 from miroctl.config.loader import Config
+from miroctl.config.sections import Mode
 from miroctl.core.arguments import list_target, only_tool
 from miroctl.launch.handoff import Launch
 from miroctl.render.listing import View, list_tables
@@ -94,6 +95,37 @@ def list_(
     record: RecordOpt = None,
 ) -> None:
     """List the tools of every selected server; failing servers are reported in place (exit 1)."""
+    options = dict(locals())  # every parameter by its name, as `perform` takes them
+    del options["ctx"]
+    raise typer.Exit(perform(_launch(ctx), **options))
+
+
+def perform(
+    launch: Launch | None,
+    *,
+    servers: list[str] | None = None,
+    json_mode: bool = False,
+    schema: bool = False,
+    brief: bool = False,
+    resources: bool = False,
+    prompts: bool = False,
+    config: str | None = None,
+    agent: str | None = None,
+    stdio: list[str] | None = None,
+    url: list[str] | None = None,
+    header: list[str] | None = None,
+    env: list[str] | None = None,
+    startup_timeout: float | None = None,
+    mode: Mode | None = None,
+    task_id: str | None = None,
+    log: str | None = None,
+    via: str | None = None,
+    no_daemon: bool = False,
+    record: str | None = None,
+) -> int:
+    """`miroctl list` once its command line is read (by Typer, or by the option table: cli/direct.py): the
+    exit code."""
+    del no_daemon  # read before this runs (cli/prestart.py)
     out = boundary.output(json_mode)
     extras = frozenset(name for name, asked in (("resources", resources), ("prompts", prompts)) if asked)
     if via and extras:
@@ -103,10 +135,12 @@ def list_(
     check_record(record, via)
     gateway_url = remote.resolve_via(via, bool(config or agent or stdio or url or record))
     if gateway_url and not extras:  # MIROCTL_URL set: resources and prompts come from the servers directly
-        raise typer.Exit(remote.list_servers(gateway_url, servers or [], out=out, schema=schema, brief=brief))
-    loaded = load_config(config, stdio, url, header, out, startup_timeout, env, agent, launch=_launch(ctx))
+        return remote.list_servers(gateway_url, servers or [], out=out, schema=schema, brief=brief)
+    loaded = load_config(config, stdio, url, header, out, startup_timeout, env, agent, launch=launch)
     servers, tool = list_target(servers or [], loaded, adhoc=bool(stdio or url))
-    shown = View(schema=schema or tool is not None, brief=brief, connection=_connection(ctx))
+    shown = View(
+        schema=schema or tool is not None, brief=brief, connection=_connection(config, agent, stdio, url, header, env)
+    )
     specs = loaded.select(servers)
     check_log(loaded, log)
 
@@ -124,7 +158,7 @@ def list_(
                 log=log,
                 record=record,
                 stages=stages,
-                connector=SDK if extras else lean_connector(_launch(ctx)),
+                connector=SDK if extras else lean_connector(launch),
             ) as manager:
                 return await manager.list_tools(specs, extras, on_entry=answered.append)
 
@@ -142,7 +176,7 @@ def list_(
         out.json(list_document(loaded.source, entries))
     else:
         list_tables(out, entries, shown)
-    raise typer.Exit(0 if all(e.healthy for e in entries) else 1)
+    return 0 if all(e.healthy for e in entries) else 1
 
 
 def _in_order(entries: list[ServerTools], specs: list[ServerSpec]) -> list[ServerTools]:
@@ -163,14 +197,21 @@ def _show_answered(out: Output, loaded: Config, entries: list[ServerTools], tool
         list_tables(out, entries, shown)
 
 
-def _connection(ctx: typer.Context) -> tuple[str, ...]:
+def _connection(
+    config: str | None,
+    agent: str | None,
+    stdio: list[str] | None,
+    url: list[str] | None,
+    header: list[str] | None,
+    env: list[str] | None,
+) -> tuple[str, ...]:
     """The options that chose the servers, as words a `miroctl call` line needs to reach the same ones."""
     words: list[str] = []
-    for option, name in (("-c", "config"), ("--agent", "agent")):
-        if ctx.params.get(name):
-            words += [option, ctx.params[name]]
-    for option, name in (("--stdio", "stdio"), ("--url", "url"), ("--header", "header"), ("--env", "env")):
-        for value in ctx.params.get(name) or ():
+    for option, value in (("-c", config), ("--agent", agent)):
+        if value:
+            words += [option, value]
+    for option, values in (("--stdio", stdio), ("--url", url), ("--header", header), ("--env", env)):
+        for value in values or ():
             words += [option, value]
     return tuple(words)
 

@@ -1,13 +1,14 @@
 """The cold path of the console entry: a cold `call` or `list` starts its stdio servers (cli/prestart.py),
-then the Typer app runs the command line, with its usage errors as one line (and a hint) instead of a
-framed block. The `Launch` object the entry made goes to the commands as Typer's `obj`."""
+then runs without Typer when the option table reads its command line (cli/direct.py); anything else goes to
+the Typer app, with its usage errors as one line (and a hint) instead of a framed block. The `Launch` object
+the entry made goes to the commands (as Typer's `obj`)."""
 
 from __future__ import annotations
 
 import sys
 
 from miroctl.base.errors import ExitCode, Interrupted, UsageError
-from miroctl.cli import boundary, prestart
+from miroctl.cli import boundary, direct, prestart
 from miroctl.launch import early, helpcache
 from miroctl.launch.handoff import Launch, Stopped
 from miroctl.render import progress
@@ -29,6 +30,9 @@ def run(launch: Launch) -> int:
             return keepalive.run(launch, *through)
         if launch.words[:1] in (["call"], ["list"]):
             prestart.begin(launch)
+            code = direct.run(launch)  # a plain command line: its command, without Typer
+            if code is not None:
+                return code
         return _run_app(launch)
     finally:
         launch.release_interrupts()

@@ -4,7 +4,8 @@ A plain `call`, `list`, `read` or `prompt` through a gateway (--via URL or $MIRO
 whose route matches (launch/shortcut.py), is read here with the option table (launch/reader.py) and handed to
 miroctl.cli.warm, which answers it without Typer, the mcp SDK
 or OmegaConf, so a call from a shell loop costs little more than starting Python. Anything else goes to
-miroctl.cli.program: the early start of a cold call's servers, then the Typer app. Both get the one
+miroctl.cli.program: the early start of a cold call's servers, then the command itself (cli/direct.py) for a
+plain `call` or `list`, else the Typer app. Both get the one
 `Launch` object (launch/handoff.py) and return the exit code; nothing is handed over in module globals.
 """
 

@@ -2,7 +2,8 @@
 
 The console entry reads a command line before Typer is loaded, twice over: the warm path answers a call
 through a gateway without the Typer app, and the early start starts a cold call's servers while the rest
-of miroctl loads. Both read it with this table; tests/test_options_table.py holds the Typer app to it
+of miroctl loads, then runs the command on the same reading, again without Typer (cli/direct.py). Both
+read it with this table; tests/test_options_table.py holds the Typer app to it
 (every option of these commands, its names, whether it takes a value, and the verdict on its value), so
 the two cannot drift. A reader that meets anything it is unsure of hands the command line to the Typer
 app untouched, and the early start starts nothing.
