@@ -18,6 +18,7 @@ from typing import Any
 
 import psutil
 import pytest
+import typer.testing
 import yaml
 
 from miroctl.base.models import ServerSpec
@@ -106,6 +107,25 @@ class _Environment(Mapping[str, str]):
 
 
 _IN_MEMORY = {"on": False}  # fixture_spec's servers run in this process (set per test by servers_in_memory)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def typer_commands_built_once() -> Iterator[None]:
+    """`CliRunner().invoke(app, ...)` builds the click command from every command's signature each time (~1,000
+    times a run, about a tenth of the workers' CPU). An app's commands never change once it is made, so each
+    app is built once; the console script still builds its own in each process."""
+    original = typer.testing._get_command
+    built: dict[int, tuple[typer.Typer, Any]] = {}  # the app itself is kept, so its id is never reused
+
+    def once(app: typer.Typer) -> Any:
+        kept = built.get(id(app))
+        if kept is None:
+            kept = built[id(app)] = (app, original(app))
+        return kept[1]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(typer.testing, "_get_command", once)
+        yield
 
 
 @pytest.fixture(autouse=True)
