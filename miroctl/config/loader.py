@@ -7,6 +7,7 @@ servers.py's job; the ecosystem's JSON files are ecosystem.py's.
 
 from __future__ import annotations
 
+import importlib
 import os
 import re
 import sys
@@ -236,14 +237,17 @@ def _servers_only(specs: Sequence[ServerSpec], path: Path) -> Config:
 
 
 class _Yaml:
-    """A yaml file read once through OmegaConf: as written (`raw`) and, on demand, with its interpolations
-    resolved (reading a file is most of what OmegaConf costs: once, not once for each)."""
+    """A yaml file read once: as written (`raw`) and, on demand, with its interpolations resolved.
 
-    def __init__(self, path: Path, node: DictConfig | ListConfig) -> None:
-        from omegaconf import OmegaConf
+    OmegaConf's own YAML loader parses it (the loader OmegaConf.load uses: its float rule, its duplicate-key
+    and alias-expansion checks), but wrapping a whole file in OmegaConf's nodes costs ten times that parse.
+    So a file of plain values is taken as parsed; in a file whose every interpolation is `${oc.env:...}`, each
+    string is resolved on its own (a variable means the same wherever it stands in the file); anything else
+    (a reference to another key, another resolver, a value OmegaConf has its own type for) is resolved by
+    OmegaConf over the whole file, as is a string that fails alone (so its error names its key)."""
 
-        self.path, self._node = path, node
-        self.raw: object = OmegaConf.to_container(node, resolve=False)
+    def __init__(self, path: Path, raw: object, node: DictConfig | ListConfig | None = None) -> None:
+        self.path, self.raw, self._node = path, raw, node
 
     def resolved(self) -> object:
         """The values with every ${...} resolved; a variable it needs that is unset, or a value that cannot be
@@ -252,30 +256,111 @@ class _Yaml:
         from omegaconf.errors import OmegaConfBaseException
 
         _require_env(self.raw, self.path)
-        try:
-            with warnings.catch_warnings():  # `${oc.env:KEY,}` (upstream's files have it) means an empty default
-                warnings.filterwarnings("ignore", message="In the sequence", category=UserWarning)
-                return OmegaConf.to_container(self._node, resolve=True)
-        except OmegaConfBaseException as exc:
-            key = getattr(exc, "full_key", None)
-            raise ConfigError(f"{self.path}: cannot resolve {key or 'a value'}: {_first_line(exc)}") from None
+        with warnings.catch_warnings():  # `${oc.env:KEY,}` (upstream's files have it) means an empty default
+            warnings.filterwarnings("ignore", message="In the sequence", category=UserWarning)
+            if self._node is None and _env_only(self.raw):
+                try:
+                    return _strings_mapped(self.raw, _resolved_alone)
+                except OmegaConfBaseException:
+                    pass  # resolved over the whole file below, for the error naming its key
+            try:
+                return OmegaConf.to_container(self._wrapped(), resolve=True)
+            except OmegaConfBaseException as exc:
+                key = getattr(exc, "full_key", None)
+                raise ConfigError(f"{self.path}: cannot resolve {key or 'a value'}: {_first_line(exc)}") from None
+
+    def _wrapped(self) -> DictConfig | ListConfig:
+        from omegaconf import OmegaConf
+
+        if self._node is None:  # then the file was plain: a mapping (_plain)
+            assert isinstance(self.raw, dict)
+            self._node = OmegaConf.create(self.raw)
+        return self._node
 
 
 def _read_yaml(path: Path) -> _Yaml:
-    """Read a yaml file through OmegaConf; yaml errors become a one-line ConfigError with the line."""
+    """Read a yaml file as OmegaConf reads it; yaml errors become a one-line ConfigError with the line."""
     from omegaconf import OmegaConf
     from omegaconf.errors import OmegaConfBaseException
-    from yaml import YAMLError
+    from yaml import YAMLError, load
 
+    loader = _omegaconf_yaml_loader()
     try:
-        node = OmegaConf.load(path)
+        if loader is None:  # an OmegaConf that keeps its loader elsewhere: it reads and wraps every file
+            node = OmegaConf.load(path)
+            return _Yaml(path, OmegaConf.to_container(node, resolve=False), node)
+        with open(os.path.abspath(path), encoding="utf-8") as file:
+            data = load(file, Loader=loader)
+        if _plain(data):
+            return _Yaml(path, data)
+        node = OmegaConf.create() if data is None else OmegaConf.create(data)  # as OmegaConf.load goes on
+        return _Yaml(path, OmegaConf.to_container(node, resolve=False), node)
     except FileNotFoundError:
         raise ConfigError(f"config file not found: {path}") from None
     except YAMLError as exc:
         raise ConfigError(_yaml_error_line(path, exc)) from None
     except (OmegaConfBaseException, OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: cannot read: {_first_line(exc)}") from None
-    return _Yaml(path, node)
+
+
+def _omegaconf_yaml_loader() -> type | None:
+    """The YAML loader class OmegaConf.load uses, made as it makes it (OmegaConf 2.4 keeps the function in
+    omegaconf._yaml, 2.3 in omegaconf._utils); None for an OmegaConf that has neither."""
+    for where in ("omegaconf._yaml", "omegaconf._utils"):
+        try:
+            maker = getattr(importlib.import_module(where), "get_yaml_loader", None)
+        except ImportError:
+            continue
+        if callable(maker):
+            made = maker()
+            return made if isinstance(made, type) else None
+    return None
+
+
+_SCALARS = (str, int, float, bool, type(None))
+
+
+def _plain(data: object, top: bool = True) -> bool:
+    """A mapping at the top, of text keys, down to text, numbers, booleans and nulls: what OmegaConf gives
+    back unchanged (anything else, such as a date, bytes or a number as a key, is OmegaConf's to convert)."""
+    if isinstance(data, dict):
+        return all(isinstance(k, str) and _plain(v, top=False) for k, v in data.items())
+    if top:
+        return False
+    if isinstance(data, list):
+        return all(_plain(item, top=False) for item in data)
+    return isinstance(data, _SCALARS)
+
+
+def _env_only(data: object) -> bool:
+    """Whether every interpolation in the values is `${oc.env:...}` (defaults included) and no key has one."""
+    if isinstance(data, str):
+        return data.count("${") == data.count("${" + envrefs.ENV)
+    if isinstance(data, dict):
+        return all("${" not in key and _env_only(value) for key, value in data.items())
+    if isinstance(data, list):
+        return all(_env_only(item) for item in data)
+    return True
+
+
+def _strings_mapped(data: object, change: Callable[[str], object]) -> object:
+    """A copy of plain data with `change` applied to every text value that has an interpolation."""
+    if isinstance(data, str):
+        return change(data) if "${" in data else data
+    if isinstance(data, dict):
+        return {key: _strings_mapped(value, change) for key, value in data.items()}
+    if isinstance(data, list):
+        return [_strings_mapped(item, change) for item in data]
+    return data
+
+
+def _resolved_alone(text: str) -> object:
+    """One string's `${oc.env:...}` interpolations resolved as OmegaConf resolves them in a file."""
+    from omegaconf import OmegaConf
+
+    resolved = OmegaConf.to_container(OmegaConf.create({"value": text}), resolve=True)
+    assert isinstance(resolved, dict)
+    return resolved["value"]
 
 
 def _yaml_error_line(path: Path, exc: Exception) -> str:
