@@ -7,8 +7,10 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 from omegaconf.errors import GrammarParseError
+from typer.testing import CliRunner
 
 from miroctl.base.errors import ConfigError
+from miroctl.cli.app import app
 from miroctl.config import envrefs
 from miroctl.config import loader as config
 from tests.conftest import ROOT
@@ -124,3 +126,19 @@ def test_an_error_in_an_env_reference_names_its_key_as_omegaconf_does(tmp_path, 
     with pytest.raises(ConfigError) as raised:
         config._read_yaml(path).resolved()
     assert raised.value.message.startswith(f"{path}: cannot resolve broken: ")
+
+
+DEEP = {
+    "deep.yaml": "a:\n" + "".join("  " * (i + 1) + "k:\n" for i in range(400)) + "  " * 402 + "v\n",
+    "deep-list.yaml": "a: " + "[" * 300 + "]" * 300 + "\n",
+    "deep.json": '{"mcpServers": {"a": {"command": "x", "env": ' + '{"k": ' * 900 + "1" + "}" * 900 + "}}}",
+}
+
+
+@pytest.mark.parametrize("name", DEEP)
+def test_a_config_nested_too_deeply_is_refused_in_one_line(name, tmp_path):
+    path = tmp_path / name
+    path.write_text(DEEP[name])
+    result = CliRunner().invoke(app, ["list", "--config", str(path), "--json"])
+    assert result.exit_code == 2, result.output
+    assert result.stderr.splitlines() == [f"miroctl: config: {path}: nested too deeply to be a config (over 64 levels)"]

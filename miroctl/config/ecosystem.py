@@ -19,6 +19,7 @@ from miroctl.base.models import ServerSpec
 from miroctl.config.resolve import spec_from_template
 
 MAX_FILE_BYTES = 8 * 1024 * 1024  # ~/.claude.json keeps history too; anything bigger is not a config
+MAX_NESTING = 64  # levels of mappings and lists in a config file (check_nesting)
 _NAME = r"[A-Za-z_][A-Za-z0-9_]*"
 _CLAUDE_CODE = re.compile(rf"\$\{{(?P<env>{_NAME})(?::-(?P<default>[^}}]*))?\}}")  # ${VAR}, ${VAR:-default}
 _GENERIC = re.compile(rf"\$\{{(?:env:)?(?P<env>{_NAME})\}}")  # ${VAR}, ${env:VAR}
@@ -85,16 +86,35 @@ def read_capped(path: Path) -> bytes:
 
 
 def read_json(path: Path) -> object:
-    """A JSON file's data; ConfigError (one line) when it is unreadable, too big or not JSON."""
+    """A JSON file's data; ConfigError (one line) when it is unreadable, too big, not JSON or nested too deeply."""
     data = read_capped(path)
     try:
-        return json.loads(data.decode("utf-8"))
+        parsed = json.loads(data.decode("utf-8"))
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     except json.JSONDecodeError as exc:
         raise ConfigError(f"bad JSON at {path}:{exc.lineno}:{exc.colno}: {exc.msg}") from None
     except RecursionError:
-        raise ConfigError(f"{path}: nested too deeply to be a config") from None
+        raise ConfigError(too_deep(path)) from None
+    check_nesting(parsed, path)
+    return parsed
+
+
+def check_nesting(data: object, path: Path) -> None:
+    """ConfigError (one line) when mappings and lists nest more than MAX_NESTING deep: no config does, and
+    reading one that does would exhaust Python's stack (OmegaConf's first, at about a hundred)."""
+    stack: list[tuple[object, int]] = [(data, 1)]
+    while stack:  # not recursive: the data may be as deep as the parser allowed
+        value, depth = stack.pop()
+        if not isinstance(value, (dict, list)):
+            continue
+        if depth > MAX_NESTING:
+            raise ConfigError(too_deep(path))
+        stack.extend((item, depth + 1) for item in (value.values() if isinstance(value, dict) else value))
+
+
+def too_deep(path: Path) -> str:
+    return f"{path}: nested too deeply to be a config (over {MAX_NESTING} levels)"
 
 
 def too_large() -> str:

@@ -291,12 +291,15 @@ def _read_yaml(path: Path) -> _Yaml:
             return _Yaml(path, OmegaConf.to_container(node, resolve=False), node)
         with open(os.path.abspath(path), encoding="utf-8") as file:
             data = load(file, Loader=loader)
+        ecosystem.check_nesting(data, path)
         if _plain(data):
             return _Yaml(path, data)
         node = OmegaConf.create() if data is None else OmegaConf.create(data)  # as OmegaConf.load goes on
         return _Yaml(path, OmegaConf.to_container(node, resolve=False), node)
     except FileNotFoundError:
         raise ConfigError(f"config file not found: {path}") from None
+    except RecursionError:  # a pure-Python yaml parser, or an OmegaConf that reads the file itself
+        raise ConfigError(ecosystem.too_deep(path)) from None
     except YAMLError as exc:
         raise ConfigError(_yaml_error_line(path, exc)) from None
     except (OmegaConfBaseException, OSError, UnicodeDecodeError) as exc:
