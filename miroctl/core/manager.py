@@ -319,6 +319,7 @@ class Manager:
         if early is not None:  # before any server is started or asked
             self.emit("decision", server=request.server, tool=request.tool, **early.to_dict())
             return envelopes.denied(request.server, request.tool, early)
+        arguments_.prepare()  # while a cold server still boots, not after it answers
         route = await self.router.resolve(request.server, request.tool, request.autocorrect)
         if route.corrected_from is not None or request.server is None:
             self.emit("autocorrect", given=request.server, server=route.spec.name, tool=route.tool.name)
