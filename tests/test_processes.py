@@ -249,3 +249,71 @@ def test_command_line_mistakes_are_one_line_with_a_hint_and_exit_2(capfd, args, 
     assert lines[0].startswith(message)
     assert lines[1].startswith("  hint: see: miroctl")
     assert len(lines) == 2
+
+
+@pytest.mark.process
+@pytest.mark.parametrize(
+    ("words", "shown"), [(["call", "plain", "echo", "text=hi"], "hi"), (["list", "plain", "--brief"], "echo(")]
+)
+def test_the_answer_is_printed_before_a_server_slow_to_stop_has_stopped(tmp_path, words, shown):
+    release = tmp_path / "release"  # the server lingers after its stdin is closed until this exists
+    server = [str(ROOT / "tests" / "servers" / "plainrpc.py"), "--log", str(tmp_path / "log"), "--linger", str(release)]
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": {"plain": {"command": sys.executable, "args": server}}}))
+    argv = [sys.executable, "-m", "miroctl", *words, "--config", str(config)]
+    proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        first = proc.stdout.readline() if proc.stdout else ""
+        servers_then = psutil.Process(proc.pid).children(recursive=True)
+        release.touch()
+        rest, stderr = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, stderr
+    assert shown in first + rest
+    assert servers_then, "the answer came only after the server had stopped"
+
+
+STDOUT_LINES = [
+    ["call", "plain", "echo", "text=hi"],
+    ["call", "plain", "echo", "text=hi", "--json"],
+    ["list", "plain"],
+    ["list", "plain", "--json"],
+]
+
+
+@pytest.mark.process
+@pytest.mark.parametrize("words", STDOUT_LINES, ids=" ".join)
+def test_a_reader_that_left_ends_the_command_quietly_with_exit_1_and_no_server_left(tmp_path, words, leak_tag):
+    server = [str(ROOT / "tests" / "servers" / "plainrpc.py"), "--log", str(tmp_path / "log")]
+    config = tmp_path / "mcp.json"
+    plain = {"command": sys.executable, "args": server, "env": {"MIROCTL_TEST_TAG": leak_tag}}
+    config.write_text(json.dumps({"mcpServers": {"plain": plain}}))
+    argv = [sys.executable, "-m", "miroctl", *words, "--config", str(config)]
+    proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    proc.stdout.close()  # `miroctl ... | true`: the reader is gone before anything is written
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 1, stderr
+    assert stderr == ""
+    assert not wait_for_no_tagged(leak_tag, timeout=10)
+
+
+@pytest.mark.process
+@pytest.mark.parametrize("words", STDOUT_LINES, ids=" ".join)
+def test_a_full_disk_under_stdout_is_one_line_and_exit_1(tmp_path, words):
+    server = [str(ROOT / "tests" / "servers" / "plainrpc.py"), "--log", str(tmp_path / "log")]
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": {"plain": {"command": sys.executable, "args": server}}}))
+    with open("/dev/full", "w") as full:
+        done = subprocess.run(
+            [sys.executable, "-m", "miroctl", *words, "--config", str(config)],
+            cwd=ROOT,
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.splitlines() == ["miroctl: failed: cannot write the output: No space left on device"]

@@ -178,6 +178,15 @@ class Interrupted(MiroctlError):
         return int(ExitCode.INTERRUPTED) if self.signum == signal.SIGINT else 128 + self.signum
 
 
+class OutputLost(MiroctlError):
+    """stdout could not be written: its reader left (a closed pipe: `| head -1`), or the disk is full. A
+    closed pipe is said nowhere (the reader asked for no more); another failure in one line. Exit 1."""
+
+    def __init__(self, exc: OSError) -> None:
+        super().__init__(f"cannot write the output: {exc.strerror or exc}")
+        self.quiet = isinstance(exc, BrokenPipeError)
+
+
 ERROR_SCHEMA = "miroctl.error/1"
 
 

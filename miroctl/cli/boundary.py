@@ -14,7 +14,7 @@ import traceback
 from collections.abc import Callable
 from contextvars import ContextVar
 
-from miroctl.base.errors import ErrorKind, ExitCode, Interrupted, MiroctlError, error_document
+from miroctl.base.errors import ErrorKind, ExitCode, Interrupted, MiroctlError, OutputLost, error_document
 from miroctl.launch.handoff import Stopped, stop_in
 from miroctl.render.output import Output
 
@@ -59,6 +59,12 @@ def report(exc: BaseException, *, json_mode: bool = False) -> int:
 
     With --json (the command's, or `json_mode` for errors found before the command ran) the error is also
     one `miroctl.error/1` document on stdout, unless the command already printed its own document."""
+    lost = _output_lost(exc)
+    if lost is not None:  # nothing more can go to stdout: not the error document either
+        _stdout_to_null()
+        if not lost.quiet:
+            Output().error(lost.message, label=str(lost.kind))
+        return lost.exit_code
     out = _current.get() or Output(json_mode=json_mode)
     wanted = _tracebacks_wanted()
     if wanted:
@@ -78,6 +84,28 @@ def report(exc: BaseException, *, json_mode: bool = False) -> int:
     else:
         out.error(message, hint, label=kind)
     return code
+
+
+def _output_lost(exc: BaseException) -> OutputLost | None:
+    """The OutputLost that ended the command, also from inside a task's exception group."""
+    if isinstance(exc, OutputLost):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            found = _output_lost(inner)
+            if found is not None:
+                return found
+    return None
+
+
+def _stdout_to_null() -> None:
+    """Point stdout at /dev/null, so that nothing (Python's last flush included) writes to a closed pipe."""
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
+        os.close(null)
+    except (OSError, ValueError):  # no file descriptor behind stdout (a test's capture): nothing to protect
+        pass
 
 
 def json_wanted(words: list[str]) -> bool:

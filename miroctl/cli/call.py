@@ -6,7 +6,7 @@ from typing import Annotated, BinaryIO
 
 import typer
 
-from miroctl.base.errors import UsageError
+from miroctl.base.errors import MiroctlError, OutputLost, UsageError
 from miroctl.base.models import CallOutcome, CallRequest
 from miroctl.cli import boundary, completion, remote
 from miroctl.cli.common import check_log, check_output, check_record, lean_connector, load_config, manager_for, run
@@ -211,6 +211,7 @@ def perform(
         split_pair(pair, *_parameters(loaded, server, tool))
     base = load_base(args)
 
+    refused: list[MiroctlError] = []
     with out.live(f"call {server + '.' if server else ''}{tool}" if tool else f"call {server}") as view:
 
         async def work() -> CallOutcome:
@@ -237,15 +238,29 @@ def perform(
                     progress=view.on_progress if view else None,
                     output=output,
                 )
-                return await manager.call(request)
+                outcome = await manager.call(request)
+                try:
+                    _show(out, outcome, save_dir)  # at once: a server may take its time to stop
+                except MiroctlError as exc:  # an error while showing it: said once the servers are stopped
+                    refused.append(exc)
+                except OSError as exc:  # stdout cannot take it (a full disk)
+                    refused.append(OutputLost(exc))
+            if refused:
+                raise refused[0]
+            return outcome
 
         outcome = run(work)
-    if json_mode:
+    return int(outcome.exit_code)
+
+
+def _show(out: Output, outcome: CallOutcome, save_dir: str | None) -> None:
+    """The call's envelope (--json) or its result, saved blobs named."""
+    out.end_live()
+    if out.json_mode:
         out.json(outcome.to_dict())
     else:
         saved = blobs.save(outcome.content, outcome.tool_name, save_dir) if outcome.ok else None
         call_result(out, outcome, saved)
-    return int(outcome.exit_code)
 
 
 def _batch(

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from miroctl.base.errors import Interrupted, UsageError
+from miroctl.base.errors import Interrupted, MiroctlError, OutputLost, UsageError
 from miroctl.base.models import ServerSpec, ServerTools, list_document
 from miroctl.base.text import counted
 from miroctl.cli import boundary, completion, remote
@@ -145,10 +145,12 @@ def perform(
     check_log(loaded, log)
 
     answered: list[ServerTools] = []  # each server's entry as it comes: shown even when Ctrl-C stops the rest
+    printed: list[ServerTools] = []  # what was shown, before the servers were stopped
+    refused: list[MiroctlError] = []
     stopped: Interrupted | None = None
     with out.live(f"listing {counted(len(specs), 'server')}") as view:
 
-        async def work() -> list[ServerTools]:
+        async def work() -> None:
             stages = view.on_stage if view else None
             async with manager_for(
                 loaded,
@@ -160,23 +162,40 @@ def perform(
                 stages=stages,
                 connector=SDK if extras else lean_connector(launch),
             ) as manager:
-                return await manager.list_tools(specs, extras, on_entry=answered.append)
+                entries = await manager.list_tools(specs, extras, on_entry=answered.append)
+                try:
+                    printed.extend(_show(out, loaded, specs, entries, tool, shown))  # at once: servers may stop slowly
+                except MiroctlError as exc:  # no such tool: said once the servers are stopped, as any error
+                    refused.append(exc)
+                except OSError as exc:  # stdout cannot take the tables (a full disk)
+                    refused.append(OutputLost(exc))
+            if refused:
+                raise refused[0]
 
         try:
-            entries = run(work)
+            run(work)
         except Interrupted as exc:
-            stopped, entries = exc, _in_order(answered, specs)
+            stopped = exc
     if stopped is not None:
-        _show_answered(out, loaded, entries, tool, shown)
+        if not printed:
+            _show_answered(out, loaded, _in_order(answered, specs), tool, shown)
         raise stopped  # after the servers that answered: the interruption's line and exit code
+    return 0 if all(e.healthy for e in printed) else 1
+
+
+def _show(
+    out: Output, loaded: Config, specs: list[ServerSpec], entries: list[ServerTools], tool: str | None, shown: View
+) -> list[ServerTools]:
+    """Every server's entry as a table (or one JSON document), remembered for completion; what was shown."""
+    out.end_live()
     remember(specs, {entry.server: entry.tools for entry in entries if entry.ok})
     if tool is not None:
         entries = [only_tool(entry, tool) for entry in entries]
-    if json_mode:
+    if out.json_mode:
         out.json(list_document(loaded.source, entries))
     else:
         list_tables(out, entries, shown)
-    return 0 if all(e.healthy for e in entries) else 1
+    return entries
 
 
 def _in_order(entries: list[ServerTools], specs: list[ServerSpec]) -> list[ServerTools]:

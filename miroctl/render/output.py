@@ -6,12 +6,15 @@ when an Output is made: a plain result through a gateway (`--via`, piped) prints
 
 from __future__ import annotations
 
+import errno
+import os
 import sys
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 from miroctl.base import escaping
+from miroctl.base.errors import OutputLost
 from miroctl.base.escaping import visible
 from miroctl.base.masking import Masker
 from miroctl.launch import early
@@ -56,9 +59,7 @@ class Output:
     def out(self) -> Console:
         """stdout as Rich writes it (tables); made when first used."""
         if self._out is None:
-            from rich.console import Console  # noqa: PLC0415 - Rich only when something is drawn (see above)
-
-            self._out = Console(markup=False, highlight=False, emoji=False, soft_wrap=False)
+            self._out = _stdout_console()
         return self._out
 
     @out.setter
@@ -93,14 +94,12 @@ class Output:
             hint = document.get("hint")
             self.error(document["error"], hint if isinstance(hint, str) else None, label=_label(document))
         stream = sys.stderr if self.json_to_stderr and not failed else sys.stdout
-        stream.write(dumps(self.masker.data(document)) + "\n")
-        stream.flush()
+        _written(stream, dumps(self.masker.data(document)) + "\n")
         self.documents += 1
 
     def text(self, text: str) -> None:
         """Result text on stdout, literally."""
-        sys.stdout.write(self.safe(text) + ("" if text.endswith("\n") else "\n"))
-        sys.stdout.flush()
+        _written(sys.stdout, self.safe(text) + ("" if text.endswith("\n") else "\n"))
 
     def note(self, message: str, style: str = "yellow") -> None:
         from rich.text import Text  # noqa: PLC0415 - Rich only when something is drawn (see above)
@@ -144,6 +143,11 @@ class Output:
         finally:
             self._bar = None
             _stop_live()
+
+    def end_live(self) -> None:
+        """Erase the live lines now: the result is printed while the servers are still being stopped."""
+        self._bar = None
+        _stop_live()
 
     @contextmanager
     def progress(self, label: str) -> Iterator[Any]:
@@ -210,6 +214,27 @@ def _live() -> Any:
     from miroctl.render import progress  # noqa: PLC0415 - Rich only when something is drawn (see above)
 
     return progress
+
+
+def _stdout_console() -> Console:
+    """Rich's console on stdout, whose closed pipe is an OutputLost like any other (Rich's own handling ends
+    the process from wherever it prints, past the command's boundary)."""
+    from rich.console import Console  # noqa: PLC0415 - Rich only when something is drawn (see above)
+
+    class StdoutConsole(Console):
+        def on_broken_pipe(self) -> None:
+            raise OutputLost(BrokenPipeError(errno.EPIPE, os.strerror(errno.EPIPE)))
+
+    return StdoutConsole(markup=False, highlight=False, emoji=False, soft_wrap=False)
+
+
+def _written(stream: TextIO, text: str) -> None:
+    """Write and flush; OutputLost when the stream cannot take it (its reader left, the disk is full)."""
+    try:
+        stream.write(text)
+        stream.flush()
+    except OSError as exc:
+        raise OutputLost(exc) from None
 
 
 def _stop_live() -> None:
