@@ -24,6 +24,7 @@ import argparse
 import json
 import os
 import resource
+import selectors
 import shutil
 import statistics
 import subprocess
@@ -55,28 +56,58 @@ class Case:
     expect: str
     env: dict[str, str] = field(default_factory=dict)
     times: list[float] = field(default_factory=list)
+    answers: list[float] = field(default_factory=list)  # until the first byte of the answer on stdout
     cpu: list[float] = field(default_factory=list)
     failures: int = 0
 
     def run(self) -> None:
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         started = time.perf_counter()
-        done = subprocess.run(self.argv, capture_output=True, text=True, env={**os.environ, **self.env}, check=False)
+        proc = subprocess.Popen(
+            self.argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ, **self.env}
+        )
+        stdout, stderr, first = _read_both(proc)
+        returncode = proc.wait()
         elapsed = time.perf_counter() - started
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         # CPU of the client and of the servers it waited for (a server that is killed, not waited, is missed)
         cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
-        if done.returncode != 0 or self.expect not in done.stdout:
+        out = stdout.decode(errors="replace")
+        if returncode != 0 or self.expect not in out:
             # a failed run never counts as a fast answer: it is counted, shown, and left out of the medians
             self.failures += 1
-            print(f"{self.name}: exit {done.returncode}\n{done.stderr[-600:]}", file=sys.stderr)
+            print(f"{self.name}: exit {returncode}\n{stderr.decode(errors='replace')[-600:]}", file=sys.stderr)
             return
         self.times.append(elapsed)
+        self.answers.append((first or time.perf_counter()) - started)
         self.cpu.append(cpu)
 
     @property
     def median(self) -> float:
         return statistics.median(self.times) if self.times else float("nan")
+
+
+def _read_both(proc: subprocess.Popen[bytes]) -> tuple[bytes, bytes, float | None]:
+    """stdout and stderr to their ends, and when stdout's first byte came (perf_counter)."""
+    assert proc.stdout is not None and proc.stderr is not None
+    out_fd, err_fd = proc.stdout.fileno(), proc.stderr.fileno()
+    streams = {out_fd: bytearray(), err_fd: bytearray()}
+    first: float | None = None
+    with selectors.DefaultSelector() as selector:
+        for fd in streams:
+            selector.register(fd, selectors.EVENT_READ)
+        while selector.get_map():
+            for key, _ in selector.select():
+                chunk = os.read(key.fd, 65536)
+                if not chunk:
+                    selector.unregister(key.fd)
+                    continue
+                if key.fd == out_fd and first is None:
+                    first = time.perf_counter()
+                streams[key.fd] += chunk
+    proc.stdout.close()
+    proc.stderr.close()
+    return bytes(streams[out_fd]), bytes(streams[err_fd]), first
 
 
 def install(cache: Path, packages: tuple[str, ...] = NPM_PACKAGES) -> Path:
@@ -186,7 +217,8 @@ def report(cases: list[Case], runs: int) -> None:
     by_name = {case.name: case for case in cases}
     print(f"\nmedian of {runs} (round-robin); load average at the end: {os.getloadavg()}")
     print("cpu: user+sys of the command and the children it waited for (median); a killed server's is not counted")
-    print(f"{'row':32} {'median':>9} {'min':>9} {'cpu':>9}  ratio (of the wall medians)")
+    print("answer: until the first byte on stdout (median); the rest is the servers' stop and the exit")
+    print(f"{'row':32} {'median':>9} {'min':>9} {'answer':>9} {'cpu':>9}  ratio (of the wall medians)")
     for case in cases:
         server, _, rest = case.name.partition(" ")
         op = rest.split(" ")[0]
@@ -201,8 +233,10 @@ def report(cases: list[Case], runs: int) -> None:
             continue
         cpu = statistics.median(case.cpu) * 1000
         failed = f"  ({case.failures} failed runs left out)" if case.failures else ""
+        answer = statistics.median(case.answers) * 1000
         print(
-            f"{case.name:32} {case.median * 1000:7.0f}ms {min(case.times) * 1000:7.0f}ms {cpu:7.0f}ms  {ratio}{failed}"
+            f"{case.name:32} {case.median * 1000:7.0f}ms {min(case.times) * 1000:7.0f}ms {answer:7.0f}ms "
+            f"{cpu:7.0f}ms  {ratio}{failed}"
         )
 
 
