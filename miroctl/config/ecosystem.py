@@ -20,6 +20,7 @@ from miroctl.config.resolve import spec_from_template
 
 MAX_FILE_BYTES = 8 * 1024 * 1024  # ~/.claude.json keeps history too; anything bigger is not a config
 MAX_NESTING = 64  # levels of mappings and lists in a config file (check_nesting)
+MAX_YAML_VALUES = 100_000  # values of a yaml config, its aliases expanded (check_nesting)
 _NAME = r"[A-Za-z_][A-Za-z0-9_]*"
 _CLAUDE_CODE = re.compile(rf"\$\{{(?P<env>{_NAME})(?::-(?P<default>[^}}]*))?\}}")  # ${VAR}, ${VAR:-default}
 _GENERIC = re.compile(rf"\$\{{(?:env:)?(?P<env>{_NAME})\}}")  # ${VAR}, ${env:VAR}
@@ -100,12 +101,18 @@ def read_json(path: Path) -> object:
     return parsed
 
 
-def check_nesting(data: object, path: Path) -> None:
+def check_nesting(data: object, path: Path, max_values: int | None = None) -> None:
     """ConfigError (one line) when mappings and lists nest more than MAX_NESTING deep: no config does, and
-    reading one that does would exhaust Python's stack (OmegaConf's first, at about a hundred)."""
+    reading one that does would exhaust Python's stack (OmegaConf's first, at about a hundred). With
+    `max_values`, also when there are more values than that, counted as if yaml aliases were copies (a
+    few lines of aliases can stand for millions of values; OmegaConf before 2.4 has no limit of its own)."""
     stack: list[tuple[object, int]] = [(data, 1)]
+    seen = 0
     while stack:  # not recursive: the data may be as deep as the parser allowed
         value, depth = stack.pop()
+        seen += 1
+        if max_values is not None and seen > max_values:
+            raise ConfigError(f"{path}: too large for a config (over {max_values} values, aliases expanded)")
         if not isinstance(value, (dict, list)):
             continue
         if depth > MAX_NESTING:

@@ -291,7 +291,7 @@ def _read_yaml(path: Path) -> _Yaml:
             return _Yaml(path, OmegaConf.to_container(node, resolve=False), node)
         with open(os.path.abspath(path), encoding="utf-8") as file:
             data = load(file, Loader=loader)
-        ecosystem.check_nesting(data, path)
+        ecosystem.check_nesting(data, path, ecosystem.MAX_YAML_VALUES)
         if _plain(data):
             return _Yaml(path, data)
         node = OmegaConf.create() if data is None else OmegaConf.create(data)  # as OmegaConf.load goes on
