@@ -6,10 +6,19 @@ from typing import Annotated, BinaryIO
 
 import typer
 
-from miroctl.base.errors import MiroctlError, OutputLost, UsageError
+from miroctl.base.errors import UsageError
 from miroctl.base.models import CallOutcome, CallRequest
 from miroctl.cli import boundary, completion, remote
-from miroctl.cli.common import check_log, check_output, check_record, lean_connector, load_config, manager_for, run
+from miroctl.cli.common import (
+    Deferred,
+    check_log,
+    check_output,
+    check_record,
+    lean_connector,
+    load_config,
+    manager_for,
+    run,
+)
 from miroctl.cli.helptext import CALL, OUTPUT, POLICY
 from miroctl.cli.options import (
     AgentOpt,
@@ -211,7 +220,7 @@ def perform(
         split_pair(pair, *_parameters(loaded, server, tool))
     base = load_base(args)
 
-    refused: list[MiroctlError] = []
+    deferred = Deferred()
     with out.live(f"call {server + '.' if server else ''}{tool}" if tool else f"call {server}") as view:
 
         async def work() -> CallOutcome:
@@ -239,14 +248,9 @@ def perform(
                     output=output,
                 )
                 outcome = await manager.call(request)
-                try:
+                with deferred.catching():
                     _show(out, outcome, save_dir)  # at once: a server may take its time to stop
-                except MiroctlError as exc:  # an error while showing it: said once the servers are stopped
-                    refused.append(exc)
-                except OSError as exc:  # stdout cannot take it (a full disk)
-                    refused.append(OutputLost(exc))
-            if refused:
-                raise refused[0]
+            deferred.check()
             return outcome
 
         outcome = run(work)

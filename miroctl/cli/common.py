@@ -7,14 +7,15 @@ from __future__ import annotations
 
 import signal
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import TypeVar
 
 import anyio
 
-from miroctl.base.errors import Interrupted, MiroctlError, UsageError
+from miroctl.base.errors import Interrupted, MiroctlError, OutputLost, UsageError
 from miroctl.base.models import ServerSpec, ToolInfo
 from miroctl.config.loader import Config, load
 from miroctl.config.sections import Mode
@@ -33,6 +34,27 @@ from miroctl.sessions.tokens import stored_secrets
 
 T = TypeVar("T")
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+class Deferred:
+    """An error met while a result is shown inside the block that runs the servers: raised by `check` once the
+    block has stopped them, as it would have been raised after it (not wrapped in the block's task group)."""
+
+    def __init__(self) -> None:
+        self.error: MiroctlError | None = None
+
+    @contextmanager
+    def catching(self) -> Iterator[None]:
+        try:
+            yield
+        except MiroctlError as exc:
+            self.error = exc
+        except OSError as exc:  # stdout cannot take it (a full disk)
+            self.error = OutputLost(exc)
+
+    def check(self) -> None:
+        if self.error is not None:
+            raise self.error
 
 
 def run(work: Callable[[], Awaitable[T]]) -> T:

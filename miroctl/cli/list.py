@@ -7,11 +7,20 @@ from typing import Annotated
 
 import typer
 
-from miroctl.base.errors import Interrupted, MiroctlError, OutputLost, UsageError
+from miroctl.base.errors import Interrupted, UsageError
 from miroctl.base.models import ServerSpec, ServerTools, list_document
 from miroctl.base.text import counted
 from miroctl.cli import boundary, completion, remote
-from miroctl.cli.common import check_log, check_record, lean_connector, load_config, manager_for, remember, run
+from miroctl.cli.common import (
+    Deferred,
+    check_log,
+    check_record,
+    lean_connector,
+    load_config,
+    manager_for,
+    remember,
+    run,
+)
 from miroctl.cli.helptext import OUTPUT
 from miroctl.cli.options import (
     AgentOpt,
@@ -146,7 +155,7 @@ def perform(
 
     answered: list[ServerTools] = []  # each server's entry as it comes: shown even when Ctrl-C stops the rest
     printed: list[ServerTools] = []  # what was shown, before the servers were stopped
-    refused: list[MiroctlError] = []
+    deferred = Deferred()
     stopped: Interrupted | None = None
     with out.live(f"listing {counted(len(specs), 'server')}") as view:
 
@@ -163,14 +172,9 @@ def perform(
                 connector=SDK if extras else lean_connector(launch),
             ) as manager:
                 entries = await manager.list_tools(specs, extras, on_entry=answered.append)
-                try:
+                with deferred.catching():  # no such tool, a full disk: said once the servers are stopped
                     printed.extend(_show(out, loaded, specs, entries, tool, shown))  # at once: servers may stop slowly
-                except MiroctlError as exc:  # no such tool: said once the servers are stopped, as any error
-                    refused.append(exc)
-                except OSError as exc:  # stdout cannot take the tables (a full disk)
-                    refused.append(OutputLost(exc))
-            if refused:
-                raise refused[0]
+            deferred.check()
 
         try:
             run(work)
