@@ -36,6 +36,7 @@ from miroctl.cli.options import (
     UrlOpt,
     ViaOpt,
     YesOpt,
+    performed,
     seconds,
 )
 from miroctl.config.loader import Config
@@ -141,9 +142,7 @@ def call(
     record: RecordOpt = None,
 ) -> None:
     """Call one tool and print its result; the exit code says how it went."""
-    options = dict(locals())  # every parameter by its name, as `perform` takes them
-    del options["ctx"]
-    raise typer.Exit(perform(_launch(ctx), **options))
+    raise performed(perform, ctx, locals())
 
 
 def perform(
@@ -279,11 +278,6 @@ def _batch(
             return await batch.run(lines, manager.call, lambda outcome: out.json(outcome.to_dict()), jobs)
 
     return batch.exit_code(run(work))
-
-
-def _launch(ctx: typer.Context) -> Launch | None:
-    """What the console entry handed over (the configuration its early start read), when it ran this."""
-    return ctx.obj if isinstance(ctx.obj, Launch) else None
 
 
 def _parameters(loaded: Config, server: str | None, tool: str) -> tuple[list[str] | None, str | None]:

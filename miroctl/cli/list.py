@@ -37,6 +37,7 @@ from miroctl.cli.options import (
     TaskIdOpt,
     UrlOpt,
     ViaOpt,
+    performed,
 )
 from miroctl.config.loader import Config
 from miroctl.config.sections import Mode
@@ -104,9 +105,7 @@ def list_(
     record: RecordOpt = None,
 ) -> None:
     """List the tools of every selected server; failing servers are reported in place (exit 1)."""
-    options = dict(locals())  # every parameter by its name, as `perform` takes them
-    del options["ctx"]
-    raise typer.Exit(perform(_launch(ctx), **options))
+    raise performed(perform, ctx, locals())
 
 
 def perform(
@@ -237,8 +236,3 @@ def _connection(
         for value in values or ():
             words += [option, value]
     return tuple(words)
-
-
-def _launch(ctx: typer.Context) -> Launch | None:
-    """What the console entry handed over (the configuration its early start read), when it ran this."""
-    return ctx.obj if isinstance(ctx.obj, Launch) else None

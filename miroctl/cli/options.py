@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from collections.abc import Callable, Mapping
+from typing import Annotated, Any
 
 import typer
 
 from miroctl.cli.helptext import CONNECTION, OUTPUT, POLICY
 from miroctl.config.sections import Mode
 from miroctl.launch import options
+from miroctl.launch.handoff import Launch
 
 ConfigOpt = Annotated[
     str | None,
@@ -158,3 +160,10 @@ RecordOpt = Annotated[
         help="Record JSON-RPC traffic to FILE (`miroctl replay FILE`).",
     ),
 ]
+
+
+def performed(perform: Callable[..., int], ctx: typer.Context, parameters: Mapping[str, Any]) -> typer.Exit:
+    """A command's exit once Typer has read its line: `perform` (what cli/direct.py runs without Typer) with
+    the Launch the console entry handed over and every parameter (the command's `locals()`) but the context."""
+    launch = ctx.obj if isinstance(ctx.obj, Launch) else None
+    return typer.Exit(perform(launch, **{name: value for name, value in parameters.items() if name != "ctx"}))
