@@ -1,5 +1,6 @@
 """A yaml file is read as OmegaConf reads it, without OmegaConf's nodes where a file does not need them
-(miroctl/config/loader.py `_Yaml`): as written and resolved, every value, type and error is OmegaConf's."""
+(miroctl/config/loader.py `_Yaml`): as written and resolved, every value, type and error is OmegaConf's. And a
+config file of any format (yaml, JSON, TOML) nested or aliased past what a config can be is one line, not a crash."""
 
 import warnings
 from pathlib import Path
@@ -130,6 +131,8 @@ def test_an_error_in_an_env_reference_names_its_key_as_omegaconf_does(tmp_path, 
 DEEP = {
     "deep.yaml": "a:\n" + "".join("  " * (i + 1) + "k:\n" for i in range(400)) + "  " * 402 + "v\n",
     "deep-list.yaml": "a: " + "[" * 300 + "]" * 300 + "\n",
+    "deep.toml": '[mcp_servers.a]\ncommand = "x"\nargs = ' + "[" * 3000 + "]" * 3000 + "\n",
+    "deep-table.toml": '[mcp_servers.a]\ncommand = "x"\nenv = ' + "{k = " * 100 + "1" + "}" * 100 + "\n",
     "deep.json": '{"mcpServers": {"a": {"command": "x", "env": ' + '{"k": ' * 900 + "1" + "}" * 900 + "}}}",
 }
 

@@ -17,14 +17,18 @@ from miroctl.config.ecosystem import Template, env_ref, escape
 
 
 def read_toml(path: Path) -> dict[str, object]:
-    """A TOML file's data; ConfigError (one line) when it is unreadable, too big or not TOML."""
+    """A TOML file's data; ConfigError (one line) when it is unreadable, too big, not TOML or nested too deeply."""
     data = ecosystem.read_capped(path)
     try:
-        return tomllib.loads(data.decode("utf-8"))
+        parsed = tomllib.loads(data.decode("utf-8"))
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"bad TOML in {path}: {str(exc).splitlines()[0]}") from None
+    except RecursionError:
+        raise ConfigError(ecosystem.too_deep(path)) from None
+    ecosystem.check_nesting(parsed, path)
+    return parsed
 
 
 def templates(data: Mapping[str, object], path: Path) -> list[Template]:
