@@ -153,3 +153,13 @@ def test_a_yaml_file_whose_aliases_stand_for_a_million_values_is_refused_in_one_
     assert result.exit_code == 2, result.output
     [line] = result.stderr.splitlines()
     assert line.startswith("miroctl: config: ") and str(path) in line
+
+
+def test_an_agent_files_default_nested_too_deeply_is_refused_in_one_line(tmp_path):
+    (tmp_path / "main.yaml").write_text("defaults:\n  - deep\nmain_agent:\n  tool_config: []\n")
+    (tmp_path / "deep.yaml").write_text(DEEP["deep.yaml"])
+    result = CliRunner().invoke(app, ["list", "--config", str(tmp_path / "main.yaml")])
+    assert result.exit_code == 2, result.output
+    assert result.stderr.splitlines() == [
+        f"miroctl: config: {tmp_path / 'deep.yaml'}: nested too deeply to be a config (over 64 levels)"
+    ]

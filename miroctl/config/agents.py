@@ -18,6 +18,7 @@ from pathlib import Path
 
 from miroctl.base.errors import ConfigError
 from miroctl.base.text import suggest
+from miroctl.config import ecosystem
 
 AGENT_KEYS = ("main_agent", "sub_agents")
 MAIN = "main_agent"
@@ -97,6 +98,8 @@ def _load(path: Path) -> dict[str, object]:
         data = OmegaConf.to_container(OmegaConf.load(path), resolve=False)
     except FileNotFoundError:
         raise ConfigError(f"config file not found: {path}") from None
+    except RecursionError:
+        raise ConfigError(ecosystem.too_deep(path)) from None
     except (YAMLError, OmegaConfBaseException, OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: cannot read: {(str(exc).strip().splitlines() or ['?'])[0]}") from None
     if not isinstance(data, dict):
