@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from miroctl.base.errors import UsageError
-from miroctl.cli.common import manager_for, run
+from miroctl.cli.common import Deferred, manager_for, run
 from miroctl.cli.helptext import CALL, OUTPUT
 from miroctl.cli.options import seconds
 from miroctl.config.loader import Config
@@ -55,26 +55,36 @@ def only_server(loaded: Config, command: str) -> str:
 def fetch(
     out: Output,
     loaded: Config,
-    json_mode: bool,
     save_dir: str | None,
     ask: Callable[[Manager], Awaitable[catalog.Fetched]],
     what: str,
     server: str,
 ) -> None:
-    """Ask on a fresh manager, print the envelope (JSON) or its content (human), exit with its code."""
+    """Ask on a fresh manager, print the envelope (JSON) or its content (human) as soon as it comes, then stop
+    the servers; exit with its code."""
     blobs.check_dir(save_dir)
 
+    deferred = Deferred()
     with out.live(f"{what} on {server}") as view:
 
         async def work() -> catalog.Fetched:
             async with manager_for(loaded, out, stages=view.on_stage if view else None) as manager:
-                return await ask(manager)
+                fetched = await ask(manager)
+                with deferred.catching():
+                    _show(out, fetched, save_dir)  # at once: a server may take its time to stop
+            deferred.check()
+            return fetched
 
         fetched = run(work)
-    if json_mode:
+    raise typer.Exit(int(fetched.exit_code))
+
+
+def _show(out: Output, fetched: catalog.Fetched, save_dir: str | None) -> None:
+    """The envelope (--json) or the content, saved blobs named."""
+    out.end_live()
+    if out.json_mode:
         out.json(fetched.to_dict())
     else:
         stem = PurePosixPath(fetched.name).stem or fetched.what
         saved = blobs.save(fetched.blocks(), stem, save_dir) if fetched.ok else None
         fetched_result(out, fetched, saved)
-    raise typer.Exit(int(fetched.exit_code))

@@ -53,7 +53,6 @@ def prompt(
     fetch(
         out,
         loaded,
-        json_mode,
         save_dir,
         lambda manager: catalog.get_prompt(manager, server, name, arguments, timeout),
         f"prompt {name}",

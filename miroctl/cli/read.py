@@ -52,7 +52,6 @@ def read(
     fetch(
         out,
         loaded,
-        json_mode,
         save_dir,
         lambda manager: catalog.read_resource(manager, server, uri, timeout),
         f"reading {uri}",
