@@ -14,7 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from miroctl.cli.app import app
-from tests.conftest import ROOT, fixture_yaml, hostile_yaml, run_miroctl, tagged_processes, wait_for_no_tagged
+from tests.conftest import FIXTURE, ROOT, fixture_yaml, hostile_yaml, run_miroctl, tagged_processes, wait_for_no_tagged
 from tests.entry_support import console_entry
 
 
@@ -253,13 +253,23 @@ def test_command_line_mistakes_are_one_line_with_a_hint_and_exit_2(capfd, args, 
 
 @pytest.mark.process
 @pytest.mark.parametrize(
-    ("words", "shown"), [(["call", "plain", "echo", "text=hi"], "hi"), (["list", "plain", "--brief"], "echo(")]
+    ("words", "shown"),
+    [
+        (["call", "plain", "echo", "text=hi"], "hi"),
+        (["list", "plain", "--brief"], "echo("),
+        (["read", "sdk", "fixture://notes"], "notes of fixture"),
+        (["prompt", "sdk", "review", "code=x=1"], "x=1"),
+    ],
 )
 def test_the_answer_is_printed_before_a_server_slow_to_stop_has_stopped(tmp_path, words, shown):
     release = tmp_path / "release"  # the server lingers after its stdin is closed until this exists
-    server = [str(ROOT / "tests" / "servers" / "plainrpc.py"), "--log", str(tmp_path / "log"), "--linger", str(release)]
+    if words[1] == "plain":  # read and prompt need resources and prompts: the SDK's server
+        server = [str(ROOT / "tests" / "servers" / "plainrpc.py"), "--log", str(tmp_path / "log")]
+    else:
+        server = [FIXTURE]
+    server += ["--linger", str(release)]
     config = tmp_path / "mcp.json"
-    config.write_text(json.dumps({"mcpServers": {"plain": {"command": sys.executable, "args": server}}}))
+    config.write_text(json.dumps({"mcpServers": {words[1]: {"command": sys.executable, "args": server}}}))
     argv = [sys.executable, "-m", "miroctl", *words, "--config", str(config)]
     proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
