@@ -1,5 +1,6 @@
 """No server, and nothing a server started, outlives miroctl: crashes, timeouts, Ctrl-C, SIGTERM."""
 
+import io
 import json
 import signal
 import subprocess
@@ -13,7 +14,9 @@ import psutil
 import pytest
 from typer.testing import CliRunner
 
+from miroctl.cli import program
 from miroctl.cli.app import app
+from miroctl.launch.handoff import Launch
 from tests.conftest import FIXTURE, ROOT, fixture_yaml, hostile_yaml, run_miroctl, tagged_processes, wait_for_no_tagged
 from tests.entry_support import console_entry
 
@@ -251,6 +254,20 @@ def test_command_line_mistakes_are_one_line_with_a_hint_and_exit_2(capfd, args, 
     assert len(lines) == 2
 
 
+class WatchedStdout(io.StringIO):
+    """stdout that notes, when the answer's first text is written, whether the tagged server still runs."""
+
+    def __init__(self, tag: str) -> None:
+        super().__init__()
+        self.tag = tag
+        self.server_running: bool | None = None
+
+    def write(self, text: str) -> int:
+        if self.server_running is None and text.strip():
+            self.server_running = bool(tagged_processes(self.tag))
+        return super().write(text)
+
+
 @pytest.mark.process
 @pytest.mark.parametrize(
     ("words", "shown"),
@@ -261,27 +278,23 @@ def test_command_line_mistakes_are_one_line_with_a_hint_and_exit_2(capfd, args, 
         (["prompt", "sdk", "review", "code=x=1"], "x=1"),
     ],
 )
-def test_the_answer_is_printed_before_a_server_slow_to_stop_has_stopped(tmp_path, words, shown):
-    release = tmp_path / "release"  # the server lingers after its stdin is closed until this exists
+def test_the_answer_is_printed_while_the_server_still_runs_and_stopped_after(
+    tmp_path, words, shown, leak_tag, monkeypatch
+):
     if words[1] == "plain":  # read and prompt need resources and prompts: the SDK's server
         server = [str(ROOT / "tests" / "servers" / "plainrpc.py"), "--log", str(tmp_path / "log")]
     else:
         server = [FIXTURE]
-    server += ["--linger", str(release)]
+    spec = {"command": sys.executable, "args": server, "env": {"MIROCTL_TEST_TAG": leak_tag}}
     config = tmp_path / "mcp.json"
-    config.write_text(json.dumps({"mcpServers": {words[1]: {"command": sys.executable, "args": server}}}))
-    argv = [sys.executable, "-m", "miroctl", *words, "--config", str(config)]
-    proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        first = proc.stdout.readline() if proc.stdout else ""
-        servers_then = psutil.Process(proc.pid).children(recursive=True)
-        release.touch()
-        rest, stderr = proc.communicate(timeout=60)
-    finally:
-        proc.kill()
-    assert proc.returncode == 0, stderr
-    assert shown in first + rest
-    assert servers_then, "the answer came only after the server had stopped"
+    config.write_text(json.dumps({"mcpServers": {words[1]: spec}}))
+    stdout = WatchedStdout(leak_tag)
+    monkeypatch.setattr(sys, "stdout", stdout)
+    code = program.run(Launch([*words, "--config", str(config)]))
+    assert code == 0
+    assert shown in stdout.getvalue()
+    assert stdout.server_running, "the answer was written only once the server had been stopped"
+    assert not tagged_processes(leak_tag)  # and stopped before the command returned
 
 
 STDOUT_LINES = [

@@ -1,7 +1,6 @@
 """A configurable MCP server for miroctl's tests: healthy tools plus every way a server misbehaves.
 
     python tests/servers/fixture.py [--name N] [--http PORT] [--tools a,b] [--mode MODE] [--instructions TEXT]
-                                    [--linger FILE]
 
 Modes that break before the SDK is even imported (so they start fast): exit, hang, noise, flood.
 """
@@ -271,7 +270,6 @@ def options(argv=None) -> argparse.Namespace:
     parser.add_argument("--http", type=int, default=0)
     parser.add_argument("--tools", default="")
     parser.add_argument("--instructions", default=None)
-    parser.add_argument("--linger", default=None, help="after stdin closes, stay until this file exists")
     return parser.parse_args(argv)
 
 
@@ -285,8 +283,6 @@ def main() -> None:
         server.run("streamable-http", host="127.0.0.1", port=opts.http)
     else:
         server.run("stdio")
-    while opts.linger and not os.path.exists(opts.linger):  # a server slow to stop (its SIGTERM still ends it)
-        time.sleep(0.01)
 
 
 if __name__ == "__main__":

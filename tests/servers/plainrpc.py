@@ -2,24 +2,20 @@
 writes every message it receives to --log: the lean client's wire behaviour is read from that log.
 
     python plainrpc.py --log FILE [--era legacy|modern|retry] [--bad-structured] [--changes [--honour FILTER]]
-                       [--linger FILE]
 
 Tools: echo(text) with an output schema; slow() never answers; progress(steps) sends progress first;
 asks() sends the client a ping, a sampling request and a roots request, and answers with what came back.
 With --changes it declares tools.listChanged, acknowledges each subscriptions/listen with FILTER (JSON, by default
 the tool changes it was asked for) and keeps the stream open, and offers grow(tool_name), which adds a tool and
 announces it before answering (on every open stream at 2026-07-28, unsolicited before), and end_streams(), which
-cancels the open streams' requests (a server ending its streams). With --linger FILE it does not exit at the
-end of its input until FILE exists (a server slow to stop; its SIGTERM still ends it).
+cancels the open streams' requests (a server ending its streams).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
-import time
 
 SUBSCRIPTION = "io.modelcontextprotocol/subscriptionId"
 
@@ -47,7 +43,6 @@ def main() -> None:
     parser.add_argument("--bad-structured", action="store_true")
     parser.add_argument("--changes", action="store_true")
     parser.add_argument("--honour", default='{"toolsListChanged": true}')
-    parser.add_argument("--linger")
     opts = parser.parse_args()
     tools = list(TOOLS)
     if opts.changes:
@@ -190,8 +185,6 @@ def main() -> None:
             # slow: never answered
         else:
             send({"jsonrpc": "2.0", "id": ident, "error": {"code": -32601, "message": "Method not found"}})
-    while opts.linger and not os.path.exists(opts.linger):  # stdin closed: stay until the test says
-        time.sleep(0.01)
 
 
 if __name__ == "__main__":
