@@ -163,3 +163,11 @@ def test_an_agent_files_default_nested_too_deeply_is_refused_in_one_line(tmp_pat
     assert result.stderr.splitlines() == [
         f"miroctl: config: {tmp_path / 'deep.yaml'}: nested too deeply to be a config (over 64 levels)"
     ]
+
+
+def test_a_yaml_config_past_the_size_of_any_config_is_refused_before_it_is_parsed(tmp_path):
+    path = tmp_path / "huge.yaml"
+    path.write_text("servers:\n" + "  # a comment line of a config far too big\n" * 250_000)  # ~11 MB
+    result = CliRunner().invoke(app, ["list", "--config", str(path)])
+    assert result.exit_code == 2, result.output
+    assert result.stderr.splitlines() == [f"miroctl: config: {path}: too large for a config (over 8 MB)"]

@@ -289,8 +289,11 @@ def _read_yaml(path: Path) -> _Yaml:
         if loader is None:  # an OmegaConf that keeps its loader elsewhere: it reads and wraps every file
             node = OmegaConf.load(path)
             return _Yaml(path, OmegaConf.to_container(node, resolve=False), node)
-        with open(os.path.abspath(path), encoding="utf-8") as file:
-            data = load(file, Loader=loader)
+        with open(os.path.abspath(path), "rb") as file:
+            text = file.read(ecosystem.MAX_FILE_BYTES + 1)
+        if len(text) > ecosystem.MAX_FILE_BYTES:
+            raise ConfigError(f"{path}: too large for a config (over {ecosystem.too_large()})")
+        data = load(text.decode("utf-8"), Loader=loader)
         ecosystem.check_nesting(data, path, ecosystem.MAX_YAML_VALUES)
         if _plain(data):
             return _Yaml(path, data)
