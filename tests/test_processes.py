@@ -302,6 +302,7 @@ STDOUT_LINES = [
     ["call", "plain", "echo", "text=hi", "--json"],
     ["list", "plain"],
     ["list", "plain", "--json"],
+    ["check", "plain"],
 ]
 
 

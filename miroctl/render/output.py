@@ -6,12 +6,10 @@ when an Output is made: a plain result through a gateway (`--via`, piped) prints
 
 from __future__ import annotations
 
-import errno
-import os
 import sys
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO, cast
 
 from miroctl.base import escaping
 from miroctl.base.errors import OutputLost
@@ -217,15 +215,31 @@ def _live() -> Any:
 
 
 def _stdout_console() -> Console:
-    """Rich's console on stdout, whose closed pipe is an OutputLost like any other (Rich's own handling ends
-    the process from wherever it prints, past the command's boundary)."""
+    """Rich's console on stdout, where a write stdout cannot take (a closed pipe, a full disk) is an OutputLost
+    like any other: Rich's own handling of a closed pipe ends the process from wherever it prints."""
     from rich.console import Console  # noqa: PLC0415 - Rich only when something is drawn (see above)
 
-    class StdoutConsole(Console):
-        def on_broken_pipe(self) -> None:
-            raise OutputLost(BrokenPipeError(errno.EPIPE, os.strerror(errno.EPIPE)))
+    stdout = cast("TextIO", _Stdout())  # a text stream by its methods: write, flush, and stdout's own others
+    return Console(file=stdout, markup=False, highlight=False, emoji=False, soft_wrap=False)
 
-    return StdoutConsole(markup=False, highlight=False, emoji=False, soft_wrap=False)
+
+class _Stdout:
+    """sys.stdout as it is at each write (a test may have replaced it), whose failures are OutputLost."""
+
+    def write(self, text: str) -> int:
+        try:
+            return sys.stdout.write(text)
+        except OSError as exc:
+            raise OutputLost(exc) from None
+
+    def flush(self) -> None:
+        try:
+            sys.stdout.flush()
+        except OSError as exc:
+            raise OutputLost(exc) from None
+
+    def __getattr__(self, name: str) -> Any:  # isatty, fileno, encoding: stdout's own
+        return getattr(sys.stdout, name)
 
 
 def _written(stream: TextIO, text: str) -> None:
