@@ -20,7 +20,7 @@ warm client, which has no envelope to put it in, raises TimedOut.
 from __future__ import annotations
 
 import signal
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from enum import IntEnum, StrEnum
 from typing import Literal, get_args
 
@@ -185,6 +185,23 @@ class OutputLost(MiroctlError):
     def __init__(self, exc: OSError) -> None:
         super().__init__(f"cannot write the output: {exc.strerror or exc}")
         self.quiet = isinstance(exc, BrokenPipeError)
+
+
+def behind(exc: BaseException) -> Iterator[BaseException]:
+    """`exc` and every exception behind it, each once: an exception group's members (each with what is behind
+    it; a task group wraps what its tasks raise), then its cause or the exception it interrupted."""
+    seen: set[int] = set()
+
+    def walk(current: BaseException | None) -> Iterator[BaseException]:
+        while current is not None and id(current) not in seen:
+            seen.add(id(current))
+            yield current
+            if isinstance(current, BaseExceptionGroup):
+                for member in current.exceptions:
+                    yield from walk(member)
+            current = current.__cause__ or current.__context__
+
+    return walk(exc)
 
 
 ERROR_SCHEMA = "miroctl.error/1"

@@ -14,7 +14,7 @@ import traceback
 from collections.abc import Callable
 from contextvars import ContextVar
 
-from miroctl.base.errors import ErrorKind, ExitCode, Interrupted, MiroctlError, OutputLost, error_document
+from miroctl.base.errors import ErrorKind, ExitCode, Interrupted, MiroctlError, OutputLost, behind, error_document
 from miroctl.launch.handoff import Stopped, stop_in
 from miroctl.render.output import Output
 
@@ -88,14 +88,7 @@ def report(exc: BaseException, *, json_mode: bool = False) -> int:
 
 def _output_lost(exc: BaseException) -> OutputLost | None:
     """The OutputLost that ended the command, also from inside a task's exception group."""
-    if isinstance(exc, OutputLost):
-        return exc
-    if isinstance(exc, BaseExceptionGroup):
-        for inner in exc.exceptions:
-            found = _output_lost(inner)
-            if found is not None:
-                return found
-    return None
+    return next((found for found in behind(exc) if isinstance(found, OutputLost)), None)
 
 
 def _stdout_to_null() -> None:

@@ -15,7 +15,7 @@ from typing import TypeVar
 
 import anyio
 
-from miroctl.base.errors import Interrupted, MiroctlError, OutputLost, UsageError
+from miroctl.base.errors import Interrupted, MiroctlError, UsageError
 from miroctl.base.models import ServerSpec, ToolInfo
 from miroctl.config.loader import Config, load
 from miroctl.config.sections import Mode
@@ -47,10 +47,8 @@ class Deferred:
     def catching(self) -> Iterator[None]:
         try:
             yield
-        except MiroctlError as exc:
+        except MiroctlError as exc:  # OutputLost too: stdout cannot take it (render/output.py)
             self.error = exc
-        except OSError as exc:  # stdout cannot take it (a full disk)
-            self.error = OutputLost(exc)
 
     def check(self) -> None:
         if self.error is not None:

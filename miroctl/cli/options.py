@@ -162,8 +162,13 @@ RecordOpt = Annotated[
 ]
 
 
+def launch_of(ctx: typer.Context) -> Launch | None:
+    """What the console entry handed over (the configuration its early start read), when it ran the command."""
+    return ctx.obj if isinstance(ctx.obj, Launch) else None
+
+
 def performed(perform: Callable[..., int], ctx: typer.Context, parameters: Mapping[str, Any]) -> typer.Exit:
     """A command's exit once Typer has read its line: `perform` (what cli/direct.py runs without Typer) with
     the Launch the console entry handed over and every parameter (the command's `locals()`) but the context."""
-    launch = ctx.obj if isinstance(ctx.obj, Launch) else None
-    return typer.Exit(perform(launch, **{name: value for name, value in parameters.items() if name != "ctx"}))
+    values = {name: value for name, value in parameters.items() if name != "ctx"}
+    return typer.Exit(perform(launch_of(ctx), **values))

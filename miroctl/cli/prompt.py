@@ -10,11 +10,21 @@ from miroctl.base.errors import UsageError
 from miroctl.cli import boundary, completion, remote
 from miroctl.cli.common import load_config
 from miroctl.cli.fetch import SaveDirOpt, TimeoutOpt, fetch
-from miroctl.cli.options import ConfigOpt, EnvOpt, HeaderOpt, JsonOpt, NoDaemonOpt, StartupOpt, StdioOpt, UrlOpt, ViaOpt
+from miroctl.cli.options import (
+    ConfigOpt,
+    EnvOpt,
+    HeaderOpt,
+    JsonOpt,
+    NoDaemonOpt,
+    StartupOpt,
+    StdioOpt,
+    UrlOpt,
+    ViaOpt,
+    launch_of,
+)
 from miroctl.config.loader import Config
 from miroctl.core import catalog
 from miroctl.core.arguments import split_pair
-from miroctl.launch.handoff import Launch
 
 
 def prompt(
@@ -46,7 +56,7 @@ def prompt(
     gateway_url = remote.resolve_via(via, bool(config or stdio or url))
     if gateway_url:
         raise typer.Exit(remote.prompt(gateway_url, words, out=out, timeout=timeout, save_dir=save_dir))
-    launch = ctx.obj if isinstance(ctx.obj, Launch) else None  # the configuration the daemon's decision read
+    launch = launch_of(ctx)  # the configuration the daemon's decision read
     loaded = load_config(config, stdio, url, header, out, startup_timeout, env, launch=launch)
     server, name, pairs = _prompt_words(loaded, words)
     arguments = {key: value for key, value, _ in map(split_pair, pairs)}  # a prompt's arguments are text

@@ -10,9 +10,19 @@ from miroctl.base.errors import UsageError
 from miroctl.cli import boundary, completion, remote
 from miroctl.cli.common import load_config
 from miroctl.cli.fetch import SaveDirOpt, TimeoutOpt, fetch, only_server
-from miroctl.cli.options import ConfigOpt, EnvOpt, HeaderOpt, JsonOpt, NoDaemonOpt, StartupOpt, StdioOpt, UrlOpt, ViaOpt
+from miroctl.cli.options import (
+    ConfigOpt,
+    EnvOpt,
+    HeaderOpt,
+    JsonOpt,
+    NoDaemonOpt,
+    StartupOpt,
+    StdioOpt,
+    UrlOpt,
+    ViaOpt,
+    launch_of,
+)
 from miroctl.core import catalog
-from miroctl.launch.handoff import Launch
 
 
 def read(
@@ -46,7 +56,7 @@ def read(
         raise typer.Exit(remote.read(gateway_url, target, out=out, timeout=timeout, save_dir=save_dir))
     if len(target) > 2:
         raise UsageError("read takes SERVER and URI (SERVER may be left out when there is only one)")
-    launch = ctx.obj if isinstance(ctx.obj, Launch) else None  # the configuration the daemon's decision read
+    launch = launch_of(ctx)  # the configuration the daemon's decision read
     loaded = load_config(config, stdio, url, header, out, startup_timeout, env, launch=launch)
     server, uri = (target[0], target[1]) if len(target) == 2 else (only_server(loaded, "read"), target[0])
     fetch(

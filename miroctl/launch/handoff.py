@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import FrameType
 
+from miroctl.base.errors import behind
 from miroctl.launch.reader import Reading
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
@@ -35,18 +36,7 @@ def stop_in(exc: BaseException) -> Stopped | KeyboardInterrupt | None:
     being made (a descriptor's `__set_name__`, as in any dataclass) in a RuntimeError: a signal that lands
     while a module is being imported can come out as that RuntimeError, with the signal as its cause; one
     that lands in a task group comes out as a member of its exception group."""
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        if isinstance(current, Stopped | KeyboardInterrupt):
-            return current
-        if isinstance(current, BaseExceptionGroup):  # a task group's: the signal may be one of its members
-            found = next((stop for member in current.exceptions if (stop := stop_in(member))), None)
-            if found is not None:
-                return found
-        seen.add(id(current))
-        current = current.__cause__ or current.__context__
-    return None
+    return next((found for found in behind(exc) if isinstance(found, Stopped | KeyboardInterrupt)), None)
 
 
 class Launch:
