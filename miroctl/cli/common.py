@@ -65,7 +65,7 @@ def run(work: Callable[[], Awaitable[T]]) -> T:
     async def guarded() -> T:
         results: list[T] = []
         errors: list[MiroctlError] = []
-        with anyio.open_signal_receiver(*STOP_SIGNALS) as signals:
+        with _handlers_restored(), anyio.open_signal_receiver(*STOP_SIGNALS) as signals:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(_watch_signals, signals, tg.cancel_scope, received)
                 try:
@@ -86,6 +86,21 @@ def run(work: Callable[[], Awaitable[T]]) -> T:
     if received:
         raise Interrupted(received[0])
     return result
+
+
+@contextmanager
+def _handlers_restored() -> Iterator[None]:
+    """The stop signals' handlers as they were before the core took them. anyio's receiver leaves each at its
+    default action (asyncio's `remove_signal_handler` does), under which a SIGTERM between the core's end and
+    miroctl's exit killed it without a word, its output perhaps unwritten, instead of ending it as the
+    command line's own handler says (launch/handoff.py: one line, exit 143)."""
+    before = [(signum, signal.getsignal(signum)) for signum in STOP_SIGNALS]
+    try:
+        yield
+    finally:
+        for signum, handler in before:
+            if handler is not None:  # None: a handler not set from Python, which Python cannot put back
+                signal.signal(signum, handler)
 
 
 async def _watch_signals(signals: AsyncIterator[int], scope: anyio.CancelScope, received: list[int]) -> None:
