@@ -36,6 +36,7 @@ LEGACY = str(ROOT / "tests" / "servers" / "legacy.py")
 HOSTILE = str(ROOT / "tests" / "servers" / "hostile.py")
 WEBTOOLS = str(ROOT / "tests" / "servers" / "webtools.py")
 HEALTHY_STARTUP = 30.0  # generous: a loaded 2-core machine must never flake a healthy server
+HANG_GUARD = 40.0  # seconds: a wait that only ends early on a defect (pytest-timeout stops a test at 60)
 
 
 def fixture_spec(name: str, *args: str, **fields: Any) -> ServerSpec:
@@ -224,7 +225,7 @@ def leak_tag() -> Iterator[str]:
     """A unique value to put in servers' env as MIROCTL_TEST_TAG; after the test none may be alive."""
     tag = uuid.uuid4().hex
     yield tag
-    survivors = wait_for_no_tagged(tag, timeout=10)
+    survivors = wait_for_no_tagged(tag)
     assert not survivors, f"processes outlived the test: {survivors}"
 
 
@@ -239,7 +240,10 @@ def tagged_processes(tag: str) -> list[int]:
     return found
 
 
-def wait_for_no_tagged(tag: str, timeout: float) -> list[int]:
+def wait_for_no_tagged(tag: str, timeout: float = HANG_GUARD) -> list[int]:
+    """The tag's processes still alive once every one of them has exited or `timeout` has run out. Called
+    after miroctl has exited, when a process it stopped is already gone: the timeout is a hang guard for one
+    it missed (which lives on), never a budget a loaded machine could overrun."""
     deadline = time.monotonic() + timeout
     while (alive := tagged_processes(tag)) and time.monotonic() < deadline:
         # the kernel says when these exit; then look again (one of them may have started another)

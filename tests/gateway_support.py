@@ -111,7 +111,7 @@ class GatewayProcess:
             if found:
                 return found
             if self.proc.poll() is not None:
-                time.sleep(0.2)  # let the reader thread collect the last lines
+                self._reader.join(timeout=5)  # the last lines: the reader ends at the end of stderr
                 raise AssertionError(f"gateway exited {self.proc.returncode}:\n{self.stderr}")
             time.sleep(0.02)
         raise AssertionError(f"no {pattern!r} on the gateway's stderr within {timeout}s:\n{self.stderr}")

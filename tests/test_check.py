@@ -81,7 +81,7 @@ def test_one_check_classifies_the_seven_kinds_of_server_and_costs_the_longest_ti
     cases = ET.parse(junit).getroot().findall("./testsuite/testcase")
     assert sorted(c.get("name") for c in cases) == sorted(servers)
     assert SECRET not in junit.read_text() and TOKEN not in junit.read_text()
-    assert not wait_for_no_tagged(leak_tag, timeout=10)
+    assert not wait_for_no_tagged(leak_tag)
 
 
 def test_the_json_document_has_the_documented_shape(write_config):
@@ -281,7 +281,7 @@ def test_check_as_a_real_process_leaves_no_server_behind(write_config, leak_tag)
     assert result.returncode == 1, result.stderr
     kinds = {s["name"]: (s["failure"] or {}).get("kind") for s in parse_json(result.stdout)["servers"]}
     assert kinds == {"good": None, "sleeper": "timeout", "stubborn": "timeout"}
-    assert not wait_for_no_tagged(leak_tag, timeout=10)
+    assert not wait_for_no_tagged(leak_tag)
 
 
 def test_adhoc_servers_can_be_checked_without_a_config_file():

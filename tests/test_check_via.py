@@ -39,7 +39,7 @@ def pool(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     config = write_pool(tmp_path_factory.mktemp("checkvia"), files)
     with http_gateway_thread(config, token=TOKEN, max_body=4096) as url:
         yield {"config": str(config), "url": url}
-    assert not wait_for_no_tagged(tag, timeout=10)
+    assert not wait_for_no_tagged(tag)
 
 
 @pytest.fixture

@@ -96,4 +96,4 @@ def test_a_sigkill_of_the_daemon_leaves_no_server_nor_a_servers_detached_child_b
     assert grandchild.ppid() != here.daemon().pid  # it left its server's group and session
     here.daemon().kill()
     assert gone([grandchild])
-    assert wait_for_no_tagged(leak_tag, timeout=GUARD) == []  # the servers and the keeper too
+    assert wait_for_no_tagged(leak_tag) == []  # the servers and the keeper too

@@ -59,7 +59,7 @@ def test_a_loop_torn_down_without_close_leaves_no_server_and_the_next_loop_reope
     tm = ToolManager(seeds_configs(leak_tag))
     first = asyncio.run(tm.execute_tool_call("fx", "echo", {"text": "one"}))
     assert first["result"] == "one"
-    assert wait_for_no_tagged(leak_tag, timeout=10) == []
+    assert wait_for_no_tagged(leak_tag) == []
     second = asyncio.run(tm.execute_tool_call("fx", "echo", {"text": "two"}))
     assert second["result"] == "two"
 
@@ -77,7 +77,7 @@ def test_an_agent_that_exits_without_closing_leaves_no_server_behind(leak_tag: s
     done = subprocess.run([sys.executable, "-c", agent], capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().isdigit()
-    assert tagged_processes(leak_tag) == [] or wait_for_no_tagged(leak_tag, timeout=10) == []
+    assert tagged_processes(leak_tag) == [] or wait_for_no_tagged(leak_tag) == []
 
 
 def test_server_python_replaces_the_agents_own_interpreter(leak_tag: str, tmp_path):
@@ -107,7 +107,7 @@ def test_an_agent_stopped_by_sigterm_leaves_no_server_behind(leak_tag: str):
     assert tagged_processes(leak_tag)
     proc.terminate()
     assert proc.wait(timeout=60) == -15
-    assert wait_for_no_tagged(leak_tag, timeout=10) == []
+    assert wait_for_no_tagged(leak_tag) == []
 
 
 def test_a_url_in_the_seeds_params_is_called_over_streamable_http(http_fixture):

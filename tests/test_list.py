@@ -76,7 +76,7 @@ def test_list_reports_each_failure_in_place_and_takes_the_slowest_timeout_not_th
     assert servers["chatty"]["failure"]["kind"] == "protocol"
     assert "non-JSON line" in servers["chatty"]["failure"]["message"]  # the start ends at the first one
     assert hanging == [2], "the two hanging servers' start-up timeouts ran one after another, not at once"
-    assert not wait_for_no_tagged(leak_tag, timeout=10)
+    assert not wait_for_no_tagged(leak_tag)
 
 
 def test_list_json_document_has_the_documented_keys(write_config):

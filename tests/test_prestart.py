@@ -181,4 +181,4 @@ def test_an_early_server_left_unused_is_stopped_with_the_helper_it_detached_at_s
     finally:
         servers.discard()
     assert len(servers) == 0
-    assert not wait_for_no_tagged(leak_tag, timeout=10)
+    assert not wait_for_no_tagged(leak_tag)

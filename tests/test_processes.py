@@ -17,7 +17,16 @@ from typer.testing import CliRunner
 from miroctl.cli import program
 from miroctl.cli.app import app
 from miroctl.launch.handoff import Launch
-from tests.conftest import FIXTURE, ROOT, fixture_yaml, hostile_yaml, run_miroctl, tagged_processes, wait_for_no_tagged
+from tests.conftest import (
+    FIXTURE,
+    HANG_GUARD,
+    ROOT,
+    fixture_yaml,
+    hostile_yaml,
+    run_miroctl,
+    tagged_processes,
+    wait_for_no_tagged,
+)
 from tests.entry_support import console_entry
 
 
@@ -55,7 +64,7 @@ def test_a_server_crashing_mid_call_exits_3_with_its_stderr_and_leaves_nothing(p
     assert envelope["failure"]["kind"] == "crashed"
     assert "exited with code 7 during the call to crash" in envelope["error"]
     assert "fixture: crashing on purpose" in envelope["failure"]["stderr_tail"]
-    assert not wait_for_no_tagged(leak_tag, timeout=5)
+    assert not wait_for_no_tagged(leak_tag)
 
 
 @pytest.mark.process
@@ -67,7 +76,7 @@ def test_a_call_outliving_its_timeout_exits_4_soon_after_and_leaves_nothing(pool
     assert log.read_text().split() == ["sleep"]
     # miroctl answered without waiting for the server's 600 s (the per-test timeout would have failed it), and
     # stopped the server it left mid-call.
-    assert not wait_for_no_tagged(leak_tag, timeout=5)
+    assert not wait_for_no_tagged(leak_tag)
 
 
 @pytest.mark.process
@@ -89,7 +98,7 @@ def test_a_server_ignoring_sigterm_and_eof_is_killed(pool, leak_tag):
     result = invoke("list", "stubborn", "--config", str(path), "--json")
     assert result.exit_code == 1
     assert json.loads(result.stdout)["servers"][0]["failure"]["kind"] == "timeout"
-    assert not wait_for_no_tagged(leak_tag, timeout=5)
+    assert not wait_for_no_tagged(leak_tag)
 
 
 @pytest.mark.process
@@ -107,12 +116,12 @@ def test_a_signal_during_a_call_stops_every_server_and_exits_with_its_code(pool,
         wait_for(lambda: log.exists() and "sleep" in log.read_text())
         assert tagged_processes(leak_tag)
         proc.send_signal(signum)
-        _, stderr = proc.communicate(timeout=20)
+        _, stderr = proc.communicate(timeout=HANG_GUARD)
     finally:
         proc.kill()
     assert proc.returncode == code
     assert f"interrupted by {signal.Signals(signum).name}; every server was stopped" in stderr
-    assert not wait_for_no_tagged(leak_tag, timeout=5)
+    assert not wait_for_no_tagged(leak_tag)
 
 
 def _listed(record: Path, server: str) -> bool:
@@ -157,7 +166,7 @@ def test_ctrl_c_during_list_shows_the_servers_that_answered_then_the_interruptio
         wait_for(lambda: _listed(record, "quick"))
         assert tagged_processes(leak_tag)  # the stuck server is running
         proc.send_signal(signal.SIGINT)
-        stdout, stderr = proc.communicate(timeout=20)
+        stdout, stderr = proc.communicate(timeout=HANG_GUARD)
     finally:
         proc.kill()
     assert proc.returncode == 130, stderr
@@ -168,7 +177,7 @@ def test_ctrl_c_during_list_shows_the_servers_that_answered_then_the_interruptio
         assert "echo" in [tool["name"] for tool in servers[0]["tools"]]
     else:
         assert "quick" in stdout and "echo" in stdout and "stuck" not in stdout
-    assert not wait_for_no_tagged(leak_tag, timeout=5)
+    assert not wait_for_no_tagged(leak_tag)
 
 
 @pytest.mark.process
@@ -320,7 +329,7 @@ def test_a_reader_that_left_ends_the_command_quietly_with_exit_1_and_no_server_l
     _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 1, stderr
     assert stderr == ""
-    assert not wait_for_no_tagged(leak_tag, timeout=10)
+    assert not wait_for_no_tagged(leak_tag)
 
 
 @pytest.mark.process

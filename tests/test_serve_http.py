@@ -57,7 +57,7 @@ def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]
     finally:
         web.terminate()
         web.wait(timeout=10)
-    assert not wait_for_no_tagged(tag, timeout=10)
+    assert not wait_for_no_tagged(tag)
 
 
 @asynccontextmanager
@@ -297,7 +297,7 @@ async def test_a_host_listening_over_http_hears_when_a_left_out_server_comes_bac
         after = {tool.name for tool in (await client.list_tools()).tools}
     assert type(event).__name__ == "ToolsListChanged"
     assert before == set() and "late__echo" in after
-    assert not wait_for_no_tagged(leak_tag, timeout=10)
+    assert not wait_for_no_tagged(leak_tag)
 
 
 @pytest.mark.anyio

@@ -43,7 +43,7 @@ def processes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, An
     config = write_pool(tmp_path_factory.mktemp("via"), pool_files(tag))
     with http_gateway_thread(config, "alpha", memory=False) as url:
         yield {"config": str(config), "url": url}
-    assert not wait_for_no_tagged(tag, timeout=10)
+    assert not wait_for_no_tagged(tag)
 
 
 def invoke(*args: str, env: dict[str, str] | None = None) -> Any:

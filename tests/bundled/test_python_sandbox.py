@@ -275,7 +275,7 @@ def test_background_processes_end_with_their_run(tmp_path: Path, leak_tag, monke
     monkeypatch.setenv("MIROCTL_TEST_TAG", leak_tag)
     run = run_limited(["bash", "-c", "sleep 300 & echo started"], tmp_path, Limits(timeout=30))
     assert run.ok and run.stdout.strip() == "started"
-    assert wait_for_no_tagged(leak_tag, timeout=5) == []
+    assert wait_for_no_tagged(leak_tag) == []
 
 
 def _alive(pid: int, marker: str) -> bool:
