@@ -14,11 +14,12 @@ from typer.testing import CliRunner
 
 from miroctl.base.errors import ConfigError
 from miroctl.base.models import ServerSpec
-from miroctl.cli import common, direct, program, root
+from miroctl.cli import check, common, direct, program, root
 from miroctl.cli.app import app
 from miroctl.config import nesting
 from miroctl.launch.handoff import Launch
-from tests.conftest import ROOT, hostile_yaml, tagged_processes, wait_for_no_tagged
+from tests.conftest import ROOT, fixture_yaml, hostile_yaml, tagged_processes, wait_for_no_tagged
+from tests.entry_support import console_entry
 
 
 def wait_for(condition, timeout: float = 60.0) -> None:
@@ -210,3 +211,25 @@ def test_after_the_core_has_run_each_stop_signal_has_the_handler_it_had_before(e
     finally:
         for signum, kept in before.items():
             signal.signal(signum, kept)
+
+
+def test_a_sigterm_while_check_shows_its_result_ends_it_with_the_interruptions_line(write_config, monkeypatch, capfd):
+    # Only a cold call or list used to catch stop signals outside the core's run: `check`, which shows its
+    # table once the servers are stopped, was killed halfway through it, without a word.
+    path = write_config({"alpha": fixture_yaml("alpha")})
+    shown = check.check_table
+
+    def signalled_while_showing(*args, **kwargs):
+        os.kill(os.getpid(), signal.SIGTERM)  # handled here, at the next instruction
+        return shown(*args, **kwargs)
+
+    monkeypatch.setattr(check, "check_table", signalled_while_showing)
+    heard: list[int] = []
+    before = signal.signal(signal.SIGTERM, lambda signum, frame: heard.append(signum))  # never this worker's end
+    try:
+        done = console_entry(capfd, "check", "--config", str(path))
+    finally:
+        signal.signal(signal.SIGTERM, before)
+    assert done.returncode == 143, done.stderr
+    assert heard == []
+    assert done.stderr.splitlines()[-1].startswith("miroctl: interrupted: interrupted by SIGTERM")

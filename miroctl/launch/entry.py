@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 
 from miroctl.launch import early, helpcache, reader, shortcut
 from miroctl.launch.handoff import Launch, Stopped, stop_in
-from miroctl.launch.options import CALL, LIST, URL_ENV
+from miroctl.launch.options import URL_ENV
 from miroctl.launch.reader import Reading
 
 # Nothing else at the top: on a terminal, the first line of live feedback is drawn before Rich, the
@@ -62,8 +62,10 @@ def _hand_over(launch: Launch) -> int:
         from miroctl.cli import warm as warm_path  # noqa: PLC0415 - the hand-over (stdlib only, see the contract)
 
         return warm_path.run(launch, *through)
-    if launch.words[:1] in ([CALL], [LIST]):
-        launch.catch_stop_signals()  # before the early start's first server (cli/prestart.py)
+    # Before the early start's first server (cli/prestart.py), and for every command: a stop signal outside the
+    # core's run (before it, or once it has stopped the servers and the result is being shown) then ends
+    # miroctl with its one line, as Ctrl-C does, instead of killing it halfway through its output.
+    launch.catch_stop_signals()
     from miroctl.cli import program  # noqa: PLC0415 - the hand-over to the Typer app (Typer, the core)
 
     return program.run(launch)
