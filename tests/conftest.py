@@ -6,6 +6,7 @@ import atexit
 import json
 import os
 import select
+import signal
 import socket
 import subprocess
 import sys
@@ -108,6 +109,18 @@ class _Environment(Mapping[str, str]):
 
 
 _IN_MEMORY = {"on": False}  # fixture_spec's servers run in this process (set per test by servers_in_memory)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def stop_signals_as_in_a_terminal() -> None:
+    """The tests send SIGINT and SIGHUP to the miroctl they start, and miroctl leaves a signal it finds ignored
+    ignored (nohup's SIGHUP, the SIGINT of a script's background job). A run started that way (`nohup pytest`,
+    `pytest &` in a script) would hand every process it starts those signals ignored: each worker puts them
+    back first, so the processes of the tests see them as a terminal's command would."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    if signal.getsignal(signal.SIGHUP) is signal.SIG_IGN:
+        signal.signal(signal.SIGHUP, signal.SIG_DFL)
 
 
 @pytest.fixture(autouse=True, scope="session")

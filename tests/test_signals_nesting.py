@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import psutil
 import pytest
@@ -18,7 +19,7 @@ from miroctl.cli import check, common, direct, program, root
 from miroctl.cli.app import app
 from miroctl.config import nesting
 from miroctl.launch.handoff import Launch
-from tests.conftest import ROOT, fixture_yaml, hostile_yaml, tagged_processes, wait_for_no_tagged
+from tests.conftest import HANG_GUARD, ROOT, fixture_yaml, hostile_yaml, tagged_processes, wait_for_no_tagged
 from tests.entry_support import console_entry
 
 
@@ -233,3 +234,59 @@ def test_a_sigterm_while_check_shows_its_result_ends_it_with_the_interruptions_l
     assert done.returncode == 143, done.stderr
     assert heard == []
     assert done.stderr.splitlines()[-1].startswith("miroctl: interrupted: interrupted by SIGTERM")
+
+
+# miroctl with one signal ignored before it starts, as `nohup` (SIGHUP) or a script's `&` (SIGINT) leave it.
+IGNORING = (
+    "import os, signal, sys; signal.signal(int(sys.argv[1]), signal.SIG_IGN); "
+    "os.execv(sys.executable, [sys.executable, '-m', 'miroctl', *sys.argv[2:]])"
+)
+
+
+def signal_masks(pid: int) -> dict[str, int]:
+    """A process's ignored and caught signals, as the kernel keeps them (bit N-1 for signal N)."""
+    fields = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines())
+    return {name: int(fields[name].strip(), 16) for name in ("SigIgn", "SigCgt")}
+
+
+@pytest.mark.parametrize("signum", [signal.SIGHUP, signal.SIGINT], ids=["nohup", "background"])
+def test_a_signal_ignored_when_miroctl_starts_stays_ignored_and_the_call_completes(
+    write_config, leak_tag, tmp_path, signum
+):
+    log, release = tmp_path / "calls.log", tmp_path / "release"
+    env = {"MIROCTL_TEST_TAG": leak_tag, "FIXTURE_CALL_LOG": str(log)}
+    path = write_config({"alpha": fixture_yaml("alpha", "--tools", "hold", env=env)})
+    words = ["call", "--config", str(path), "alpha", "hold", f"path={release}"]
+    proc = subprocess.Popen(
+        [sys.executable, "-c", IGNORING, str(int(signum)), *words],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        wait_for(lambda: log.exists() and "hold" in log.read_text())  # the call is in flight: the core runs
+        masks = signal_masks(proc.pid)
+        proc.send_signal(signum)  # discarded by the kernel, as an ignored signal is
+        release.touch()
+        stdout, stderr = proc.communicate(timeout=HANG_GUARD)
+    finally:
+        proc.kill()
+    bit = 1 << (int(signum) - 1)
+    assert (masks["SigIgn"] & bit, masks["SigCgt"] & bit) == (bit, 0)
+    assert proc.returncode == 0, stderr
+    assert stdout.strip() == "released"
+    assert not wait_for_no_tagged(leak_tag)
+
+
+def test_the_launch_leaves_an_ignored_interrupt_ignored_while_it_holds_signals_and_after():
+    before = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        launch = Launch(["call", "alpha", "echo"])
+        launch.catch_interrupts()
+        with launch.holding_signals():
+            assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+        launch.release_interrupts()
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGINT, before)

@@ -22,7 +22,7 @@ from miroctl.config.sections import Mode
 from miroctl.core import toolcache
 from miroctl.core.calllog import CallLog
 from miroctl.core.manager import Confirmation, ConfirmFn, Manager
-from miroctl.launch.handoff import Launch
+from miroctl.launch.handoff import Launch, ignored
 from miroctl.launch.options import probe_writable
 from miroctl.policy.decisions import Policy
 from miroctl.render.output import Output
@@ -59,13 +59,15 @@ def run(work: Callable[[], Awaitable[T]]) -> T:
     """Run the async core once; Ctrl-C, SIGTERM and SIGHUP stop it (every server first) as `Interrupted`.
 
     The signals stay miroctl's until the core has finished stopping: a second Ctrl-C, or a supervisor's
-    SIGTERM after it, is absorbed instead of killing miroctl halfway through stopping its servers."""
+    SIGTERM after it, is absorbed instead of killing miroctl halfway through stopping its servers. One that
+    was ignored when miroctl started (nohup's SIGHUP) stays ignored."""
     received: list[int] = []
 
     async def guarded() -> T:
         results: list[T] = []
         errors: list[MiroctlError] = []
-        with _handlers_restored(), anyio.open_signal_receiver(*STOP_SIGNALS) as signals:
+        taken = [signum for signum in STOP_SIGNALS if not ignored(signum)]  # an ignored one stays ignored
+        with _handlers_restored(), anyio.open_signal_receiver(*taken) as signals:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(_watch_signals, signals, tg.cancel_scope, received)
                 try:

@@ -19,6 +19,12 @@ from miroctl.launch.reader import Reading
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 
 
+def ignored(signum: int) -> bool:
+    """Whether the signal is ignored, as miroctl found it: `nohup` ignores SIGHUP, a shell script's background
+    job SIGINT. miroctl leaves such a signal ignored, never taking it over (Python does the same for SIGINT)."""
+    return signal.getsignal(signum) is signal.SIG_IGN
+
+
 class Stopped(BaseException):
     """A stop signal arrived outside the core's own handling (which turns it into `Interrupted`).
 
@@ -74,12 +80,13 @@ class Launch:
     def catch_stop_signals(self) -> None:
         """From now on SIGTERM and SIGHUP raise `Stopped` (the core takes them over while it runs)."""
         for signum in STOP_SIGNALS:
-            signal.signal(signum, self._on_signal)
+            if not ignored(signum):
+                signal.signal(signum, self._on_signal)
 
     def catch_interrupts(self) -> None:
         """Until `release_interrupts`, Ctrl-C raises `Stopped` too: Typer turns a KeyboardInterrupt while it
         reads the command line into a silent exit 130, and a Ctrl-C then must still say what it stopped."""
-        if self._interrupts is None:
+        if self._interrupts is None and not ignored(signal.SIGINT):
             self._interrupts = signal.signal(signal.SIGINT, self._on_signal) or signal.default_int_handler
 
     def release_interrupts(self) -> None:
@@ -92,13 +99,14 @@ class Launch:
     def holding_signals(self) -> Iterator[None]:
         """Stop signals (and Ctrl-C) wait until the block is done: a server started in it is registered
         to be stopped before the signal ends the run."""
-        previous = signal.signal(signal.SIGINT, self._on_signal)
+        previous = None if ignored(signal.SIGINT) else signal.signal(signal.SIGINT, self._on_signal)
         self._holding = True
         try:
             yield
         finally:
             self._holding = False
-            signal.signal(signal.SIGINT, previous)
+            if previous is not None:
+                signal.signal(signal.SIGINT, previous)
         pending, self._pending = self._pending, None
         if pending == signal.SIGINT and self._interrupts is None:
             raise KeyboardInterrupt
