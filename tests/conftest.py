@@ -37,7 +37,7 @@ LEGACY = str(ROOT / "tests" / "servers" / "legacy.py")
 HOSTILE = str(ROOT / "tests" / "servers" / "hostile.py")
 WEBTOOLS = str(ROOT / "tests" / "servers" / "webtools.py")
 HEALTHY_STARTUP = 30.0  # generous: a loaded 2-core machine must never flake a healthy server
-HANG_GUARD = 40.0  # seconds: a wait that only ends early on a defect (pytest-timeout stops a test at 60)
+HANG_GUARD = 40.0  # seconds: a hang guard, which only a defect runs out (pytest-timeout ends a test at 60)
 
 
 def fixture_spec(name: str, *args: str, **fields: Any) -> ServerSpec:

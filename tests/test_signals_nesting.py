@@ -249,6 +249,7 @@ def signal_masks(pid: int) -> dict[str, int]:
     return {name: int(fields[name].strip(), 16) for name in ("SigIgn", "SigCgt")}
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("signum", [signal.SIGHUP, signal.SIGINT], ids=["nohup", "background"])
 def test_a_signal_ignored_when_miroctl_starts_stays_ignored_and_the_call_completes(
     write_config, leak_tag, tmp_path, signum
